@@ -1,0 +1,371 @@
+//! Request decoder.
+//!
+//! Redis accepts two request forms: multibulk (`*N\r\n$len\r\narg\r\n…`) and
+//! inline (a line of space separated, optionally quoted words). The decoder
+//! consumes the input buffer as it goes and keeps its position inside a
+//! multibulk request (`remaining`, `bulk_len`), so a large request arriving in
+//! many reads is parsed in linear time: nothing is scanned twice except an
+//! incomplete header line, which is bounded by [`MAX_INLINE`].
+
+use bytes::{Buf, Bytes, BytesMut};
+use std::fmt;
+
+/// Longest inline request or multibulk header line Redis accepts (64 KiB).
+pub const MAX_INLINE: usize = 64 * 1024;
+/// Largest argument count of one multibulk request.
+pub const MAX_MULTIBULK: i64 = 1024 * 1024;
+/// `proto-max-bulk-len` default (512 MB).
+pub const DEFAULT_MAX_BULK: i64 = 512 * 1024 * 1024;
+
+/// A malformed request. Redis replies `-ERR Protocol error: …` and closes the
+/// connection; `Display` gives the text after `ERR `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    TooBigInline,
+    TooBigMbulkCount,
+    TooBigBulkCount,
+    InvalidMultibulkLength,
+    InvalidBulkLength,
+    UnbalancedQuotes,
+    ExpectedDollar(u8),
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Protocol error: ")?;
+        match self {
+            Self::TooBigInline => f.write_str("too big inline request"),
+            Self::TooBigMbulkCount => f.write_str("too big mbulk count string"),
+            Self::TooBigBulkCount => f.write_str("too big bulk count string"),
+            Self::InvalidMultibulkLength => f.write_str("invalid multibulk length"),
+            Self::InvalidBulkLength => f.write_str("invalid bulk length"),
+            Self::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
+            Self::ExpectedDollar(c) => write!(f, "expected '$', got '{}'", *c as char),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+#[derive(Debug)]
+pub struct Decoder {
+    /// Arguments still expected by the multibulk request in progress (0: none).
+    remaining: usize,
+    /// Length of the bulk argument whose header has been read.
+    bulk_len: Option<usize>,
+    args: Vec<Bytes>,
+    pub max_bulk: i64,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_BULK)
+    }
+}
+
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    memchr_nl(buf).and_then(|i| (i > 0 && buf[i - 1] == b'\r').then(|| i - 1))
+}
+
+fn memchr_nl(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|&b| b == b'\n')
+}
+
+/// Parses the decimal in a length header. Redis accepts an optional sign
+/// and nothing else.
+fn parse_len(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add((d - b'0') as i64)?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+impl Decoder {
+    pub fn new(max_bulk: i64) -> Self {
+        Decoder {
+            remaining: 0,
+            bulk_len: None,
+            args: Vec::new(),
+            max_bulk,
+        }
+    }
+
+    /// True while a request has been started but not completed.
+    pub fn in_progress(&self) -> bool {
+        self.remaining > 0
+    }
+
+    /// Decodes the next complete request from `buf`, consuming its bytes.
+    /// `Ok(None)`: more input is needed. Empty requests (`*0`, blank inline
+    /// lines) are skipped as Redis skips them.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        loop {
+            if self.remaining == 0 {
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                if buf[0] != b'*' {
+                    match self.inline(buf)? {
+                        Some(args) if args.is_empty() => continue,
+                        other => return Ok(other),
+                    }
+                }
+                let Some(end) = find_crlf(buf) else {
+                    if buf.len() > MAX_INLINE {
+                        return Err(ProtocolError::TooBigMbulkCount);
+                    }
+                    return Ok(None);
+                };
+                let n = parse_len(&buf[1..end]);
+                let n = match n {
+                    Some(n) if n <= MAX_MULTIBULK => n,
+                    _ => return Err(ProtocolError::InvalidMultibulkLength),
+                };
+                buf.advance(end + 2);
+                if n <= 0 {
+                    continue;
+                }
+                self.remaining = n as usize;
+                self.args = Vec::with_capacity(self.remaining.min(1024));
+            }
+            while self.remaining > 0 {
+                let len = match self.bulk_len {
+                    Some(len) => len,
+                    None => {
+                        let Some(end) = find_crlf(buf) else {
+                            if buf.len() > MAX_INLINE {
+                                return Err(ProtocolError::TooBigBulkCount);
+                            }
+                            return Ok(None);
+                        };
+                        if buf[0] != b'$' {
+                            return Err(ProtocolError::ExpectedDollar(buf[0]));
+                        }
+                        let len = match parse_len(&buf[1..end]) {
+                            Some(l) if l >= 0 && l <= self.max_bulk => l as usize,
+                            _ => return Err(ProtocolError::InvalidBulkLength),
+                        };
+                        buf.advance(end + 2);
+                        self.bulk_len = Some(len);
+                        len
+                    }
+                };
+                if buf.len() < len + 2 {
+                    // Large arguments: make room once instead of growing by doubling.
+                    if len >= 32 * 1024 {
+                        buf.reserve(len + 2 - buf.len());
+                    }
+                    return Ok(None);
+                }
+                let arg = buf.split_to(len).freeze();
+                buf.advance(2);
+                self.args.push(arg);
+                self.bulk_len = None;
+                self.remaining -= 1;
+            }
+            return Ok(Some(std::mem::take(&mut self.args)));
+        }
+    }
+
+    fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let Some(nl) = memchr_nl(buf) else {
+            if buf.len() > MAX_INLINE {
+                return Err(ProtocolError::TooBigInline);
+            }
+            return Ok(None);
+        };
+        let line = buf.split_to(nl + 1);
+        let mut line = &line[..nl];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        split_args(line)
+            .map(Some)
+            .ok_or(ProtocolError::UnbalancedQuotes)
+    }
+}
+
+/// Splits an inline request into words the way redis-cli and Redis's inline
+/// protocol do: blanks separate words, `"…"` supports `\n \r \t \b \a \\ \"`
+/// and `\xHH` escapes, `'…'` supports only `\'`; a closing quote must be
+/// followed by a blank or the end. `None` on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(out);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && is_hex(line[i + 2])
+                    && is_hex(line[i + 3])
+                {
+                    cur.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        out.push(Bytes::from(cur));
+    }
+}
+
+fn is_hex(c: u8) -> bool {
+    c.is_ascii_hexdigit()
+}
+
+fn hex(c: u8) -> u8 {
+    (c as char).to_digit(16).unwrap_or(0) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(input: &[u8]) -> Result<Vec<Vec<Bytes>>, ProtocolError> {
+        let mut d = Decoder::default();
+        let mut buf = BytesMut::from(input);
+        let mut out = vec![];
+        while let Some(a) = d.decode(&mut buf)? {
+            out.push(a);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn multibulk_and_inline() {
+        let r = all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*0\r\n\r\nset a \"b c\"\n").unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0], vec![Bytes::from("GET"), Bytes::from("k")]);
+        assert_eq!(r[1], vec![Bytes::from("PING")]);
+        assert_eq!(
+            r[2],
+            vec![Bytes::from("set"), Bytes::from("a"), Bytes::from("b c")]
+        );
+    }
+
+    #[test]
+    fn byte_by_byte_is_resumable() {
+        let input = b"*3\r\n$3\r\nSET\r\n$4\r\nk\r\n\0\r\n$0\r\n\r\n";
+        let mut d = Decoder::default();
+        let mut buf = BytesMut::new();
+        let mut got = None;
+        for &b in input.iter() {
+            buf.extend_from_slice(&[b]);
+            if let Some(a) = d.decode(&mut buf).unwrap() {
+                got = Some(a);
+            }
+        }
+        let got = got.unwrap();
+        assert_eq!(&got[1][..], b"k\r\n\0");
+        assert_eq!(&got[2][..], b"");
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(
+            all(b"*1\r\n+foo\r\n"),
+            Err(ProtocolError::ExpectedDollar(b'+'))
+        );
+        assert_eq!(all(b"*abc\r\n"), Err(ProtocolError::InvalidMultibulkLength));
+        assert_eq!(
+            all(b"*1048577\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(all(b"*1\r\n$-1\r\n"), Err(ProtocolError::InvalidBulkLength));
+        assert_eq!(
+            all(b"*1\r\n$536870913\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(all(b"set \"a\n"), Err(ProtocolError::UnbalancedQuotes));
+        assert_eq!(all(&vec![b'a'; 70000]), Err(ProtocolError::TooBigInline));
+        let mut big = b"*".to_vec();
+        big.extend(vec![b'1'; 70000]);
+        assert_eq!(all(&big), Err(ProtocolError::TooBigMbulkCount));
+    }
+
+    #[test]
+    fn split_quotes() {
+        let a = split_args(br#"a "x\x41\n" 'it\'s' """#).unwrap();
+        assert_eq!(
+            a,
+            vec![
+                Bytes::from("a"),
+                Bytes::from("xA\n"),
+                Bytes::from("it's"),
+                Bytes::from("")
+            ]
+        );
+        assert!(split_args(br#""a"b"#).is_none());
+    }
+}

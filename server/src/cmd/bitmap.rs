@@ -1,0 +1,5 @@
+//! bitmap commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

@@ -1,0 +1,5 @@
+//! command commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

@@ -1,0 +1,5 @@
+//! config commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

@@ -1,0 +1,192 @@
+//! Connection commands: PING ECHO QUIT RESET SELECT AUTH HELLO.
+
+use super::flags::*;
+use super::{int_arg, is, Command, Ctx};
+use crate::error::{CmdResult, Error};
+use crate::state::ReplyMode;
+use bytes::Bytes;
+
+const G: &str = "connection";
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("ping", -1, FAST | STALE | LOADING, G, (0, 0, 0), ping),
+    Command::new("echo", 2, FAST | STALE | LOADING, G, (0, 0, 0), echo),
+    Command::new(
+        "quit",
+        -1,
+        FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        quit,
+    ),
+    Command::new(
+        "reset",
+        1,
+        FAST | STALE | LOADING | NO_AUTH | NOSCRIPT | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        reset,
+    ),
+    Command::new("select", 2, FAST | STALE | LOADING, G, (0, 0, 0), select),
+    Command::new(
+        "auth",
+        -2,
+        FAST | STALE | LOADING | NO_AUTH | NOSCRIPT | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        auth,
+    ),
+    Command::new(
+        "hello",
+        -1,
+        FAST | STALE | LOADING | NO_AUTH | NOSCRIPT | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        hello,
+    ),
+];
+
+/// PING [message]
+fn ping(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 2 {
+        return Err(Error::Arity("ping".into()));
+    }
+    match a.get(1) {
+        Some(m) => c.out.bulk(m),
+        None => c.out.simple("PONG"),
+    }
+    Ok(())
+}
+
+/// ECHO message
+fn echo(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    c.out.bulk(&a[1]);
+    Ok(())
+}
+
+/// QUIT
+fn quit(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    c.out.ok();
+    c.cl.close_after_reply = true;
+    Ok(())
+}
+
+/// RESET: back to a fresh connection's state.
+fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let cl = &mut *c.cl;
+    cl.db = 0;
+    cl.resp3 = false;
+    cl.name = None;
+    cl.reply_mode = ReplyMode::On;
+    cl.monitor = false;
+    cl.no_evict = false;
+    cl.authenticated = c.st.tun.requirepass.is_none();
+    c.out.resp3 = false;
+    c.out.simple("RESET");
+    Ok(())
+}
+
+/// SELECT index
+fn select(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let i = int_arg(&a[1]).map_err(|_| Error::InvalidDbIndex)?;
+    if i < 0 || i as usize >= c.st.dbs.len() {
+        return Err(Error::DbIndexOutOfRange);
+    }
+    c.cl.db = i as usize;
+    c.out.ok();
+    Ok(())
+}
+
+/// Checks a username/password pair against `requirepass` (only the
+/// `default` user exists).
+fn check_password(c: &mut Ctx, user: &[u8], pass: &[u8]) -> CmdResult {
+    let ok = user == b"default"
+        && match &c.st.tun.requirepass {
+            Some(p) => p[..] == *pass,
+            None => true,
+        };
+    if !ok {
+        return Err(Error::WrongPass);
+    }
+    c.cl.authenticated = true;
+    Ok(())
+}
+
+/// AUTH [username] password
+fn auth(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    if a.len() == 2 && c.st.tun.requirepass.is_none() {
+        return Err(Error::other(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        ));
+    }
+    let (user, pass) = if a.len() == 3 {
+        (&a[1][..], &a[2][..])
+    } else {
+        (&b"default"[..], &a[1][..])
+    };
+    check_password(c, user, pass)?;
+    c.out.ok();
+    Ok(())
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let mut ver = None;
+    let mut i = 1;
+    if a.len() > 1 {
+        let v = int_arg(&a[1])
+            .map_err(|_| Error::other("ERR Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&v) {
+            return Err(Error::other("NOPROTO unsupported protocol version"));
+        }
+        ver = Some(v);
+        i = 2;
+    }
+    let mut name = None;
+    while i < a.len() {
+        let more = a.len() - i - 1;
+        if is(&a[i], "auth") && more >= 2 {
+            check_password(c, &a[i + 1], &a[i + 2])?;
+            i += 3;
+        } else if is(&a[i], "setname") && more >= 1 {
+            super::server::validate_client_name(&a[i + 1])?;
+            name = Some(a[i + 1].clone());
+            i += 2;
+        } else {
+            return Err(Error::other(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&a[i])
+            )));
+        }
+    }
+    if !c.cl.authenticated {
+        return Err(Error::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if let Some(n) = name {
+        c.cl.name = (!n.is_empty()).then_some(n);
+    }
+    if let Some(v) = ver {
+        c.cl.resp3 = v == 3;
+        c.out.resp3 = c.cl.resp3;
+    }
+    let o = &mut *c.out;
+    o.map(7);
+    o.bulk(b"server");
+    o.bulk(b"redis");
+    o.bulk(b"version");
+    o.bulk(b"7.0.15");
+    o.bulk(b"proto");
+    o.int(if c.cl.resp3 { 3 } else { 2 });
+    o.bulk(b"id");
+    o.int(c.cl.id as i64);
+    o.bulk(b"mode");
+    o.bulk(b"standalone");
+    o.bulk(b"role");
+    o.bulk(b"master");
+    o.bulk(b"modules");
+    o.array(0);
+    Ok(())
+}

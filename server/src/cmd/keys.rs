@@ -1,0 +1,5 @@
+//! keys commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

@@ -1,0 +1,511 @@
+//! The command table and the dispatcher.
+//!
+//! Each family module exports `COMMANDS: &[Command]`, one entry per command
+//! with its arity, flags and key positions next to its handler. [`table`]
+//! gathers them once. Arity checks, COMMAND, MULTI queuing, script
+//! permissions, persistence and key extraction all read this one table.
+//!
+//! [`execute`] is the one gatekeeper every command passes, checking in a
+//! fixed order: lookup, arity, authentication; then it runs the handler and
+//! accounts for it (commandstats, errorstats, slowlog, MONITOR).
+
+pub mod bitmap;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod keys;
+pub mod server;
+pub mod string;
+
+use crate::error::{CmdResult, Error, WRONGTYPE};
+use crate::state::{Client, ReplyMode, SlowEntry, State};
+use bytes::Bytes;
+use protocol::ReplyBuf;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use storage::{Db, StrValue, Value};
+
+pub type Handler = fn(&mut Ctx, &[Bytes]) -> CmdResult;
+
+/// Command flags, as COMMAND INFO names them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLE_KEYS: u32 = 1 << 15;
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+pub struct Command {
+    pub name: &'static str,
+    /// Redis's arity: exact count if positive, minimum count if negative
+    /// (the command name counts).
+    pub arity: i32,
+    pub flags: u32,
+    /// ACL category of the family (`string`, `keyspace`, …).
+    pub group: &'static str,
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub handler: Handler,
+    pub subcommands: &'static [Command],
+}
+
+impl Command {
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        group: &'static str,
+        keys: (i32, i32, i32),
+        handler: Handler,
+    ) -> Self {
+        Command {
+            name,
+            arity,
+            flags,
+            group,
+            first_key: keys.0,
+            last_key: keys.1,
+            step: keys.2,
+            handler,
+            subcommands: &[],
+        }
+    }
+
+    /// A container command (CONFIG, CLIENT, …) dispatching on its first
+    /// argument to `subs`, whose names are `parent|sub`.
+    pub const fn parent(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        group: &'static str,
+        subs: &'static [Command],
+    ) -> Self {
+        Command {
+            name,
+            arity,
+            flags,
+            group,
+            first_key: 0,
+            last_key: 0,
+            step: 0,
+            handler: no_handler,
+            subcommands: subs,
+        }
+    }
+
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+
+    /// The name Redis shows in errors and stats: `get`, `config|get`.
+    pub fn full_name(&self) -> &'static str {
+        self.name
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        (a > 0 && argc == a as usize) || (a < 0 && argc >= (-a) as usize)
+    }
+
+    /// Positions of key arguments, from first/last/step.
+    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 {
+            return vec![];
+        }
+        let last = if self.last_key < 0 {
+            argc as i32 + self.last_key
+        } else {
+            self.last_key.min(argc as i32 - 1)
+        };
+        (self.first_key..=last)
+            .step_by(self.step.max(1) as usize)
+            .map(|i| i as usize)
+            .collect()
+    }
+}
+
+fn no_handler(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    Ok(())
+}
+
+pub fn table() -> &'static HashMap<&'static str, &'static Command> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static Command>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let families: &[&'static [Command]] = &[
+            string::COMMANDS,
+            bitmap::COMMANDS,
+            keys::COMMANDS,
+            connection::COMMANDS,
+            server::COMMANDS,
+            config::COMMANDS,
+            command::COMMANDS,
+        ];
+        families
+            .iter()
+            .flat_map(|f| f.iter())
+            .map(|c| (c.name, c))
+            .collect()
+    })
+}
+
+/// Looks a command up by name, case-insensitively, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
+    table().get(lower).copied()
+}
+
+/// Finds a subcommand of `parent` for `args[1]`.
+pub fn lookup_sub(parent: &'static Command, sub: &[u8]) -> Option<&'static Command> {
+    let lower = String::from_utf8_lossy(sub).to_ascii_lowercase();
+    parent
+        .subcommands
+        .iter()
+        .find(|c| c.name.split('|').nth(1) == Some(lower.as_str()))
+}
+
+/// The command (or subcommand) for a request, or the error for an unknown one.
+pub fn resolve(args: &[Bytes]) -> Result<&'static Command, Error> {
+    let Some(cmd) = lookup(&args[0]) else {
+        let mut rest = String::new();
+        for a in &args[1..] {
+            if rest.len() >= 128 {
+                break;
+            }
+            let s = String::from_utf8_lossy(a);
+            let room = 128 - rest.len();
+            rest.push_str(&format!("'{}' ", s.chars().take(room).collect::<String>()));
+        }
+        let name: String = String::from_utf8_lossy(&args[0])
+            .chars()
+            .take(128)
+            .collect();
+        return Err(Error::UnknownCommand(format!(
+            "'{name}', with args beginning with: {rest}"
+        )));
+    };
+    if cmd.subcommands.is_empty() {
+        return Ok(cmd);
+    }
+    if args.len() < 2 {
+        return Err(Error::Arity(cmd.name.into()));
+    }
+    lookup_sub(cmd, &args[1]).ok_or_else(|| Error::UnknownSubcommand {
+        sub: String::from_utf8_lossy(&args[1])
+            .chars()
+            .take(128)
+            .collect(),
+        cmd: cmd.name.to_ascii_uppercase(),
+    })
+}
+
+/// What a handler gets: the state (under the lock), its client, where its
+/// reply goes, and the time the command started (ms), used for expiry so a
+/// command sees one consistent clock.
+pub struct Ctx<'a> {
+    pub st: &'a mut State,
+    pub cl: &'a mut Client,
+    pub out: &'a mut ReplyBuf,
+    pub now: i64,
+}
+
+impl Ctx<'_> {
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.st.dbs[self.cl.db]
+    }
+}
+
+/// Keyspace access with lazy expiry and the hit/miss statistics.
+impl State {
+    /// Deletes `key` if expired; true if it was.
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64) -> bool {
+        if self.dbs[db].expire_if_needed(key, now) {
+            self.expired(db, key);
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
+        self.expire_if_needed(db, key, now);
+        let found = self.dbs[db].get(key).is_some();
+        if found {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
+        }
+        self.dbs[db].get(key)
+    }
+
+    pub fn lookup_write(&mut self, db: usize, key: &[u8], now: i64) -> Option<&mut Value> {
+        self.expire_if_needed(db, key, now);
+        self.dbs[db].get_mut(key)
+    }
+
+    /// The string at `key` for reading: `None` if absent, WRONGTYPE if not
+    /// a string.
+    pub fn read_str(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&StrValue>, Error> {
+        match self.lookup_read(db, key, now) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s)),
+            #[allow(unreachable_patterns)]
+            Some(_) => Err(WRONGTYPE),
+        }
+    }
+
+    pub fn write_str(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&mut StrValue>, Error> {
+        match self.lookup_write(db, key, now) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s)),
+            #[allow(unreachable_patterns)]
+            Some(_) => Err(WRONGTYPE),
+        }
+    }
+
+    /// Records that a command changed `key`: dirty counter, keyspace event
+    /// (and, as they land, WATCH invalidation and client-side caching).
+    pub fn changed(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        self.dirty += 1;
+        self.notify(class, event, db, key);
+    }
+}
+
+/// Runs one request for client `cl`, writing its reply (or error) to `out`.
+pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Bytes]) {
+    let cmd = match resolve(args) {
+        Ok(c) => c,
+        Err(e) => {
+            reject(st, out, &e);
+            return;
+        }
+    };
+    if !cmd.arity_ok(args.len()) {
+        reject(st, out, &Error::Arity(cmd.name.into()));
+        st.stats
+            .cmd
+            .entry(cmd.name.to_string())
+            .or_default()
+            .rejected += 1;
+        return;
+    }
+    if !cl.authenticated && !cmd.has(flags::NO_AUTH) {
+        if st.tun.requirepass.is_some() {
+            reject(st, out, &Error::NoAuth);
+            st.stats
+                .cmd
+                .entry(cmd.name.to_string())
+                .or_default()
+                .rejected += 1;
+            return;
+        }
+        cl.authenticated = true;
+    }
+    if !st.clients.is_empty() && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
+        feed_monitors(st, cl, args);
+    }
+    let start = std::time::Instant::now();
+    let now = crate::state::now_ms();
+    let mark = out.len();
+    let skip_reply = cl.reply_mode != ReplyMode::On;
+    out.resp3 = cl.resp3;
+    let mut ctx = Ctx { st, cl, out, now };
+    let res = (cmd.handler)(&mut ctx, args);
+    let Ctx { st, cl, out, .. } = ctx;
+    let dur = start.elapsed().as_micros() as u64;
+    st.stats.total_commands += 1;
+    let stat = st.stats.cmd.entry(cmd.name.to_string()).or_default();
+    stat.calls += 1;
+    stat.usec += dur;
+    if let Err(e) = &res {
+        stat.failed += 1;
+        out.error(&e.to_string());
+        *st.stats.errors.entry(e.code()).or_default() += 1;
+        st.stats.total_error_replies += 1;
+    }
+    cl.last_cmd = cmd.name.to_string();
+    if skip_reply {
+        out.buf.truncate(mark);
+        // SKIP covers only the command after CLIENT REPLY SKIP itself.
+        cl.reply_mode = match cl.reply_mode {
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            ReplyMode::Skip => ReplyMode::On,
+            m => m,
+        };
+    }
+    if st.tun.slowlog_slower_than >= 0
+        && dur as i64 >= st.tun.slowlog_slower_than
+        && !cmd.has(flags::SKIP_SLOWLOG)
+    {
+        slowlog_push(st, cl, args, dur as i64);
+    }
+}
+
+fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
+    out.error(&e.to_string());
+    *st.stats.errors.entry(e.code()).or_default() += 1;
+    st.stats.total_error_replies += 1;
+}
+
+fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
+    // As Redis: at most 32 arguments, each cut to 128 bytes.
+    let mut logged: Vec<Bytes> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if i == 31 && args.len() > 32 {
+            logged.push(Bytes::from(format!(
+                "... ({} more arguments)",
+                args.len() - 31
+            )));
+            break;
+        }
+        if a.len() > 128 {
+            logged.push(Bytes::from(format!(
+                "{}... ({} more bytes)",
+                String::from_utf8_lossy(&a[..128]),
+                a.len() - 128
+            )));
+        } else {
+            logged.push(a.clone());
+        }
+    }
+    let id = st.slowlog_next_id;
+    st.slowlog_next_id += 1;
+    st.slowlog.push_front(SlowEntry {
+        id,
+        time: crate::state::now_ms() / 1000,
+        duration_us: dur,
+        args: logged,
+        addr: cl.addr.clone(),
+        name: cl.name.clone().unwrap_or_default(),
+    });
+    st.slowlog.truncate(st.tun.slowlog_max_len);
+}
+
+/// Sends the command to every MONITOR client, formatted as Redis does:
+/// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`.
+fn feed_monitors(st: &mut State, cl: &Client, args: &[Bytes]) {
+    if !st.clients.values().any(|c| c.monitor) {
+        return;
+    }
+    let us = crate::state::now_us();
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        cl.db,
+        cl.addr
+    );
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote_monitor(a));
+    }
+    line.push_str("\r\n");
+    for c in st.clients.values_mut().filter(|c| c.monitor) {
+        c.pending.extend_from_slice(line.as_bytes());
+        c.wake.notify_one();
+    }
+}
+
+/// Redis's `sdscatrepr`: a double-quoted string with C escapes.
+pub fn quote_monitor(a: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in a {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            7 => s.push_str("\\a"),
+            8 => s.push_str("\\b"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// Parses an integer argument (`ERR value is not an integer or out of range`).
+pub fn int_arg(a: &[u8]) -> Result<i64, Error> {
+    storage::num::parse_i64(a).ok_or(crate::error::NOT_INTEGER)
+}
+
+/// Parses a float argument (`ERR value is not a valid float`).
+pub fn float_arg(a: &[u8]) -> Result<f64, Error> {
+    storage::num::parse_f64(a).ok_or(crate::error::NOT_FLOAT)
+}
+
+/// Case-insensitive keyword test.
+pub fn is(a: &[u8], kw: &str) -> bool {
+    a.eq_ignore_ascii_case(kw.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        for (name, c) in table() {
+            assert_eq!(*name, c.name);
+            assert!(c.arity != 0, "{name}");
+            assert!(
+                c.has(flags::WRITE) as u8 + c.has(flags::READONLY) as u8 <= 1,
+                "{name}"
+            );
+            for s in c.subcommands {
+                assert!(s.name.starts_with(&format!("{name}|")), "{}", s.name);
+            }
+        }
+    }
+}

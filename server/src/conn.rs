@@ -1,0 +1,143 @@
+//! One task per client connection.
+//!
+//! The loop: read what the socket has, decode every complete request (up to
+//! a bounded batch, for fairness), take the state lock once, execute the
+//! batch, release the lock, write all replies with one write. Output other
+//! clients produced for this one (MONITOR, pub/sub, unblocking) sits in
+//! `Client::pending` and is flushed when the task is woken.
+
+use crate::cmd::execute;
+use crate::state::{now_ms, Client, Shared};
+use bytes::{Bytes, BytesMut};
+use protocol::{Decoder, ReplyBuf};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Requests executed per lock acquisition at most.
+const MAX_BATCH: usize = 256;
+
+const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, local: SocketAddr) {
+    let _ = sock.set_nodelay(true);
+    let fd = {
+        use std::os::fd::AsRawFd;
+        sock.as_raw_fd()
+    };
+    let admitted = {
+        let mut st = shared.state.lock();
+        st.stats.total_connections += 1;
+        if st.clients.len() >= st.tun.maxclients {
+            st.stats.rejected_connections += 1;
+            Err("-ERR max number of clients reached\r\n")
+        } else if st.tun.protected_mode && st.tun.requirepass.is_none() && !peer.ip().is_loopback()
+        {
+            Err(DENIED)
+        } else {
+            let id = st.next_client_id;
+            st.next_client_id += 1;
+            let authed = st.tun.requirepass.is_none();
+            let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
+            let wake = c.wake.clone();
+            st.clients.insert(id, c);
+            Ok((id, wake, st.tun.max_bulk, st.tun.timeout_s))
+        }
+    };
+    let (id, wake, max_bulk, timeout_s) = match admitted {
+        Ok(x) => x,
+        Err(msg) => {
+            let _ = sock.write_all(msg.as_bytes()).await;
+            return;
+        }
+    };
+
+    let mut inbuf = BytesMut::with_capacity(16 * 1024);
+    let mut out = ReplyBuf::new(false);
+    let mut dec = Decoder::new(max_bulk);
+    let mut batch: Vec<Vec<Bytes>> = Vec::new();
+    let mut bytes_in = 0u64;
+    let idle = (timeout_s > 0).then(|| Duration::from_secs(timeout_s as u64));
+    loop {
+        let mut proto_err = None;
+        while batch.len() < MAX_BATCH {
+            match dec.decode(&mut inbuf) {
+                Ok(Some(args)) => batch.push(args),
+                Ok(None) => break,
+                Err(e) => {
+                    proto_err = Some(e);
+                    break;
+                }
+            }
+        }
+        if batch.is_empty() && proto_err.is_none() {
+            let read = sock.read_buf(&mut inbuf);
+            let woke = tokio::select! {
+                biased;
+                _ = wake.notified() => true,
+                r = read => match r {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => { bytes_in += n as u64; false }
+                },
+                _ = sleep_or_never(idle) => break,
+            };
+            if !woke {
+                continue;
+            }
+        }
+        let close = {
+            let mut guard = shared.state.lock();
+            let st = &mut *guard;
+            let Some(mut cl) = st.clients.remove(&id) else {
+                break;
+            };
+            if cl.killed {
+                break;
+            }
+            st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
+            if !cl.pending.is_empty() {
+                out.buf.extend_from_slice(&cl.pending);
+                cl.pending.clear();
+            }
+            for args in batch.drain(..) {
+                execute(st, &mut cl, &mut out, &args);
+                if cl.close_after_reply || st.shutdown.is_some() {
+                    break;
+                }
+            }
+            batch.clear();
+            if let Some(e) = proto_err {
+                out.error(&format!("ERR {e}"));
+                cl.close_after_reply = true;
+            }
+            cl.last_interaction_ms = now_ms();
+            cl.qbuf = inbuf.len();
+            st.stats.net_output_bytes += out.len() as u64;
+            let close = cl.close_after_reply;
+            st.clients.insert(id, cl);
+            close
+        };
+        if !out.is_empty() {
+            if sock.write_all(&out.buf).await.is_err() {
+                break;
+            }
+            out.buf.clear();
+            if out.buf.capacity() > 1 << 20 {
+                out.buf = BytesMut::with_capacity(16 * 1024);
+            }
+        }
+        if close {
+            break;
+        }
+    }
+    shared.state.lock().clients.remove(&id);
+}
+
+async fn sleep_or_never(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}

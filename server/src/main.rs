@@ -1,0 +1,77 @@
+//! `cinnabar-server [/path/to/redis.conf] [--name value ...]`, as redis-server.
+
+use cinnabar_server::config::Config;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn usage() -> ! {
+    eprintln!(
+        "Usage: ./cinnabar-server [/path/to/redis.conf] [options] [-]\n       ./cinnabar-server - (read config from stdin)\n       ./cinnabar-server -v or --version\n       ./cinnabar-server -h or --help\n\nExamples:\n       ./cinnabar-server (run the server with default conf)\n       ./cinnabar-server /etc/redis/6379.conf\n       ./cinnabar-server --port 7777\n       ./cinnabar-server /etc/myredis.conf --loglevel verbose -"
+    );
+    std::process::exit(1)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("-v" | "--version") => {
+            println!(
+                "Redis server v=7.0.15 sha=00000000:0 malloc=mimalloc bits=64 build=cinnabar-{}",
+                env!("CARGO_PKG_VERSION")
+            );
+            return;
+        }
+        Some("-h" | "--help") => usage(),
+        _ => {}
+    }
+    let cfg = match Config::from_args(&args) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("{msg}");
+            std::process::exit(1);
+        }
+    };
+    init_logging(&cfg);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    if let Err(e) = rt.block_on(cinnabar_server::server::run(cfg)) {
+        tracing::error!("{e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0);
+}
+
+/// `loglevel` and `logfile` as Redis: debug/verbose/notice/warning, stdout
+/// when `logfile` is empty.
+fn init_logging(cfg: &Config) {
+    use tracing::Level;
+    let level = match cfg.str("loglevel") {
+        "debug" => Level::TRACE,
+        "verbose" => Level::DEBUG,
+        "notice" => Level::INFO,
+        _ => Level::WARN,
+    };
+    let b = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(false);
+    let file = cfg.str("logfile");
+    if file.is_empty() {
+        b.init();
+    } else {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+        {
+            Ok(f) => b.with_writer(std::sync::Mutex::new(f)).init(),
+            Err(e) => {
+                eprintln!("Can't open the log file: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Start-up, listeners, the cron task and shutdown.
+
+use crate::config::Config;
+use crate::state::{now_ms, Shared, State};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+/// Binds every address of `bind` (a leading `-` marks one whose failure is
+/// ignored, as in Redis) on `port`.
+async fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
+    let port = cfg.int("port") as u16;
+    let mut out = Vec::new();
+    for addr in cfg.str("bind").split_whitespace() {
+        let (optional, addr) = match addr.strip_prefix('-') {
+            Some(a) => (true, a),
+            None => (false, addr),
+        };
+        let host = match addr {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            a => a,
+        };
+        let sock = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        match TcpListener::bind(&sock).await {
+            Ok(l) => out.push(l),
+            Err(e) if optional => {
+                warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("Could not create server TCP listening socket {sock}: {e}"),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub async fn run(cfg: Config) -> std::io::Result<()> {
+    for w in &cfg.warnings {
+        warn!("{w}");
+    }
+    let listeners = listen(&cfg).await?;
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State::new(cfg)),
+        shutdown: Notify::new(),
+    });
+    {
+        let mut st = shared.state.lock();
+        st.tcp_port = st.cfg.int("port") as u16;
+        let pidfile = st.cfg.str("pidfile").to_string();
+        if !pidfile.is_empty() {
+            let _ = std::fs::write(&pidfile, format!("{}\n", std::process::id()));
+        }
+    }
+    for l in listeners {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                match l.accept().await {
+                    Ok((sock, peer)) => {
+                        let local = sock.local_addr().unwrap_or(peer);
+                        tokio::spawn(crate::conn::serve(shared.clone(), sock, peer, local));
+                    }
+                    Err(e) => {
+                        warn!("Accepting client connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+    tokio::spawn(cron(shared.clone()));
+    info!("Ready to accept connections tcp");
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    tokio::select! {
+        _ = shared.shutdown.notified() => {}
+        _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
+        _ = int.recv() => warn!("Received SIGINT scheduling shutdown..."),
+    }
+    let st = shared.state.lock();
+    let pidfile = st.cfg.str("pidfile");
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(pidfile);
+    }
+    info!("Redis is now ready to exit, bye bye...");
+    Ok(())
+}
+
+/// Housekeeping `hz` times a second: active expiry, incremental rehashing,
+/// statistics samples, the end of CLIENT PAUSE.
+async fn cron(shared: Arc<Shared>) {
+    loop {
+        let hz = shared.state.lock().tun.hz;
+        tokio::time::sleep(Duration::from_millis((1000 / hz) as u64)).await;
+        let mut st = shared.state.lock();
+        let now = now_ms();
+        if st.active_expire {
+            active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
+        }
+        for db in st.dbs.iter_mut() {
+            db.cron();
+        }
+        let s = (
+            now,
+            st.stats.total_commands,
+            st.stats.net_input_bytes,
+            st.stats.net_output_bytes,
+        );
+        st.stats.samples.push_back(s);
+        if st.stats.samples.len() > 16 {
+            st.stats.samples.pop_front();
+        }
+        if st.pause.as_ref().is_some_and(|p| p.until_ms <= now) {
+            st.pause = None;
+        }
+    }
+}
+
+/// Redis's active expire cycle: sample keys with a TTL in each database,
+/// delete the expired ones, and keep going in a database while more than
+/// 10% of a sample was expired, within a CPU budget per tick.
+fn active_expire(st: &mut State, now: i64, budget: Duration) {
+    let start = std::time::Instant::now();
+    let mut sampled_total = 0usize;
+    let mut expired_total = 0usize;
+    for db in 0..st.dbs.len() {
+        loop {
+            if st.dbs[db].expires.is_empty() {
+                break;
+            }
+            let (seen, dead) = st.dbs[db].expire_sample(now, 20);
+            sampled_total += seen;
+            expired_total += dead.len();
+            for k in &dead {
+                st.expired(db, k);
+            }
+            if seen == 0 || dead.len() * 100 / seen <= 10 || start.elapsed() > budget {
+                break;
+            }
+        }
+        if start.elapsed() > budget {
+            break;
+        }
+    }
+    if sampled_total > 0 {
+        let perc = expired_total as f64 / sampled_total as f64;
+        st.stats.expired_stale_perc = perc * 0.05 + st.stats.expired_stale_perc * 0.95;
+    }
+    st.stats.expire_cycle_cpu_ms += start.elapsed().as_millis() as u64;
+}

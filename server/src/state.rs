@@ -1,0 +1,275 @@
+//! Server state shared by all connections, behind one mutex.
+//!
+//! Every command runs with the [`State`] lock held, which makes each command
+//! (and later each MULTI/EXEC block and script) atomic across all keys. The
+//! lock is taken once per batch of pipelined commands from one client;
+//! socket I/O and RESP decoding happen outside it.
+//!
+//! Clients live in `State::clients` so that any command can see or act on
+//! any client (CLIENT LIST/KILL, PUBLISH, unblocking). The connection task
+//! that is executing takes its own `Client` out of the map for the batch and
+//! puts it back afterwards.
+
+use crate::config::Config;
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+use storage::Db;
+use tokio::sync::Notify;
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply of the next command only.
+    Skip,
+    SkipNext,
+}
+
+pub struct Client {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i32,
+    pub name: Option<Bytes>,
+    pub lib_name: Option<Bytes>,
+    pub lib_ver: Option<Bytes>,
+    pub db: usize,
+    pub resp3: bool,
+    pub authenticated: bool,
+    pub created_ms: i64,
+    pub last_interaction_ms: i64,
+    pub last_cmd: String,
+    pub reply_mode: ReplyMode,
+    pub no_evict: bool,
+    /// Close once the current replies are written (QUIT, KILL of self).
+    pub close_after_reply: bool,
+    /// Set by CLIENT KILL from another client; the connection closes on wake.
+    pub killed: bool,
+    pub monitor: bool,
+    /// Output produced for this client by other clients (MONITOR, later
+    /// pub/sub and unblocking), flushed by its connection task on wake.
+    pub pending: BytesMut,
+    pub wake: Arc<Notify>,
+    /// Input buffer size, for CLIENT LIST's qbuf.
+    pub qbuf: usize,
+}
+
+impl Client {
+    pub fn new(id: u64, addr: String, laddr: String, fd: i32, authenticated: bool) -> Self {
+        let now = now_ms();
+        Client {
+            id,
+            addr,
+            laddr,
+            fd,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            db: 0,
+            resp3: false,
+            authenticated,
+            created_ms: now,
+            last_interaction_ms: now,
+            last_cmd: "NULL".into(),
+            reply_mode: ReplyMode::On,
+            no_evict: false,
+            close_after_reply: false,
+            killed: false,
+            monitor: false,
+            pending: BytesMut::new(),
+            wake: Arc::new(Notify::new()),
+            qbuf: 0,
+        }
+    }
+}
+
+#[derive(Default, Clone)]
+pub struct CmdStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+#[derive(Default)]
+pub struct Stats {
+    pub total_connections: u64,
+    pub rejected_connections: u64,
+    pub total_commands: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub expired_keys: u64,
+    pub expired_stale_perc: f64,
+    pub expire_cycle_cpu_ms: u64,
+    pub evicted_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub total_error_replies: u64,
+    pub unexpected_error_replies: u64,
+    pub cmd: HashMap<String, CmdStat>,
+    pub errors: BTreeMap<String, u64>,
+    /// Samples of (ms, total_commands, in bytes, out bytes) for the
+    /// instantaneous_* fields, taken by the cron.
+    pub samples: VecDeque<(i64, u64, u64, u64)>,
+}
+
+pub struct SlowEntry {
+    pub id: u64,
+    pub time: i64,
+    pub duration_us: i64,
+    pub args: Vec<Bytes>,
+    pub addr: String,
+    pub name: Bytes,
+}
+
+pub struct Pause {
+    pub until_ms: i64,
+    /// Only write commands wait (CLIENT PAUSE … WRITE).
+    pub writes_only: bool,
+}
+
+/// Values read on hot paths, refreshed from `cfg` after every change.
+#[derive(Default)]
+pub struct Tuning {
+    pub requirepass: Option<Bytes>,
+    pub max_bulk: i64,
+    pub notify_flags: u32,
+    pub maxclients: usize,
+    pub timeout_s: i64,
+    pub slowlog_slower_than: i64,
+    pub slowlog_max_len: usize,
+    pub hz: i64,
+    pub protected_mode: bool,
+}
+
+pub struct State {
+    pub dbs: Vec<Db>,
+    pub cfg: Config,
+    pub tun: Tuning,
+    pub stats: Stats,
+    pub clients: BTreeMap<u64, Client>,
+    pub next_client_id: u64,
+    /// Changes since the last save (`rdb_changes_since_last_save`).
+    pub dirty: u64,
+    pub lastsave: i64,
+    pub started: Instant,
+    pub start_ms: i64,
+    pub run_id: String,
+    pub slowlog: VecDeque<SlowEntry>,
+    pub slowlog_next_id: u64,
+    pub pause: Option<Pause>,
+    /// Active expiry can be switched off by DEBUG SET-ACTIVE-EXPIRE.
+    pub active_expire: bool,
+    /// Set by SHUTDOWN: the server saves (if asked) and exits.
+    pub shutdown: Option<ShutdownRequest>,
+    pub tcp_port: u16,
+    pub executable: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ShutdownRequest {
+    pub save: Option<bool>,
+}
+
+impl State {
+    pub fn new(cfg: Config) -> Self {
+        let n = cfg.int("databases").max(1) as usize;
+        let run_id: String = {
+            use rand::Rng;
+            let mut r = rand::thread_rng();
+            (0..40)
+                .map(|_| char::from_digit(r.gen_range(0..16), 16).unwrap())
+                .collect()
+        };
+        let mut st = State {
+            dbs: (0..n).map(|_| Db::default()).collect(),
+            cfg,
+            tun: Tuning::default(),
+            stats: Stats::default(),
+            clients: BTreeMap::new(),
+            next_client_id: 1,
+            dirty: 0,
+            lastsave: now_ms() / 1000,
+            started: Instant::now(),
+            start_ms: now_ms(),
+            run_id,
+            slowlog: VecDeque::new(),
+            slowlog_next_id: 0,
+            pause: None,
+            active_expire: true,
+            shutdown: None,
+            tcp_port: 0,
+            executable: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        };
+        st.apply_config();
+        st
+    }
+
+    /// Refreshes the cached values after the configuration changed.
+    pub fn apply_config(&mut self) {
+        let c = &self.cfg;
+        let pass = c.str("requirepass");
+        self.tun = Tuning {
+            requirepass: (!pass.is_empty()).then(|| Bytes::copy_from_slice(pass.as_bytes())),
+            max_bulk: c.int("proto-max-bulk-len"),
+            notify_flags: crate::config::notify_flags(c.str("notify-keyspace-events")).unwrap_or(0),
+            maxclients: c.int("maxclients") as usize,
+            timeout_s: c.int("timeout"),
+            slowlog_slower_than: c.int("slowlog-log-slower-than"),
+            slowlog_max_len: c.int("slowlog-max-len") as usize,
+            hz: c.int("hz").clamp(1, 500),
+            protected_mode: c.flag("protected-mode"),
+        };
+        while self.slowlog.len() > self.tun.slowlog_max_len {
+            self.slowlog.pop_back();
+        }
+    }
+
+    /// Deletes a key found expired, with the bookkeeping every deletion by
+    /// expiry needs.
+    pub fn expired(&mut self, db: usize, key: &[u8]) {
+        self.stats.expired_keys += 1;
+        self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
+    }
+
+    /// Keyspace notification hook. Delivery arrives with pub/sub.
+    pub fn notify(&mut self, class: u32, _event: &str, _db: usize, _key: &[u8]) {
+        if self.tun.notify_flags & class == 0 {
+            // Nothing subscribed to this class.
+        }
+    }
+
+    /// Marks a client killed and wakes its connection so it closes.
+    pub fn kill_client(&mut self, id: u64) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.killed = true;
+            c.wake.notify_one();
+        }
+    }
+}
+
+/// What connection tasks and the cron share.
+pub struct Shared {
+    pub state: Mutex<State>,
+    /// Notified when SHUTDOWN was requested.
+    pub shutdown: Notify,
+}

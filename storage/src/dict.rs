@@ -1,0 +1,430 @@
+//! A chained hash table with incremental rehashing and a stateless scan
+//! cursor, as Redis's dict.
+//!
+//! Why not `HashMap`: a keyspace of millions of keys must never stop the
+//! server to resize (a `HashMap` moves every entry at once), and SCAN must
+//! return every key present for the whole iteration even while the table
+//! grows or shrinks. Both follow from Redis's design:
+//!
+//! - Two tables. Growing or shrinking allocates the second and moves one
+//!   bucket at a time on each write (and in the server's cron), so work per
+//!   operation stays O(1). Lookups check both tables while a rehash runs.
+//! - Sizes are powers of two and a key's bucket is `hash & mask`. The SCAN
+//!   cursor is a bucket index incremented on its *reversed* bits, so the
+//!   buckets a small table's bucket splits into (same low bits) come right
+//!   after it in cursor order. A full scan therefore visits each surviving
+//!   key at least once across any number of resizes (maybe more than once).
+//!
+//! Invariants: `t[1]` is non-empty only while rehashing; buckets of `t[0]`
+//! below `rehash_idx` are empty; a key is in exactly one table.
+
+use crate::CBytes;
+
+type Link<V> = Option<Box<Node<V>>>;
+
+struct Node<V> {
+    key: CBytes,
+    val: V,
+    next: Link<V>,
+}
+
+struct Table<V> {
+    buckets: Vec<Link<V>>,
+    used: usize,
+}
+
+impl<V> Table<V> {
+    fn new(size: usize) -> Self {
+        let mut buckets = Vec::with_capacity(size);
+        buckets.resize_with(size, || None);
+        Table { buckets, used: 0 }
+    }
+    fn mask(&self) -> u64 {
+        (self.buckets.len() as u64).wrapping_sub(1)
+    }
+    fn find(&self, h: u64, key: &[u8]) -> Option<&Node<V>> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mut link = &self.buckets[(h & self.mask()) as usize];
+        while let Some(n) = link {
+            if &*n.key == key {
+                return Some(n);
+            }
+            link = &n.next;
+        }
+        None
+    }
+}
+
+pub struct Dict<V> {
+    t: [Table<V>; 2],
+    rehash_idx: Option<usize>,
+    hasher: ahash::RandomState,
+}
+
+const INITIAL: usize = 4;
+
+impl<V> Default for Dict<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> Dict<V> {
+    pub fn new() -> Self {
+        Dict {
+            t: [Table::new(0), Table::new(0)],
+            rehash_idx: None,
+            hasher: ahash::RandomState::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t[0].used + self.t[1].used
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of buckets (both tables), for INFO and memory accounting.
+    pub fn buckets(&self) -> usize {
+        self.t[0].buckets.len() + self.t[1].buckets.len()
+    }
+
+    pub fn is_rehashing(&self) -> bool {
+        self.rehash_idx.is_some()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Moves up to `n` buckets to the new table; visits at most `10n` empty
+    /// ones so one call is bounded. Returns true while a rehash remains.
+    pub fn rehash(&mut self, n: usize) -> bool {
+        let Some(mut idx) = self.rehash_idx else {
+            return false;
+        };
+        let mut empty_visits = n * 10;
+        for _ in 0..n {
+            if self.t[0].used == 0 {
+                break;
+            }
+            while self.t[0].buckets[idx].is_none() {
+                idx += 1;
+                empty_visits -= 1;
+                if empty_visits == 0 {
+                    self.rehash_idx = Some(idx);
+                    return true;
+                }
+            }
+            let mut link = self.t[0].buckets[idx].take();
+            let mask = self.t[1].mask();
+            while let Some(mut node) = link {
+                link = node.next.take();
+                let b = (self.hash(&node.key) & mask) as usize;
+                node.next = self.t[1].buckets[b].take();
+                self.t[1].buckets[b] = Some(node);
+                self.t[0].used -= 1;
+                self.t[1].used += 1;
+            }
+            idx += 1;
+        }
+        if self.t[0].used == 0 {
+            self.t[0] = std::mem::replace(&mut self.t[1], Table::new(0));
+            self.rehash_idx = None;
+            return false;
+        }
+        self.rehash_idx = Some(idx);
+        true
+    }
+
+    fn step(&mut self) {
+        if self.rehash_idx.is_some() {
+            self.rehash(1);
+        }
+    }
+
+    fn resize_to(&mut self, want: usize) {
+        let size = want.max(INITIAL).next_power_of_two();
+        if self.rehash_idx.is_some() || size == self.t[0].buckets.len() {
+            return;
+        }
+        if self.t[0].buckets.is_empty() {
+            self.t[0] = Table::new(size);
+        } else {
+            self.t[1] = Table::new(size);
+            self.rehash_idx = Some(0);
+        }
+    }
+
+    /// Shrinks a table that is under 10% full, as Redis's cron does.
+    pub fn shrink_if_needed(&mut self) {
+        let size = self.t[0].buckets.len();
+        if self.rehash_idx.is_none() && size > INITIAL && self.len() * 100 / size < 10 {
+            self.resize_to(self.len());
+        }
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.get_entry(key).map(|(_, v)| v)
+    }
+
+    pub fn get_entry(&self, key: &[u8]) -> Option<(&CBytes, &V)> {
+        if self.is_empty() {
+            return None;
+        }
+        let h = self.hash(key);
+        let n = self.t[0].find(h, key).or_else(|| self.t[1].find(h, key))?;
+        Some((&n.key, &n.val))
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_entry(key).is_some()
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        if self.is_empty() {
+            return None;
+        }
+        self.step();
+        let h = self.hash(key);
+        // Find the table first: returning a borrow from inside a conditional
+        // loop and then touching the other table does not pass the borrow
+        // checker.
+        let ti = if self.t[0].find(h, key).is_some() {
+            0
+        } else if self.t[1].find(h, key).is_some() {
+            1
+        } else {
+            return None;
+        };
+        let t = &mut self.t[ti];
+        let mask = t.mask();
+        let mut link = &mut t.buckets[(h & mask) as usize];
+        while link.as_ref().is_some_and(|n| &*n.key != key) {
+            link = &mut link.as_mut().unwrap().next;
+        }
+        link.as_mut().map(|n| &mut n.val)
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: CBytes, val: V) -> Option<V> {
+        if let Some(slot) = self.get_mut(&key) {
+            return Some(std::mem::replace(slot, val));
+        }
+        self.insert_new(key, val);
+        None
+    }
+
+    /// Inserts a key known to be absent.
+    pub fn insert_new(&mut self, key: CBytes, val: V) {
+        self.step();
+        if self.rehash_idx.is_none() && self.t[0].used >= self.t[0].buckets.len() {
+            self.resize_to(self.t[0].used + 1);
+        }
+        let h = self.hash(&key);
+        let t = if self.rehash_idx.is_some() {
+            &mut self.t[1]
+        } else {
+            &mut self.t[0]
+        };
+        let b = (h & t.mask()) as usize;
+        let next = t.buckets[b].take();
+        t.buckets[b] = Some(Box::new(Node { key, val, next }));
+        t.used += 1;
+    }
+
+    /// Returns the value for `key`, inserting `f()` first if absent.
+    pub fn get_or_insert_with(&mut self, key: &[u8], f: impl FnOnce() -> V) -> &mut V {
+        if !self.contains_key(key) {
+            self.insert_new(CBytes::new(key), f());
+        }
+        self.get_mut(key).expect("just inserted")
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> Option<(CBytes, V)> {
+        if self.is_empty() {
+            return None;
+        }
+        self.step();
+        let h = self.hash(key);
+        for t in self.t.iter_mut() {
+            if t.buckets.is_empty() {
+                continue;
+            }
+            let mask = t.mask();
+            let mut link = &mut t.buckets[(h & mask) as usize];
+            while link.as_ref().is_some_and(|n| &*n.key != key) {
+                link = &mut link.as_mut().unwrap().next;
+            }
+            if let Some(mut node) = link.take() {
+                *link = node.next.take();
+                t.used -= 1;
+                return Some((node.key, node.val));
+            }
+        }
+        None
+    }
+
+    /// Empties the dict, returning the old contents so a caller can drop a
+    /// large one off the hot path (FLUSHALL ASYNC, UNLINK).
+    pub fn take(&mut self) -> Dict<V> {
+        std::mem::take(self)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&CBytes, &V)> {
+        self.t
+            .iter()
+            .flat_map(|t| t.buckets.iter())
+            .flat_map(|mut link| {
+                std::iter::from_fn(move || {
+                    let n = link.as_ref()?;
+                    link = &n.next;
+                    Some((&n.key, &n.val))
+                })
+            })
+    }
+
+    /// A random entry, each bucket equally likely (as Redis).
+    pub fn random<R: rand::Rng>(&self, rng: &mut R) -> Option<(&CBytes, &V)> {
+        if self.is_empty() {
+            return None;
+        }
+        let s0 = self.t[0].buckets.len();
+        let total = s0 + self.t[1].buckets.len();
+        let start = self.rehash_idx.unwrap_or(0);
+        let bucket = loop {
+            let i = rng.gen_range(start..total);
+            let b = if i < s0 {
+                &self.t[0].buckets[i]
+            } else {
+                &self.t[1].buckets[i - s0]
+            };
+            if b.is_some() {
+                break b;
+            }
+        };
+        let mut len = 0;
+        let mut link = bucket;
+        while let Some(n) = link {
+            len += 1;
+            link = &n.next;
+        }
+        let mut n = bucket.as_ref().unwrap();
+        for _ in 0..rng.gen_range(0..len) {
+            n = n.next.as_ref().unwrap();
+        }
+        Some((&n.key, &n.val))
+    }
+
+    /// Visits the buckets at `cursor` and returns the next cursor (0 when
+    /// the scan is complete). See the module doc for the guarantee.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&CBytes, &V)) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        let mut v = cursor;
+        let mut emit = |t: &Table<V>, v: u64| {
+            let mut link = &t.buckets[(v & t.mask()) as usize];
+            while let Some(n) = link {
+                f(&n.key, &n.val);
+                link = &n.next;
+            }
+        };
+        let m1;
+        if self.rehash_idx.is_none() {
+            m1 = self.t[0].mask();
+            emit(&self.t[0], v);
+        } else {
+            let (small, large) = if self.t[0].buckets.len() <= self.t[1].buckets.len() {
+                (&self.t[0], &self.t[1])
+            } else {
+                (&self.t[1], &self.t[0])
+            };
+            let m0 = small.mask();
+            m1 = large.mask();
+            emit(small, v);
+            loop {
+                emit(large, v);
+                v = (((v | m0).wrapping_add(1)) & !m0) | (v & m0);
+                if v & (m0 ^ m1) == 0 {
+                    break;
+                }
+            }
+        }
+        v |= !m1;
+        v = v.reverse_bits().wrapping_add(1).reverse_bits();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    #[test]
+    fn matches_a_hashmap_under_random_operations() {
+        let mut rng = rand::thread_rng();
+        use rand::Rng;
+        let mut d = Dict::new();
+        let mut m = HashMap::new();
+        for i in 0..200_000u32 {
+            let k = format!("k{}", rng.gen_range(0..5000));
+            match rng.gen_range(0..4) {
+                0 | 1 => assert_eq!(
+                    d.insert(CBytes::from(k.as_str()), i),
+                    m.insert(k.clone(), i)
+                ),
+                2 => assert_eq!(d.remove(k.as_bytes()).map(|x| x.1), m.remove(&k)),
+                _ => assert_eq!(d.get(k.as_bytes()), m.get(&k)),
+            }
+            if i % 1000 == 0 {
+                d.shrink_if_needed();
+            }
+            assert_eq!(d.len(), m.len());
+        }
+        assert_eq!(d.iter().count(), m.len());
+    }
+
+    #[test]
+    fn scan_sees_every_surviving_key_across_resizes() {
+        let mut d = Dict::new();
+        for i in 0..1000 {
+            d.insert(CBytes::from(format!("a{i}").as_str()), ());
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            cursor = d.scan(cursor, |k, _| {
+                seen.insert(k.to_vec());
+            });
+            // Grow and shrink the table while scanning; keys a* stay.
+            round += 1;
+            for j in 0..50 {
+                let k = format!("b{round}_{j}");
+                if round % 7 < 4 {
+                    d.insert(CBytes::from(k.as_str()), ());
+                } else {
+                    d.remove(k.as_bytes());
+                }
+            }
+            if round % 5 == 0 {
+                for j in 0..round * 50 {
+                    d.remove(format!("b{}_{}", j / 50, j % 50).as_bytes());
+                }
+                d.shrink_if_needed();
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..1000 {
+            assert!(seen.contains(format!("a{i}").as_bytes()), "a{i} missed");
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! The keyspace and data types of cinnabar.
+//!
+//! This crate owns what is stored: [`CBytes`] (binary-safe bytes kept inline
+//! when short), [`Dict`] (the incrementally rehashed hash table every
+//! database and hash type builds on, with Redis's reverse-binary SCAN
+//! cursor), [`Value`] with its encodings, and [`Db`] (one numbered database:
+//! keys, values and expiry times). It knows nothing of RESP or sockets, and
+//! time comes in as an argument (`now_ms`) so tests can drive the clock.
+
+mod cbytes;
+mod db;
+mod dict;
+pub mod glob;
+pub mod num;
+mod value;
+
+pub use cbytes::CBytes;
+pub use db::Db;
+pub use dict::Dict;
+pub use value::{StrValue, Value};
+
+/// Errors of the data layer. `Display` is Redis's exact reply text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    WrongType,
+    NotInteger,
+    NotFloat,
+    Overflow,
+    NanOrInfinity,
+    StringTooLong,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
+            Error::NotInteger => "ERR value is not an integer or out of range",
+            Error::NotFloat => "ERR value is not a valid float",
+            Error::Overflow => "ERR increment or decrement would overflow",
+            Error::NanOrInfinity => "ERR increment would produce NaN or Infinity",
+            Error::StringTooLong => "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        })
+    }
+}

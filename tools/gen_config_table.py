@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Probes a running real redis-server 7.0 (port in argv[1]) and prints the
+option table of server/src/config/table.rs: each option's name, type,
+range or choices, default and mutability, read from Redis's own replies."""
+import re, subprocess, sys
+
+port = sys.argv[1]
+
+def cli(*args):
+    r = subprocess.run(["redis-cli", "-p", port, *args], capture_output=True, text=True)
+    return r.stdout.rstrip("\n")
+
+def err(name, value):
+    out = cli("config", "set", name, value)
+    return out
+
+lines = subprocess.run(["redis-cli", "-p", port, "--no-raw", "config", "get", "*"], capture_output=True, text=True).stdout
+vals = re.findall(r'^\s*\d+\) "((?:[^"\\]|\\.)*)"$', lines, re.M)
+pairs = dict(zip(vals[0::2], vals[1::2]))
+out = []
+for name in sorted(pairs):
+    cur = pairs[name].encode().decode("unicode_escape")
+    r = err(name, cur)
+    mutable = "true"
+    if "immutable" in r or "protected" in r:
+        mutable = "false"
+    kind = None
+    if mutable == "false":
+        kind = "Kind::Bool" if cur in ("yes", "no") else ("Kind::Int(i64::MIN, i64::MAX)" if re.fullmatch(r"-?\d+", cur) else "Kind::Str")
+    if kind is None and name in ("requirepass", "masterauth"):
+        kind = "Kind::Str"
+    if kind is None and cur in ("yes", "no"):
+        r2 = err(name, "maybe")
+        if "'yes' or 'no'" in r2:
+            kind = "Kind::Bool"
+    if kind is None and re.fullmatch(r"-?\d+", cur):
+        r2 = err(name, "abc")
+        mem = "memory value" in r2
+        lo = err(name, "-99999999999999999")
+        m = re.search(r"between (-?\d+) and (-?\d+) inclusive", lo)
+        if not m:
+            m = re.search(r"between (-?\d+) and (-?\d+) inclusive", err(name, "99999999999999999"))
+        if m:
+            lo_, hi_ = m.group(1), m.group(2)
+        else:
+            lo_, hi_ = "i64::MIN", "i64::MAX"
+        kind = f"Kind::{'Memory' if mem else 'Int'}({lo_}, {hi_})"
+    if kind is None:
+        r2 = err(name, "zz-not-a-choice")
+        m = re.search(r"must be one of the following: (.*)$", r2)
+        if m:
+            choices = ", ".join(f'"{c}"' for c in m.group(1).split(", "))
+            kind = f"Kind::Enum(&[{choices}])"
+        else:
+            kind = "Kind::Str" if r2 == "OK" else "Kind::Special"
+    cli("config", "set", name, cur)
+    out.append(f'    Opt {{ name: "{name}", kind: {kind}, default: {cur!r}, mutable: {mutable} }},'.replace("'", '"'))
+print("\n".join(out))
