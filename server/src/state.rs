@@ -55,7 +55,7 @@ pub struct Client {
     pub authenticated: bool,
     pub created_ms: i64,
     pub last_interaction_ms: i64,
-    pub last_cmd: String,
+    pub last_cmd: &'static str,
     pub reply_mode: ReplyMode,
     pub no_evict: bool,
     /// Close once the current replies are written (QUIT, KILL of self).
@@ -87,7 +87,7 @@ impl Client {
             authenticated,
             created_ms: now,
             last_interaction_ms: now,
-            last_cmd: "NULL".into(),
+            last_cmd: "NULL",
             reply_mode: ReplyMode::On,
             no_evict: false,
             close_after_reply: false,
@@ -123,7 +123,7 @@ pub struct Stats {
     pub keyspace_misses: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
-    pub cmd: HashMap<String, CmdStat>,
+    pub cmd: HashMap<&'static str, CmdStat>,
     pub errors: BTreeMap<String, u64>,
     /// Samples of (ms, total_commands, in bytes, out bytes) for the
     /// instantaneous_* fields, taken by the cron.
@@ -181,6 +181,8 @@ pub struct State {
     pub shutdown: Option<ShutdownRequest>,
     pub tcp_port: u16,
     pub executable: String,
+    /// Clients in MONITOR mode, so the common case skips the feed at once.
+    pub monitors: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -216,6 +218,7 @@ impl State {
             active_expire: true,
             shutdown: None,
             tcp_port: 0,
+            monitors: 0,
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),

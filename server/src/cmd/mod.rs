@@ -331,26 +331,18 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     };
     if !cmd.arity_ok(args.len()) {
         reject(st, out, &Error::Arity(cmd.name.into()));
-        st.stats
-            .cmd
-            .entry(cmd.name.to_string())
-            .or_default()
-            .rejected += 1;
+        st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
         return;
     }
     if !cl.authenticated && !cmd.has(flags::NO_AUTH) {
         if st.tun.requirepass.is_some() {
             reject(st, out, &Error::NoAuth);
-            st.stats
-                .cmd
-                .entry(cmd.name.to_string())
-                .or_default()
-                .rejected += 1;
+            st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
             return;
         }
         cl.authenticated = true;
     }
-    if !st.clients.is_empty() && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
+    if st.monitors > 0 && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
         feed_monitors(st, cl, args);
     }
     let start = std::time::Instant::now();
@@ -363,7 +355,7 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     let Ctx { st, cl, out, .. } = ctx;
     let dur = start.elapsed().as_micros() as u64;
     st.stats.total_commands += 1;
-    let stat = st.stats.cmd.entry(cmd.name.to_string()).or_default();
+    let stat = st.stats.cmd.entry(cmd.name).or_default();
     stat.calls += 1;
     stat.usec += dur;
     if let Err(e) = &res {
@@ -372,7 +364,7 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
         *st.stats.errors.entry(e.code()).or_default() += 1;
         st.stats.total_error_replies += 1;
     }
-    cl.last_cmd = cmd.name.to_string();
+    cl.last_cmd = cmd.name;
     if skip_reply {
         out.buf.truncate(mark);
         // SKIP covers only the command after CLIENT REPLY SKIP itself.
@@ -433,9 +425,6 @@ fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
 /// Sends the command to every MONITOR client, formatted as Redis does:
 /// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`.
 fn feed_monitors(st: &mut State, cl: &Client, args: &[Bytes]) {
-    if !st.clients.values().any(|c| c.monitor) {
-        return;
-    }
     let us = crate::state::now_us();
     let mut line = format!(
         "+{}.{:06} [{} {}]",
