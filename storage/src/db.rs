@@ -358,3 +358,130 @@ fn touch_with(a: &Access, now: u32, lfu: Lfu) {
     }
     a.store(now, counter);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db_at(ms: i64) -> Db {
+        let mut d = Db::default();
+        d.set_clock(ms);
+        d
+    }
+
+    #[test]
+    fn access_clock_is_four_bytes_in_the_node() {
+        assert_eq!(std::mem::size_of::<Access>(), 4);
+    }
+
+    #[test]
+    fn idle_time_follows_reads_but_not_peeks() {
+        let mut d = db_at(1_000_000);
+        d.add(b"k", Value::str(b"v"));
+        d.set_clock(1_010_000);
+        assert_eq!(d.idle_ms(b"k"), Some(10_000));
+        assert!(d.peek(b"k").is_some());
+        assert_eq!(d.idle_ms(b"k"), Some(10_000));
+        assert!(d.get(b"k").is_some());
+        assert_eq!(d.idle_ms(b"k"), Some(0));
+        d.set_clock(1_013_000);
+        assert!(d.get_mut(b"k").is_some());
+        assert_eq!(d.idle_ms(b"k"), Some(0));
+        assert_eq!(d.idle_ms(b"nokey"), None);
+    }
+
+    #[test]
+    fn idle_time_survives_clock_wrap() {
+        let wrap_s = CLOCK_MAX as i64;
+        let mut d = db_at((wrap_s - 5) * 1000);
+        d.add(b"k", Value::str(b"v"));
+        d.set_clock((wrap_s + 5) * 1000);
+        assert_eq!(d.idle_ms(b"k"), Some(9_000));
+    }
+
+    #[test]
+    fn lfu_counter_grows_and_decays() {
+        let mut d = db_at(60_000);
+        d.lfu.enabled = true;
+        d.add(b"k", Value::str(b"v"));
+        assert_eq!(d.freq(b"k"), Some(LFU_INIT_VAL));
+        // At the initial value every hit counts.
+        d.get(b"k");
+        assert_eq!(d.freq(b"k"), Some(LFU_INIT_VAL + 1));
+        for _ in 0..10_000 {
+            d.get(b"k");
+        }
+        let f = d.freq(b"k").unwrap();
+        assert!(f > LFU_INIT_VAL + 5 && f < 255, "{f}");
+        // One decrement per idle minute (lfu-decay-time 1).
+        d.set_clock(60_000 + 3 * 60_000);
+        assert_eq!(d.freq(b"k"), Some(f - 3));
+        d.lfu.decay_time = 0;
+        assert_eq!(d.freq(b"k"), Some(f));
+    }
+
+    #[test]
+    fn overwrite_keeps_lfu_counter_refreshes_lru() {
+        let mut d = db_at(0);
+        d.add(b"k", Value::str(b"v"));
+        d.set_clock(5_000);
+        d.set(b"k", Value::str(b"w"), false);
+        assert_eq!(d.idle_ms(b"k"), Some(0));
+        d.lfu.enabled = true;
+        d.get(b"k");
+        let f = d.freq(b"k");
+        d.set_clock(6_000);
+        d.set(b"k", Value::str(b"x"), false);
+        assert_eq!(d.freq(b"k"), f);
+        assert_eq!(d.idle_ms(b"k"), Some(1_000));
+    }
+
+    #[test]
+    fn take_and_put_entry_carry_value_ttl_and_clock() {
+        let mut a = db_at(1_000);
+        let mut b = db_at(50_000);
+        a.add(b"k", Value::str(b"v"));
+        a.set_expire(b"k", 99_000);
+        let (k, v, acc, exp) = a.take_entry(b"k").unwrap();
+        assert!(a.is_empty() && a.expires.is_empty());
+        b.put_entry(CBytes::new(b"n"), v, acc, exp);
+        assert_eq!(b.expire_at(b"n"), Some(99_000));
+        assert_eq!(b.idle_ms(b"n"), Some(49_000));
+        assert_eq!(&*k, b"k");
+        assert!(matches!(b.peek(b"n"), Some(Value::Str(_))));
+        assert!(a.take_entry(b"k").is_none());
+        // Without a TTL nothing is added to expires.
+        b.add(b"p", Value::str(b"1"));
+        let (k, v, acc, exp) = b.take_entry(b"p").unwrap();
+        assert_eq!(exp, None);
+        a.put_entry(k, v, acc, exp);
+        assert!(a.expires.is_empty());
+    }
+
+    #[test]
+    fn take_keeps_settings_and_random_key() {
+        let mut d = db_at(7_000);
+        d.lfu.enabled = true;
+        let mut rng = rand::thread_rng();
+        assert!(d.random_key(&mut rng).is_none());
+        d.add(b"k", Value::str(b"v"));
+        assert_eq!(d.random_key(&mut rng).as_deref(), Some(&b"k"[..]));
+        let old = d.take();
+        assert_eq!(old.len(), 1);
+        assert_eq!(old.free_effort(), 1);
+        assert!(d.is_empty());
+        assert!(d.lfu.enabled);
+        assert_eq!(d.clock_ms, 7_000);
+    }
+
+    #[test]
+    fn expire_if_needed_sets_the_clock() {
+        let mut d = Db::default();
+        d.add(b"k", Value::str(b"v"));
+        d.set_expire(b"k", 10_000);
+        assert!(!d.expire_if_needed(b"k", 9_999));
+        assert_eq!(d.clock_ms, 9_999);
+        assert!(d.expire_if_needed(b"k", 10_000));
+        assert!(d.is_empty() && d.expires.is_empty());
+    }
+}

@@ -515,4 +515,51 @@ mod tests {
             assert!(seen.contains(format!("a{i}").as_bytes()), "a{i} missed");
         }
     }
+
+    #[test]
+    fn metadata_rides_along_and_clone_is_deep() {
+        let mut d: Dict<u32, u8> = Dict::with_meta();
+        for i in 0..100u32 {
+            d.insert_new_meta(CBytes::from(format!("k{i}").as_str()), i, (i % 7) as u8);
+        }
+        let (_, v, m) = d.get_entry_meta(b"k10").unwrap();
+        assert_eq!((*v, *m), (10, 3));
+        let (v, m) = d.get_mut_meta(b"k10").unwrap();
+        *v = 1000;
+        *m = 42;
+        // New entries via insert_new get the default metadata.
+        d.insert_new(CBytes::from("fresh"), 1);
+        assert_eq!(d.get_entry_meta(b"fresh").map(|e| *e.2), Some(0));
+        let c = d.clone();
+        assert_eq!(
+            d.remove_meta(b"k10").map(|(_, v, m)| (v, m)),
+            Some((1000, 42))
+        );
+        assert!(d.remove_meta(b"k10").is_none());
+        assert_eq!(
+            c.get_entry_meta(b"k10").map(|e| (*e.1, *e.2)),
+            Some((1000, 42))
+        );
+        assert_eq!(c.len(), 101);
+        assert_eq!(d.len(), 100);
+        let mut a: Vec<_> = c.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        a.sort();
+        assert_eq!(a.len(), 101);
+    }
+
+    #[test]
+    fn clone_during_rehash_is_complete() {
+        let mut d = Dict::new();
+        for i in 0..64 {
+            d.insert(CBytes::from(format!("k{i}").as_str()), i);
+        }
+        // Force a grow and stop halfway.
+        d.insert(CBytes::from("x"), -1);
+        let c = d.clone();
+        assert_eq!(c.is_rehashing(), d.is_rehashing());
+        for i in 0..64 {
+            assert_eq!(c.get(format!("k{i}").as_bytes()), Some(&i));
+        }
+        assert_eq!(c.get(b"x"), Some(&-1));
+    }
 }

@@ -782,6 +782,77 @@ fn swapdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 mod tests {
     use super::parse_cursor;
 
+    /// Arity, flags and key positions as COMMAND INFO shows them on Redis
+    /// 7.0.15.
+    #[test]
+    fn registered_as_redis() {
+        use crate::cmd::{flags::NAMES, lookup, lookup_sub};
+        let want: &[(&str, i32, &str, (i32, i32, i32))] = &[
+            ("del", -2, "write", (1, -1, 1)),
+            ("unlink", -2, "write fast", (1, -1, 1)),
+            ("exists", -2, "readonly fast", (1, -1, 1)),
+            ("type", 2, "readonly fast", (1, 1, 1)),
+            ("rename", 3, "write", (1, 2, 1)),
+            ("renamenx", 3, "write fast", (1, 2, 1)),
+            ("copy", -3, "write denyoom", (1, 2, 1)),
+            ("move", 3, "write fast", (1, 1, 1)),
+            ("expire", -3, "write fast", (1, 1, 1)),
+            ("pexpire", -3, "write fast", (1, 1, 1)),
+            ("expireat", -3, "write fast", (1, 1, 1)),
+            ("pexpireat", -3, "write fast", (1, 1, 1)),
+            ("ttl", 2, "readonly fast", (1, 1, 1)),
+            ("pttl", 2, "readonly fast", (1, 1, 1)),
+            ("expiretime", 2, "readonly fast", (1, 1, 1)),
+            ("pexpiretime", 2, "readonly fast", (1, 1, 1)),
+            ("persist", 2, "write fast", (1, 1, 1)),
+            ("touch", -2, "readonly fast", (1, -1, 1)),
+            ("keys", 2, "readonly", (0, 0, 0)),
+            ("scan", -2, "readonly", (0, 0, 0)),
+            ("randomkey", 1, "readonly", (0, 0, 0)),
+            ("object", -2, "", (0, 0, 0)),
+            ("object|encoding", 3, "readonly", (2, 2, 1)),
+            ("object|refcount", 3, "readonly", (2, 2, 1)),
+            ("object|idletime", 3, "readonly", (2, 2, 1)),
+            ("object|freq", 3, "readonly", (2, 2, 1)),
+            ("object|help", 2, "loading stale", (0, 0, 0)),
+            ("dbsize", 1, "readonly fast", (0, 0, 0)),
+            ("flushdb", -1, "write", (0, 0, 0)),
+            ("flushall", -1, "write", (0, 0, 0)),
+            ("swapdb", 3, "write fast", (0, 0, 0)),
+        ];
+        for &(name, arity, fl, keys) in want {
+            let c = match name.split_once('|') {
+                Some((p, s)) => lookup_sub(lookup(p.as_bytes()).unwrap(), s.as_bytes()),
+                None => lookup(name.as_bytes()),
+            }
+            .unwrap_or_else(|| panic!("{name} missing"));
+            assert_eq!(c.arity, arity, "{name}");
+            let got: Vec<&str> = NAMES
+                .iter()
+                .filter(|(f, _)| c.has(*f))
+                .map(|(_, n)| *n)
+                .collect();
+            assert_eq!(got.join(" "), fl, "{name}");
+            assert_eq!((c.first_key, c.last_key, c.step), keys, "{name}");
+        }
+    }
+
+    #[test]
+    fn config_options_used_exist() {
+        for name in [
+            "lazyfree-lazy-user-del",
+            "lazyfree-lazy-server-del",
+            "lazyfree-lazy-expire",
+            "lazyfree-lazy-user-flush",
+            "maxmemory",
+            "maxmemory-policy",
+            "lfu-log-factor",
+            "lfu-decay-time",
+        ] {
+            assert!(crate::config::find(name).is_some(), "{name}");
+        }
+    }
+
     #[test]
     fn cursor_parses_as_strtoull() {
         assert_eq!(parse_cursor(b"0"), Some(0));
