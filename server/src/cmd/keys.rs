@@ -787,7 +787,8 @@ mod tests {
     #[test]
     fn registered_as_redis() {
         use crate::cmd::{flags::NAMES, lookup, lookup_sub};
-        let want: &[(&str, i32, &str, (i32, i32, i32))] = &[
+        type Spec = (&'static str, i32, &'static str, (i32, i32, i32));
+        let want: &[Spec] = &[
             ("del", -2, "write", (1, -1, 1)),
             ("unlink", -2, "write fast", (1, -1, 1)),
             ("exists", -2, "readonly fast", (1, -1, 1)),
