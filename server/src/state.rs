@@ -242,6 +242,15 @@ impl State {
             hz: c.int("hz").clamp(1, 500),
             protected_mode: c.flag("protected-mode"),
         };
+        // Accesses keep the LFU counter only under an LFU policy (OBJECT FREQ).
+        let lfu = self.cfg.str("maxmemory-policy").contains("lfu");
+        let log_factor = self.cfg.int("lfu-log-factor").clamp(0, u32::MAX as i64) as u32;
+        let decay_time = self.cfg.int("lfu-decay-time").clamp(0, u32::MAX as i64) as u32;
+        for db in &mut self.dbs {
+            db.lfu.enabled = lfu;
+            db.lfu.log_factor = log_factor;
+            db.lfu.decay_time = decay_time;
+        }
         while self.slowlog.len() > self.tun.slowlog_max_len {
             self.slowlog.pop_back();
         }

@@ -20,20 +20,24 @@
 
 use crate::CBytes;
 
-type Link<V> = Option<Box<Node<V>>>;
+type Link<V, M> = Option<Box<Node<V, M>>>;
 
-struct Node<V> {
+/// One entry. `meta` is per-entry metadata chosen by the dict's user; it is
+/// `()` (zero bytes) unless asked for, so only the main keyspace pays for
+/// its access clock (see `db::Access`).
+struct Node<V, M> {
     key: CBytes,
     val: V,
-    next: Link<V>,
+    next: Link<V, M>,
+    meta: M,
 }
 
-struct Table<V> {
-    buckets: Vec<Link<V>>,
+struct Table<V, M> {
+    buckets: Vec<Link<V, M>>,
     used: usize,
 }
 
-impl<V> Table<V> {
+impl<V, M> Table<V, M> {
     fn new(size: usize) -> Self {
         let mut buckets = Vec::with_capacity(size);
         buckets.resize_with(size, || None);
@@ -42,7 +46,7 @@ impl<V> Table<V> {
     fn mask(&self) -> u64 {
         (self.buckets.len() as u64).wrapping_sub(1)
     }
-    fn find(&self, h: u64, key: &[u8]) -> Option<&Node<V>> {
+    fn find(&self, h: u64, key: &[u8]) -> Option<&Node<V, M>> {
         if self.buckets.is_empty() {
             return None;
         }
@@ -57,22 +61,29 @@ impl<V> Table<V> {
     }
 }
 
-pub struct Dict<V> {
-    t: [Table<V>; 2],
+pub struct Dict<V, M = ()> {
+    t: [Table<V, M>; 2],
     rehash_idx: Option<usize>,
     hasher: ahash::RandomState,
 }
 
 const INITIAL: usize = 4;
 
-impl<V> Default for Dict<V> {
+impl<V, M: Default> Default for Dict<V, M> {
     fn default() -> Self {
-        Self::new()
+        Self::with_meta()
     }
 }
 
 impl<V> Dict<V> {
     pub fn new() -> Self {
+        Self::with_meta()
+    }
+}
+
+impl<V, M: Default> Dict<V, M> {
+    /// An empty dict whose entries carry metadata `M`.
+    pub fn with_meta() -> Self {
         Dict {
             t: [Table::new(0), Table::new(0)],
             rehash_idx: None,
@@ -186,6 +197,25 @@ impl<V> Dict<V> {
     }
 
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        self.find_mut(key).map(|n| &mut n.val)
+    }
+
+    /// The entry with its metadata.
+    pub fn get_entry_meta(&self, key: &[u8]) -> Option<(&CBytes, &V, &M)> {
+        if self.is_empty() {
+            return None;
+        }
+        let h = self.hash(key);
+        let n = self.t[0].find(h, key).or_else(|| self.t[1].find(h, key))?;
+        Some((&n.key, &n.val, &n.meta))
+    }
+
+    /// The value and metadata, both writable.
+    pub fn get_mut_meta(&mut self, key: &[u8]) -> Option<(&mut V, &mut M)> {
+        self.find_mut(key).map(|n| (&mut n.val, &mut n.meta))
+    }
+
+    fn find_mut(&mut self, key: &[u8]) -> Option<&mut Node<V, M>> {
         if self.is_empty() {
             return None;
         }
@@ -205,9 +235,9 @@ impl<V> Dict<V> {
         let mask = t.mask();
         let mut link = &mut t.buckets[(h & mask) as usize];
         while link.as_ref().is_some_and(|n| &*n.key != key) {
-            link = &mut link.as_mut().unwrap().next;
+            link = &mut link.as_mut()?.next;
         }
-        link.as_mut().map(|n| &mut n.val)
+        link.as_deref_mut()
     }
 
     /// Inserts or replaces; returns the previous value.
@@ -221,6 +251,11 @@ impl<V> Dict<V> {
 
     /// Inserts a key known to be absent.
     pub fn insert_new(&mut self, key: CBytes, val: V) {
+        self.insert_new_meta(key, val, M::default());
+    }
+
+    /// Inserts a key known to be absent, with its metadata.
+    pub fn insert_new_meta(&mut self, key: CBytes, val: V, meta: M) {
         self.step();
         if self.rehash_idx.is_none() && self.t[0].used >= self.t[0].buckets.len() {
             self.resize_to(self.t[0].used + 1);
@@ -233,7 +268,12 @@ impl<V> Dict<V> {
         };
         let b = (h & t.mask()) as usize;
         let next = t.buckets[b].take();
-        t.buckets[b] = Some(Box::new(Node { key, val, next }));
+        t.buckets[b] = Some(Box::new(Node {
+            key,
+            val,
+            next,
+            meta,
+        }));
         t.used += 1;
     }
 
@@ -246,6 +286,16 @@ impl<V> Dict<V> {
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<(CBytes, V)> {
+        self.remove_node(key).map(|n| (n.key, n.val))
+    }
+
+    /// Removes an entry, returning it with its metadata (RENAME and MOVE
+    /// carry a key's access clock over, as Redis moves the object).
+    pub fn remove_meta(&mut self, key: &[u8]) -> Option<(CBytes, V, M)> {
+        self.remove_node(key).map(|n| (n.key, n.val, n.meta))
+    }
+
+    fn remove_node(&mut self, key: &[u8]) -> Option<Box<Node<V, M>>> {
         if self.is_empty() {
             return None;
         }
@@ -258,12 +308,12 @@ impl<V> Dict<V> {
             let mask = t.mask();
             let mut link = &mut t.buckets[(h & mask) as usize];
             while link.as_ref().is_some_and(|n| &*n.key != key) {
-                link = &mut link.as_mut().unwrap().next;
+                link = &mut link.as_mut()?.next;
             }
             if let Some(mut node) = link.take() {
                 *link = node.next.take();
                 t.used -= 1;
-                return Some((node.key, node.val));
+                return Some(node);
             }
         }
         None
@@ -271,7 +321,7 @@ impl<V> Dict<V> {
 
     /// Empties the dict, returning the old contents so a caller can drop a
     /// large one off the hot path (FLUSHALL ASYNC, UNLINK).
-    pub fn take(&mut self) -> Dict<V> {
+    pub fn take(&mut self) -> Dict<V, M> {
         std::mem::take(self)
     }
 
@@ -327,7 +377,7 @@ impl<V> Dict<V> {
             return 0;
         }
         let mut v = cursor;
-        let mut emit = |t: &Table<V>, v: u64| {
+        let mut emit = |t: &Table<V, M>, v: u64| {
             let mut link = &t.buckets[(v & t.mask()) as usize];
             while let Some(n) = link {
                 f(&n.key, &n.val);
@@ -358,6 +408,44 @@ impl<V> Dict<V> {
         v |= !m1;
         v = v.reverse_bits().wrapping_add(1).reverse_bits();
         v
+    }
+}
+
+/// A deep copy with the same layout (COPY of a key, and of values built on
+/// a dict). Chains are copied iteratively so a long chain cannot overflow
+/// the stack.
+impl<V: Clone, M: Clone> Clone for Dict<V, M> {
+    fn clone(&self) -> Self {
+        let table = |t: &Table<V, M>| Table {
+            buckets: t
+                .buckets
+                .iter()
+                .map(|head| {
+                    let mut items = Vec::new();
+                    let mut link = head;
+                    while let Some(n) = link {
+                        items.push((n.key.clone(), n.val.clone(), n.meta.clone()));
+                        link = &n.next;
+                    }
+                    let mut out: Link<V, M> = None;
+                    for (key, val, meta) in items.into_iter().rev() {
+                        out = Some(Box::new(Node {
+                            key,
+                            val,
+                            next: out,
+                            meta,
+                        }));
+                    }
+                    out
+                })
+                .collect(),
+            used: t.used,
+        };
+        Dict {
+            t: [table(&self.t[0]), table(&self.t[1])],
+            rehash_idx: self.rehash_idx,
+            hasher: self.hasher.clone(),
+        }
     }
 }
 
@@ -426,5 +514,52 @@ mod tests {
         for i in 0..1000 {
             assert!(seen.contains(format!("a{i}").as_bytes()), "a{i} missed");
         }
+    }
+
+    #[test]
+    fn metadata_rides_along_and_clone_is_deep() {
+        let mut d: Dict<u32, u8> = Dict::with_meta();
+        for i in 0..100u32 {
+            d.insert_new_meta(CBytes::from(format!("k{i}").as_str()), i, (i % 7) as u8);
+        }
+        let (_, v, m) = d.get_entry_meta(b"k10").unwrap();
+        assert_eq!((*v, *m), (10, 3));
+        let (v, m) = d.get_mut_meta(b"k10").unwrap();
+        *v = 1000;
+        *m = 42;
+        // New entries via insert_new get the default metadata.
+        d.insert_new(CBytes::from("fresh"), 1);
+        assert_eq!(d.get_entry_meta(b"fresh").map(|e| *e.2), Some(0));
+        let c = d.clone();
+        assert_eq!(
+            d.remove_meta(b"k10").map(|(_, v, m)| (v, m)),
+            Some((1000, 42))
+        );
+        assert!(d.remove_meta(b"k10").is_none());
+        assert_eq!(
+            c.get_entry_meta(b"k10").map(|e| (*e.1, *e.2)),
+            Some((1000, 42))
+        );
+        assert_eq!(c.len(), 101);
+        assert_eq!(d.len(), 100);
+        let mut a: Vec<_> = c.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        a.sort();
+        assert_eq!(a.len(), 101);
+    }
+
+    #[test]
+    fn clone_during_rehash_is_complete() {
+        let mut d = Dict::new();
+        for i in 0..64 {
+            d.insert(CBytes::from(format!("k{i}").as_str()), i);
+        }
+        // Force a grow and stop halfway.
+        d.insert(CBytes::from("x"), -1);
+        let c = d.clone();
+        assert_eq!(c.is_rehashing(), d.is_rehashing());
+        for i in 0..64 {
+            assert_eq!(c.get(format!("k{i}").as_bytes()), Some(&i));
+        }
+        assert_eq!(c.get(b"x"), Some(&-1));
     }
 }

@@ -10,6 +10,7 @@ use crate::CBytes;
 /// Longest string Redis stores as `embstr`.
 const EMBSTR_MAX: usize = 44;
 
+#[derive(Clone)]
 pub enum Value {
     Str(StrValue),
 }

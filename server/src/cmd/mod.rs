@@ -268,7 +268,7 @@ impl State {
 
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
         self.expire_if_needed(db, key, now);
-        let found = self.dbs[db].get(key).is_some();
+        let found = self.dbs[db].contains(key);
         if found {
             self.stats.keyspace_hits += 1;
         } else {
