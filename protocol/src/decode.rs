@@ -199,6 +199,8 @@ impl Decoder {
 /// and `\xHH` escapes, `'…'` supports only `\'`; a closing quote must be
 /// followed by a blank or the end. `None` on unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    // Redis splits a C string: a NUL ends the line.
+    let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
     let mut out = Vec::new();
     let mut i = 0;
     let n = line.len();
@@ -267,7 +269,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
                     break;
                 }
                 match line[i] {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b' ' | b'\n' | b'\r' | b'\t' => break,
                     b'"' => in_dq = true,
                     b'\'' => in_sq = true,
                     c => cur.push(c),
@@ -367,5 +369,13 @@ mod tests {
             ]
         );
         assert!(split_args(br#""a"b"#).is_none());
+    }
+
+    /// Found by the fuzzer: a NUL in an inline request made the splitter
+    /// push empty words forever (out of memory).
+    #[test]
+    fn nul_ends_an_inline_line() {
+        assert_eq!(split_args(b"\0"), Some(vec![]));
+        assert_eq!(split_args(b"get a\0b"), Some(vec![Bytes::from("get"), Bytes::from("a")]));
     }
 }
