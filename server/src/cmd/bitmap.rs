@@ -67,23 +67,27 @@ fn set_bit(b: &mut [u8], off: u64, on: bool) {
 }
 
 /// The string at `key` as a growable buffer at least `bytes` long, created
-/// if missing (Redis's `lookupStringForBitCommand`).
+/// if missing (Redis's `lookupStringForBitCommand`); the flag tells whether
+/// it was created or grown.
 fn string_for_write<'a>(
     c: &'a mut Ctx,
     key: &[u8],
     bytes: usize,
-) -> Result<&'a mut Vec<u8>, Error> {
+) -> Result<(&'a mut Vec<u8>, bool), Error> {
     let db = c.cl.db;
+    let mut grown = false;
     if c.st.write_str(db, key, c.now)?.is_none() {
         c.st.dbs[db].add(key, Value::Str(StrValue::Raw(Vec::new())));
+        grown = true;
     }
     match c.st.dbs[db].get_mut(key) {
         Some(Value::Str(s)) => {
             let v = s.make_raw();
             if v.len() < bytes {
                 v.resize(bytes, 0);
+                grown = true;
             }
-            Ok(v)
+            Ok((v, grown))
         }
         #[allow(unreachable_patterns)]
         _ => Err(WRONGTYPE),
@@ -102,10 +106,13 @@ fn setbit(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         Some(v @ (0 | 1)) => v == 1,
         _ => return Err(Error::other("ERR bit is not an integer or out of range")),
     };
-    let v = string_for_write(c, &a[1], (off >> 3) as usize + 1)?;
+    let (v, grown) = string_for_write(c, &a[1], (off >> 3) as usize + 1)?;
     let old = get_bit(v, off);
     set_bit(v, off, on);
-    c.st.changed(CLASS, "setbit", c.cl.db, &a[1]);
+    // Rewriting a bit with its own value changes nothing Redis counts.
+    if grown || old != on {
+        c.st.changed(CLASS, "setbit", c.cl.db, &a[1]);
+    }
     c.out.int(old as i64);
     Ok(())
 }
@@ -269,11 +276,7 @@ fn bitpos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         e = len - 1;
     }
     if s > e || len == 0 {
-        c.out.int(if !bit && !end_given && b.is_empty() {
-            0
-        } else {
-            -1
-        });
+        c.out.int(-1);
         return Ok(());
     }
     let (from, to) = if isbit {
@@ -338,8 +341,6 @@ fn bitop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.changed(CLASS, "set", db, &a[2]);
     } else if c.st.dbs[db].remove(&a[2]).is_some() {
         c.st.changed(GENERIC, "del", db, &a[2]);
-    } else {
-        c.st.dirty += 1;
     }
     c.out.int(maxlen as i64);
     Ok(())
@@ -543,7 +544,7 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
     let mut changes = 0;
     let mut replies: Vec<Option<i64>> = Vec::with_capacity(ops.len());
     {
-        let b = string_for_write(c, &a[1], (highest >> 3) as usize + 1)?;
+        let (b, _) = string_for_write(c, &a[1], (highest >> 3) as usize + 1)?;
         for (op, ty, off, ow) in ops {
             let bits = ty.bits;
             let reply = if ty.signed {

@@ -5,7 +5,7 @@ mod ldouble;
 use super::flags::*;
 use super::{int_arg, is, Command, Ctx};
 use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER, WRONGTYPE};
+use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use bytes::Bytes;
 use ldouble::LDouble;
 use storage::{CBytes, StrValue, Value};
@@ -170,13 +170,12 @@ fn set_generic(
     ttl: Ttl,
 ) -> CmdResult {
     let db = c.cl.db;
-    let old = match c.st.lookup_write(db, key, c.now) {
-        None => None,
-        Some(Value::Str(s)) => Some(s.to_vec()),
-        #[allow(unreachable_patterns)]
-        Some(_) if get => return Err(WRONGTYPE),
-        #[allow(unreachable_patterns)]
-        Some(_) => None,
+    // With GET the old value is read as GET reads it (hits/misses counted).
+    let old = if get {
+        c.st.read_str(db, key, c.now)?.map(|s| s.to_vec())
+    } else {
+        c.st.expire_if_needed(db, key, c.now);
+        None
     };
     let exists = c.st.dbs[db].contains(key);
     if (nx && exists) || (xx && !exists) {
