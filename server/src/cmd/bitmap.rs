@@ -213,10 +213,12 @@ fn bit_range(start: i64, end: i64, bytes: usize, isbit: bool) -> Option<(u64, u6
 
 /// BITCOUNT key [start end [BYTE | BIT]]
 fn bitcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let Some(b) = string_for_read(c, &a[1])? else {
+    let mut buf = itoa::Buffer::new();
+    let Some(sv) = c.st.read_str(c.cl.db, &a[1], c.now)? else {
         c.out.int(0);
         return Ok(());
     };
+    let b = sv.as_bytes(&mut buf);
     let range = match a.len() {
         2 => None,
         4 | 5 => {
@@ -229,9 +231,9 @@ fn bitcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let n = match range {
         None if b.is_empty() => 0,
-        None => count_bits(&b, 0, b.len() as u64 * 8 - 1),
+        None => count_bits(b, 0, b.len() as u64 * 8 - 1),
         Some(None) => 0,
-        Some(Some((from, to))) => count_bits(&b, from, to),
+        Some(Some((from, to))) => count_bits(b, from, to),
     };
     c.out.int(n as i64);
     Ok(())
@@ -244,10 +246,12 @@ fn bitpos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         1 => true,
         _ => return Err(Error::other("ERR The bit argument must be 1 or 0.")),
     };
-    let Some(b) = string_for_read(c, &a[1])? else {
+    let mut buf = itoa::Buffer::new();
+    let Some(sv) = c.st.read_str(c.cl.db, &a[1], c.now)? else {
         c.out.int(if bit { -1 } else { 0 });
         return Ok(());
     };
+    let b = sv.as_bytes(&mut buf);
     if a.len() > 6 {
         return Err(Error::Syntax);
     }
@@ -284,7 +288,7 @@ fn bitpos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         (s as u64 * 8, e as u64 * 8 + 7)
     };
-    let pos = match find_bit(&b, bit, from, to) {
+    let pos = match find_bit(b, bit, from, to) {
         Some(p) => p as i64,
         // Without an explicit end the string is seen as followed by zeros.
         None if !bit && !end_given => to as i64 + 1,
@@ -525,13 +529,17 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
     }
     let db = c.cl.db;
     let Some(highest) = highest else {
-        let b = string_for_read(c, &a[1])?.unwrap_or_default();
+        let mut buf = itoa::Buffer::new();
+        let b = match c.st.read_str(db, &a[1], c.now)? {
+            Some(sv) => sv.as_bytes(&mut buf),
+            None => &[],
+        };
         c.out.array(ops.len());
         for (_, ty, off, _) in ops {
             if ty.signed {
-                c.out.int(get_signed_field(&b, off, ty.bits));
+                c.out.int(get_signed_field(b, off, ty.bits));
             } else {
-                c.out.int(get_field(&b, off, ty.bits) as i64);
+                c.out.int(get_field(b, off, ty.bits) as i64);
             }
         }
         return Ok(());
