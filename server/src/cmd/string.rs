@@ -1,11 +1,14 @@
 //! String commands.
 
+mod ldouble;
+
 use super::flags::*;
 use super::{int_arg, is, Command, Ctx};
 use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error, WRONGTYPE};
+use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use bytes::Bytes;
-use storage::{StrValue, Value};
+use ldouble::LDouble;
+use storage::{CBytes, StrValue, Value};
 
 const G: &str = "string";
 /// The `$` (string) keyspace event class.
@@ -16,11 +19,47 @@ pub const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 pub static COMMANDS: &[Command] = &[
     Command::new("get", 2, READONLY | FAST, G, (1, 1, 1), get),
     Command::new("set", -3, WRITE | DENYOOM, G, (1, 1, 1), set),
+    Command::new("setnx", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), setnx),
+    Command::new("setex", 4, WRITE | DENYOOM, G, (1, 1, 1), setex),
+    Command::new("psetex", 4, WRITE | DENYOOM, G, (1, 1, 1), psetex),
+    Command::new("getset", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), getset),
+    Command::new("getdel", 2, WRITE | FAST, G, (1, 1, 1), getdel),
+    Command::new("getex", -2, WRITE | FAST, G, (1, 1, 1), getex),
+    Command::new("mget", -2, READONLY | FAST, G, (1, -1, 1), mget),
+    Command::new("mset", -3, WRITE | DENYOOM, G, (1, -1, 2), mset),
+    Command::new("msetnx", -3, WRITE | DENYOOM, G, (1, -1, 2), msetnx),
+    Command::new("append", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), append),
+    Command::new("strlen", 2, READONLY | FAST, G, (1, 1, 1), strlen),
+    Command::new("getrange", 4, READONLY, G, (1, 1, 1), getrange),
+    Command::new("substr", 4, READONLY, G, (1, 1, 1), getrange),
+    Command::new("setrange", 4, WRITE | DENYOOM, G, (1, 1, 1), setrange),
+    Command::new("incr", 2, WRITE | DENYOOM | FAST, G, (1, 1, 1), incr),
+    Command::new("decr", 2, WRITE | DENYOOM | FAST, G, (1, 1, 1), decr),
+    Command::new("incrby", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), incrby),
+    Command::new("decrby", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), decrby),
+    Command::new(
+        "incrbyfloat",
+        3,
+        WRITE | DENYOOM | FAST,
+        G,
+        (1, 1, 1),
+        incrbyfloat,
+    ),
+    Command::new("lcs", -3, READONLY, G, (1, 2, 1), lcs),
 ];
 
 /// Writes a string value as a bulk reply.
 pub fn reply_str(c: &mut Ctx, s: &StrValue) {
     c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
+}
+
+/// `ERR string exceeds maximum allowed size (proto-max-bulk-len)` unless
+/// `a + b` bytes fit.
+pub fn check_len(c: &Ctx, a: u64, b: u64) -> CmdResult {
+    match a.checked_add(b) {
+        Some(t) if t <= c.st.tun.max_bulk.max(0) as u64 => Ok(()),
+        _ => Err(storage::Error::StringTooLong.into()),
+    }
 }
 
 /// GET key
@@ -61,54 +100,84 @@ pub fn ttl_arg(kind: &[u8], arg: &[u8], now: i64, cmd: &'static str) -> Result<i
     }
 }
 
-/// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
-///   EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]
-fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut ttl = Ttl::None;
-    let mut i = 3;
+/// SET's and GETEX's options after the fixed arguments, with Redis's
+/// conflict rules: a repeated option is accepted (the last time wins), two
+/// different expiry options are a syntax error.
+#[derive(Default)]
+struct ExtArgs {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    /// Index of the EX/PX/EXAT/PXAT keyword; its value follows it.
+    expire: Option<usize>,
+}
+
+fn parse_ext(a: &[Bytes], from: usize, set_cmd: bool) -> Result<ExtArgs, Error> {
+    let mut e = ExtArgs::default();
+    let mut i = from;
     while i < a.len() {
         let o = &a[i];
         let has_next = i + 1 < a.len();
-        if is(o, "nx") && !xx {
-            nx = true;
-        } else if is(o, "xx") && !nx {
-            xx = true;
-        } else if is(o, "get") {
-            get = true;
-        } else if is(o, "keepttl") && ttl == Ttl::None {
-            ttl = Ttl::Keep;
-        } else if (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat"))
-            && ttl == Ttl::None
-            && has_next
-        {
+        let ttl_kw = ["ex", "px", "exat", "pxat"].into_iter().find(|k| is(o, k));
+        let other_ttl = |k: &str| e.expire.is_some_and(|j| !is(&a[j], k));
+        if set_cmd && is(o, "nx") && !e.xx {
+            e.nx = true;
+        } else if set_cmd && is(o, "xx") && !e.nx {
+            e.xx = true;
+        } else if set_cmd && is(o, "get") {
+            e.get = true;
+        } else if set_cmd && is(o, "keepttl") && !e.persist && e.expire.is_none() {
+            e.keepttl = true;
+        } else if !set_cmd && is(o, "persist") && !e.keepttl && e.expire.is_none() {
+            e.persist = true;
+        } else if let Some(k) = ttl_kw.filter(|k| !e.keepttl && !e.persist && !other_ttl(k)) {
+            if !has_next {
+                return Err(Error::Syntax);
+            }
+            let _ = k;
+            e.expire = Some(i);
             i += 1;
-            ttl = Ttl::At(0);
-            // Parsed after the loop so a syntax error wins over a bad time, as in Redis.
         } else {
             return Err(Error::Syntax);
         }
         i += 1;
     }
-    if let Ttl::At(_) = ttl {
-        let p = a
-            .iter()
-            .skip(3)
-            .position(|o| is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat"))
-            .unwrap()
-            + 3;
-        ttl = Ttl::At(ttl_arg(&a[p], &a[p + 1], c.now, "set")?);
-    }
-    let db = c.cl.db;
-    let old = match c.st.lookup_write(db, &a[1], c.now) {
-        None => None,
-        Some(Value::Str(s)) => Some(s.to_vec()),
-        #[allow(unreachable_patterns)]
-        Some(_) if get => return Err(WRONGTYPE),
-        #[allow(unreachable_patterns)]
-        Some(_) => None,
+    Ok(e)
+}
+
+/// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
+///   EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]
+fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let e = parse_ext(a, 3, true)?;
+    let ttl = match e.expire {
+        Some(j) => Ttl::At(ttl_arg(&a[j], &a[j + 1], c.now, "set")?),
+        None if e.keepttl => Ttl::Keep,
+        None => Ttl::None,
     };
-    let exists = c.st.dbs[db].contains(&a[1]);
+    set_generic(c, &a[1], &a[2], e.nx, e.xx, e.get, ttl)
+}
+
+/// The common part of SET, SETNX, SETEX and PSETEX.
+fn set_generic(
+    c: &mut Ctx,
+    key: &[u8],
+    val: &[u8],
+    nx: bool,
+    xx: bool,
+    get: bool,
+    ttl: Ttl,
+) -> CmdResult {
+    let db = c.cl.db;
+    // With GET the old value is read as GET reads it (hits/misses counted).
+    let old = if get {
+        c.st.read_str(db, key, c.now)?.map(|s| s.to_vec())
+    } else {
+        c.st.expire_if_needed(db, key, c.now);
+        None
+    };
+    let exists = c.st.dbs[db].contains(key);
     if (nx && exists) || (xx && !exists) {
         match (get, old) {
             (true, Some(v)) => c.out.bulk(&v),
@@ -116,13 +185,13 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     }
-    c.st.dbs[db].set(&a[1], Value::str(&a[2]), ttl == Ttl::Keep);
+    c.st.dbs[db].set(key, Value::str(val), ttl == Ttl::Keep);
     if let Ttl::At(t) = ttl {
-        c.st.dbs[db].set_expire(&a[1], t);
+        c.st.dbs[db].set_expire(key, t);
     }
-    c.st.changed(CLASS, "set", db, &a[1]);
+    c.st.changed(CLASS, "set", db, key);
     if let Ttl::At(_) = ttl {
-        c.st.notify(GENERIC, "expire", db, &a[1]);
+        c.st.notify(GENERIC, "expire", db, key);
     }
     match (get, old) {
         (true, Some(v)) => c.out.bulk(&v),
@@ -130,4 +199,469 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         _ => c.out.ok(),
     }
     Ok(())
+}
+
+/// SETNX key value
+fn setnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    if c.st.lookup_write(db, &a[1], c.now).is_some() {
+        c.out.int(0);
+        return Ok(());
+    }
+    c.st.dbs[db].add(&a[1], Value::str(&a[2]));
+    c.st.changed(CLASS, "set", db, &a[1]);
+    c.out.int(1);
+    Ok(())
+}
+
+/// SETEX key seconds value
+fn setex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let at = ttl_arg(b"ex", &a[2], c.now, "setex")?;
+    set_generic(c, &a[1], &a[3], false, false, false, Ttl::At(at))
+}
+
+/// PSETEX key milliseconds value
+fn psetex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let at = ttl_arg(b"px", &a[2], c.now, "psetex")?;
+    set_generic(c, &a[1], &a[3], false, false, false, Ttl::At(at))
+}
+
+/// GETSET key value
+fn getset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    set_generic(c, &a[1], &a[2], false, false, true, Ttl::None)
+}
+
+/// GETDEL key
+fn getdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let Some(s) = c.st.read_str(db, &a[1], c.now)? else {
+        c.out.null();
+        return Ok(());
+    };
+    c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
+    c.st.dbs[db].remove(&a[1]);
+    c.st.changed(GENERIC, "del", db, &a[1]);
+    Ok(())
+}
+
+/// GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
+///   PXAT unix-time-milliseconds | PERSIST]
+fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let e = parse_ext(a, 2, false)?;
+    let db = c.cl.db;
+    let Some(s) = c.st.read_str(db, &a[1], c.now)? else {
+        c.out.null();
+        return Ok(());
+    };
+    let val = s.to_vec();
+    // The time is checked only once the key is known to exist, as in Redis.
+    let at = match e.expire {
+        Some(j) => Some(ttl_arg(&a[j], &a[j + 1], c.now, "getex")?),
+        None => None,
+    };
+    c.out.bulk(&val);
+    if let Some(at) = at {
+        if at <= c.now {
+            c.st.dbs[db].remove(&a[1]);
+            c.st.changed(GENERIC, "del", db, &a[1]);
+        } else {
+            c.st.dbs[db].set_expire(&a[1], at);
+            c.st.changed(GENERIC, "expire", db, &a[1]);
+        }
+    } else if e.persist && c.st.dbs[db].persist(&a[1]) {
+        c.st.changed(GENERIC, "persist", db, &a[1]);
+    }
+    Ok(())
+}
+
+/// MGET key [key ...]
+fn mget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    c.out.array(a.len() - 1);
+    let db = c.cl.db;
+    for k in &a[1..] {
+        match c.st.lookup_read(db, k, c.now) {
+            Some(Value::Str(s)) => c.out.bulk(s.as_bytes(&mut itoa::Buffer::new())),
+            #[allow(unreachable_patterns)]
+            _ => c.out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// MSET key value [key value ...]
+fn mset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(Error::Arity("mset".into()));
+    }
+    mset_all(c, a);
+    c.out.ok();
+    Ok(())
+}
+
+fn mset_all(c: &mut Ctx, a: &[Bytes]) {
+    let db = c.cl.db;
+    for kv in a[1..].chunks_exact(2) {
+        c.st.expire_if_needed(db, &kv[0], c.now);
+        c.st.dbs[db].set(&kv[0], Value::str(&kv[1]), false);
+        c.st.changed(CLASS, "set", db, &kv[0]);
+    }
+}
+
+/// MSETNX key value [key value ...]
+fn msetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(Error::Arity("msetnx".into()));
+    }
+    let db = c.cl.db;
+    for kv in a[1..].chunks_exact(2) {
+        if c.st.lookup_write(db, &kv[0], c.now).is_some() {
+            c.out.int(0);
+            return Ok(());
+        }
+    }
+    mset_all(c, a);
+    c.out.int(1);
+    Ok(())
+}
+
+/// APPEND key value
+fn append(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let max = c.st.tun.max_bulk.max(0) as u64;
+    let len = match c.st.write_str(db, &a[1], c.now)? {
+        None => {
+            c.st.dbs[db].add(&a[1], Value::str(&a[2]));
+            a[2].len()
+        }
+        Some(s) => {
+            if s.len() as u64 + a[2].len() as u64 > max {
+                return Err(storage::Error::StringTooLong.into());
+            }
+            let v = s.make_raw();
+            v.extend_from_slice(&a[2]);
+            v.len()
+        }
+    };
+    c.st.changed(CLASS, "append", db, &a[1]);
+    c.out.int(len as i64);
+    Ok(())
+}
+
+/// STRLEN key
+fn strlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let n = c.st.read_str(c.cl.db, &a[1], c.now)?.map_or(0, |s| s.len());
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// Redis's index normalization for GETRANGE (and BITCOUNT/BITPOS): the
+/// inclusive range `start..=end` in a string of `len`, or `None` if empty.
+pub fn norm_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
+    let mut s = if start < 0 { len + start } else { start };
+    let mut e = if end < 0 { len + end } else { end };
+    s = s.max(0);
+    e = e.max(0);
+    if e >= len {
+        e = len - 1;
+    }
+    (s <= e && len > 0).then_some((s, e))
+}
+
+/// GETRANGE key start end (and SUBSTR, its old name)
+fn getrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let start = int_arg(&a[2])?;
+    let end = int_arg(&a[3])?;
+    let Some(s) = c.st.read_str(c.cl.db, &a[1], c.now)? else {
+        c.out.bulk(b"");
+        return Ok(());
+    };
+    let mut buf = itoa::Buffer::new();
+    let b = s.as_bytes(&mut buf);
+    match norm_range(start, end, b.len() as i64) {
+        Some((s, e)) => c.out.bulk(&b[s as usize..=e as usize]),
+        None => c.out.bulk(b""),
+    }
+    Ok(())
+}
+
+/// SETRANGE key offset value
+fn setrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let off = int_arg(&a[2])?;
+    if off < 0 {
+        return Err(Error::other("ERR offset is out of range"));
+    }
+    let db = c.cl.db;
+    let val = &a[3];
+    let exists = match c.st.write_str(db, &a[1], c.now)? {
+        None => false,
+        Some(s) if val.is_empty() => {
+            c.out.int(s.len() as i64);
+            return Ok(());
+        }
+        Some(_) => true,
+    };
+    if !exists && val.is_empty() {
+        c.out.int(0);
+        return Ok(());
+    }
+    check_len(c, off as u64, val.len() as u64)?;
+    if !exists {
+        c.st.dbs[db].add(&a[1], Value::Str(StrValue::Raw(Vec::new())));
+    }
+    let Some(s) = c.st.write_str(db, &a[1], c.now)? else {
+        return Ok(());
+    };
+    let v = s.make_raw();
+    let off = off as usize;
+    if v.len() < off + val.len() {
+        v.resize(off + val.len(), 0);
+    }
+    v[off..off + val.len()].copy_from_slice(val);
+    let n = v.len();
+    c.st.changed(CLASS, "setrange", db, &a[1]);
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// The shared body of INCR, DECR, INCRBY and DECRBY.
+fn incr_by(c: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
+    let db = c.cl.db;
+    let n = match c.st.write_str(db, key, c.now)? {
+        None => by,
+        Some(s) => {
+            let cur = s.as_i64().ok_or(NOT_INTEGER)?;
+            let n = cur
+                .checked_add(by)
+                .ok_or(Error::Storage(storage::Error::Overflow))?;
+            *s = StrValue::Int(n);
+            n
+        }
+    };
+    if !c.st.dbs[db].contains(key) {
+        c.st.dbs[db].add(key, Value::Str(StrValue::Int(n)));
+    }
+    c.st.changed(CLASS, "incrby", db, key);
+    c.out.int(n);
+    Ok(())
+}
+
+/// INCR key
+fn incr(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    incr_by(c, &a[1], 1)
+}
+
+/// DECR key
+fn decr(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    incr_by(c, &a[1], -1)
+}
+
+/// INCRBY key increment
+fn incrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let by = int_arg(&a[2])?;
+    incr_by(c, &a[1], by)
+}
+
+/// DECRBY key decrement
+fn decrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let by = int_arg(&a[2])?;
+    let neg = by
+        .checked_neg()
+        .ok_or_else(|| Error::other("ERR decrement would overflow"))?;
+    incr_by(c, &a[1], neg)
+}
+
+/// INCRBYFLOAT key increment
+fn incrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let cur = match c.st.write_str(db, &a[1], c.now)? {
+        None => LDouble::from_i64(0),
+        Some(StrValue::Int(n)) => LDouble::from_i64(*n),
+        Some(s) => LDouble::parse(&s.to_vec()).ok_or(NOT_FLOAT)?,
+    };
+    let by = LDouble::parse(&a[2]).ok_or(NOT_FLOAT)?;
+    let sum = match cur.add(by) {
+        Some(s) if !s.is_infinite() => s,
+        _ => return Err(storage::Error::NanOrInfinity.into()),
+    };
+    let text = sum.to_human();
+    // Redis stores the formatted result as a plain string, never `int`.
+    c.st.dbs[db].set(
+        &a[1],
+        Value::Str(StrValue::Emb(CBytes::new(text.as_bytes()))),
+        true,
+    );
+    c.st.changed(CLASS, "incrbyfloat", db, &a[1]);
+    c.out.bulk(text.as_bytes());
+    Ok(())
+}
+
+/// One common substring found by LCS IDX: start offsets in both strings
+/// and its length.
+#[derive(Debug, PartialEq)]
+pub struct LcsMatch {
+    pub a: usize,
+    pub b: usize,
+    pub len: usize,
+}
+
+/// The longest common subsequence of `a` and `b`, and the runs it is made
+/// of, last run first (the order Redis reports them).
+pub fn lcs_compute(a: &[u8], b: &[u8]) -> (Vec<u8>, Vec<LcsMatch>) {
+    let w = b.len() + 1;
+    let mut dp = vec![0u32; (a.len() + 1) * w];
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            dp[i * w + j] = if a[i - 1] == b[j - 1] {
+                dp[(i - 1) * w + j - 1] + 1
+            } else {
+                dp[(i - 1) * w + j].max(dp[i * w + j - 1])
+            };
+        }
+    }
+    let n = dp[a.len() * w + b.len()] as usize;
+    let mut out = vec![0u8; n];
+    let mut idx = n;
+    let mut matches = Vec::new();
+    let (mut i, mut j) = (a.len(), b.len());
+    let mut cur: Option<LcsMatch> = None;
+    while i > 0 && j > 0 {
+        if a[i - 1] == b[j - 1] {
+            idx -= 1;
+            out[idx] = a[i - 1];
+            match &mut cur {
+                Some(m) if m.a == i && m.b == j => {
+                    m.a -= 1;
+                    m.b -= 1;
+                    m.len += 1;
+                }
+                _ => {
+                    if let Some(m) = cur.take() {
+                        matches.push(m);
+                    }
+                    cur = Some(LcsMatch {
+                        a: i - 1,
+                        b: j - 1,
+                        len: 1,
+                    });
+                }
+            }
+            i -= 1;
+            j -= 1;
+        } else if dp[(i - 1) * w + j] > dp[i * w + j - 1] {
+            i -= 1;
+        } else {
+            j -= 1;
+        }
+    }
+    if let Some(m) = cur {
+        matches.push(m);
+    }
+    (out, matches)
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
+fn lcs(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let mut strs = Vec::with_capacity(2);
+    for k in &a[1..3] {
+        strs.push(match c.st.lookup_read(db, k, c.now) {
+            None => Vec::new(),
+            Some(Value::Str(s)) => s.to_vec(),
+            #[allow(unreachable_patterns)]
+            Some(_) => {
+                return Err(Error::other(
+                    "ERR The specified keys must contain string values",
+                ))
+            }
+        });
+    }
+    let (mut len, mut idx, mut withlen, mut minlen) = (false, false, false, 0i64);
+    let mut i = 3;
+    while i < a.len() {
+        if is(&a[i], "idx") {
+            idx = true;
+        } else if is(&a[i], "len") {
+            len = true;
+        } else if is(&a[i], "withmatchlen") {
+            withlen = true;
+        } else if is(&a[i], "minmatchlen") && i + 1 < a.len() {
+            minlen = int_arg(&a[i + 1])?.max(0);
+            i += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 1;
+    }
+    if len && idx {
+        return Err(Error::other(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    let (x, y) = (&strs[0], &strs[1]);
+    let cells = (x.len() as u128 + 1) * (y.len() as u128 + 1) * 4;
+    if cells > c.st.tun.max_bulk.max(0) as u128 {
+        return Err(Error::other(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let (common, matches) = lcs_compute(x, y);
+    if !idx {
+        if len {
+            c.out.int(common.len() as i64);
+        } else {
+            c.out.bulk(&common);
+        }
+        return Ok(());
+    }
+    let shown: Vec<&LcsMatch> = matches.iter().filter(|m| m.len as i64 >= minlen).collect();
+    c.out.map(2);
+    c.out.bulk(b"matches");
+    c.out.array(shown.len());
+    for m in shown {
+        c.out.array(if withlen { 3 } else { 2 });
+        c.out.array(2);
+        c.out.int(m.a as i64);
+        c.out.int((m.a + m.len - 1) as i64);
+        c.out.array(2);
+        c.out.int(m.b as i64);
+        c.out.int((m.b + m.len - 1) as i64);
+        if withlen {
+            c.out.int(m.len as i64);
+        }
+    }
+    c.out.bulk(b"len");
+    c.out.int(common.len() as i64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lcs_runs_last_first() {
+        let (s, m) = lcs_compute(b"ohmytext", b"mynewtext");
+        assert_eq!(s, b"mytext");
+        assert_eq!(
+            m,
+            vec![
+                LcsMatch { a: 4, b: 5, len: 4 },
+                LcsMatch { a: 2, b: 0, len: 2 }
+            ]
+        );
+        assert_eq!(lcs_compute(b"", b"abc").0, b"");
+    }
+
+    #[test]
+    fn ranges_as_redis() {
+        assert_eq!(norm_range(0, -100, 5), Some((0, 0)));
+        assert_eq!(norm_range(-100, -200, 5), None);
+        assert_eq!(norm_range(-3, -1, 5), Some((2, 4)));
+        assert_eq!(norm_range(0, i64::MAX, 5), Some((0, 4)));
+        assert_eq!(norm_range(i64::MIN, 2, 5), Some((0, 2)));
+        assert_eq!(norm_range(0, 0, 0), None);
+    }
 }
