@@ -11,12 +11,18 @@ mod cbytes;
 mod db;
 mod dict;
 pub mod glob;
+pub mod intset;
+pub mod listpack;
 pub mod num;
+pub mod quicklist;
 mod value;
 
 pub use cbytes::CBytes;
 pub use db::Db;
 pub use dict::Dict;
+pub use intset::Intset;
+pub use listpack::{Listpack, LpVal};
+pub use quicklist::Quicklist;
 pub use value::{StrValue, Value};
 
 /// Errors of the data layer. `Display` is Redis's exact reply text.
