@@ -11,19 +11,27 @@ mod cbytes;
 mod db;
 mod dict;
 pub mod glob;
+pub mod hash;
 pub mod intset;
 pub mod listpack;
 pub mod num;
 pub mod quicklist;
+pub mod set;
+pub mod skiplist;
 mod value;
+pub mod zset;
 
 pub use cbytes::CBytes;
 pub use db::Db;
 pub use dict::Dict;
+pub use hash::{Hash, HashLimits};
 pub use intset::Intset;
 pub use listpack::{Listpack, LpVal};
 pub use quicklist::Quicklist;
+pub use set::Set;
+pub use skiplist::{LexRange, ScoreRange};
 pub use value::{StrValue, Value};
+pub use zset::{SortedSet, ZaddFlags, ZaddOutcome, ZsetLimits};
 
 /// Errors of the data layer. `Display` is Redis's exact reply text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
