@@ -38,7 +38,7 @@ impl Default for HashLimits {
 
 pub enum Hash {
     Listpack(Listpack),
-    Table(Dict<CBytes>),
+    Table(Box<Dict<CBytes>>),
 }
 
 impl Default for Hash {
@@ -136,7 +136,7 @@ impl Hash {
             let f = CBytes::new(f.bytes(&mut buf));
             d.insert_new(f, CBytes::new(v.bytes(&mut buf)));
         }
-        *self = Hash::Table(d);
+        *self = Hash::Table(Box::new(d));
     }
 
     /// Converts before a write of these lengths if they exceed the value

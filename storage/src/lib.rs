@@ -56,3 +56,19 @@ impl std::fmt::Display for Error {
         })
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    /// Handle sizes, for whoever adds these types to `Value` (≤ 32 bytes
+    /// there, so the larger ones get boxed).
+    #[test]
+    fn handle_sizes() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<crate::Listpack>(), 32);
+        assert_eq!(size_of::<crate::Intset>(), 32);
+        assert_eq!(size_of::<crate::SortedSet>(), 32);
+        assert_eq!(size_of::<crate::Hash>(), 32);
+        assert_eq!(size_of::<crate::Set>(), 32);
+        assert_eq!(size_of::<crate::Quicklist>(), 48);
+    }
+}

@@ -113,11 +113,12 @@ impl Quicklist {
         }
     }
 
-    fn allows_insert(&self, node: &Listpack, v: LpVal) -> bool {
-        self.fits(
-            node.lp_bytes() + crate::listpack::entry_size(v),
-            node.len() + 1,
-        )
+    /// Whether one more element whose argument is `raw_len` bytes may go
+    /// into `node`. Like Redis, the growth is estimated as the argument's
+    /// length plus 8 rather than its exact encoded size, so nodes split
+    /// exactly where Redis's do (checked against DEBUG OBJECT's ql_nodes).
+    fn allows_insert(&self, node: &Listpack, raw_len: usize) -> bool {
+        self.fits(node.lp_bytes() + raw_len + 8, node.len() + 1)
     }
 
     fn over(&self, node: &Listpack) -> bool {
@@ -127,7 +128,9 @@ impl Quicklist {
     pub fn push_back(&mut self, b: &[u8]) {
         let v = LpVal::from_bytes(b);
         match self.nodes.back() {
-            Some(n) if self.allows_insert(n, v) => self.nodes.back_mut().unwrap().push_back_val(v),
+            Some(n) if self.allows_insert(n, b.len()) => {
+                self.nodes.back_mut().unwrap().push_back_val(v)
+            }
             _ => {
                 let mut n = Listpack::new();
                 n.push_back_val(v);
@@ -140,7 +143,9 @@ impl Quicklist {
     pub fn push_front(&mut self, b: &[u8]) {
         let v = LpVal::from_bytes(b);
         match self.nodes.front() {
-            Some(n) if self.allows_insert(n, v) => self.nodes.front_mut().unwrap().insert_at(0, v),
+            Some(n) if self.allows_insert(n, b.len()) => {
+                self.nodes.front_mut().unwrap().insert_at(0, v)
+            }
             _ => {
                 let mut n = Listpack::new();
                 n.push_back_val(v);
@@ -260,8 +265,11 @@ impl Quicklist {
         let at_tail = after && node.next(off).is_none();
         let at_head = !after && off == 0;
         // Like Redis, spill into a neighbour before splitting a full node.
-        if !self.allows_insert(node, v) {
-            if at_tail && ni + 1 < self.nodes.len() && self.allows_insert(&self.nodes[ni + 1], v) {
+        if !self.allows_insert(node, b.len()) {
+            if at_tail
+                && ni + 1 < self.nodes.len()
+                && self.allows_insert(&self.nodes[ni + 1], b.len())
+            {
                 self.nodes[ni + 1].insert_at(0, v);
                 self.len += 1;
                 return true;
@@ -273,7 +281,7 @@ impl Quicklist {
                 self.len += 1;
                 return true;
             }
-            if at_head && ni > 0 && self.allows_insert(&self.nodes[ni - 1], v) {
+            if at_head && ni > 0 && self.allows_insert(&self.nodes[ni - 1], b.len()) {
                 self.nodes[ni - 1].push_back_val(v);
                 self.len += 1;
                 return true;
@@ -530,6 +538,51 @@ mod tests {
         q.push_back(&[b'x'; 10000]);
         q.push_back(b"a");
         assert_eq!(q.node_count(), 2);
+    }
+
+    /// Node counts and sizes as `DEBUG OBJECT` reports them on Redis 7.0.15
+    /// for the same pushes (ql_nodes, ql_uncompressed_size).
+    #[test]
+    fn node_layout_matches_redis() {
+        let total = |q: &Quicklist| q.nodes.iter().map(|n| n.lp_bytes()).sum::<usize>();
+        let mut q = Quicklist::new(-2);
+        for i in 0..10_000 {
+            q.push_back(format!("element-{i}").as_bytes());
+        }
+        assert_eq!((q.node_count(), total(&q)), (17, 139009));
+        let mut q = Quicklist::new(5);
+        for i in 0..23 {
+            q.push_front(i.to_string().as_bytes());
+        }
+        assert_eq!((q.node_count(), total(&q)), (5, 81));
+        let mut q = Quicklist::new(1000);
+        for i in 0..3000 {
+            q.push_back(format!("element-{i}").as_bytes());
+        }
+        assert_eq!((q.node_count(), total(&q)), (6, 40932));
+        let mut q = Quicklist::new(-1);
+        q.push_back(&[b'x'; 10000]);
+        q.push_back(b"a");
+        assert_eq!((q.node_count(), total(&q)), (2, 10024));
+        let mut q = Quicklist::new(1000);
+        for i in 0..3000 {
+            q.push_back(i.to_string().as_bytes());
+        }
+        assert_eq!((q.node_count(), total(&q)), (3, 8893));
+        let mut q = Quicklist::new(5000);
+        for i in 0..20000 {
+            q.push_back(i.to_string().as_bytes());
+        }
+        assert_eq!((q.node_count(), total(&q)), (10, 75846));
+        for (len, per_node) in [(8, 817), (12, 584), (40, 194)] {
+            for fill in [1000, -2] {
+                let mut q = Quicklist::new(fill);
+                for _ in 0..per_node + 1 {
+                    q.push_back(&vec![b'a'; len]);
+                }
+                assert_eq!(q.nodes[0].len(), per_node, "len {len} fill {fill}");
+            }
+        }
     }
 
     #[test]

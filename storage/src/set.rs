@@ -23,7 +23,7 @@ use crate::{CBytes, Dict};
 
 pub enum Set {
     Intset(Intset),
-    Table(Dict<()>),
+    Table(Box<Dict<()>>),
 }
 
 fn as_int(b: &[u8]) -> Option<i64> {
@@ -40,12 +40,12 @@ impl Set {
         if as_int(first).is_some() {
             Set::Intset(Intset::new())
         } else {
-            Set::Table(Dict::new())
+            Set::Table(Box::default())
         }
     }
 
     pub fn new_table() -> Self {
-        Set::Table(Dict::new())
+        Set::Table(Box::default())
     }
 
     /// OBJECT ENCODING name.
@@ -86,7 +86,7 @@ impl Set {
         for v in s.iter() {
             d.insert_new(CBytes::new(buf.format(v).as_bytes()), ());
         }
-        *self = Set::Table(d);
+        *self = Set::Table(Box::new(d));
     }
 
     /// SADD of one member; true if it was new.
