@@ -13,9 +13,8 @@
 //!
 //! Measured (test `bytes_per_element`): 10 fields "fieldN" → "valueN" take
 //! 160 bytes of listpack, 16 bytes per field/value pair (8 per string:
-//! 6 bytes + header + backlen); Redis 7.0 uses 167 with its 7-byte header,
-//! matching `MEMORY USAGE` (240 = 192-byte size class + 48 of key/object
-//! overhead, as for a zset of the same size).
+//! 6 bytes + header + backlen); 167 with the 7 header bytes, exactly Redis
+//! 7.0.15's DEBUG LISTPACK total for the same hash.
 
 use crate::listpack::{Listpack, LpVal};
 use crate::{CBytes, Dict};

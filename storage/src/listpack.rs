@@ -30,6 +30,10 @@
 //! listpacks are only used while small (the `*-max-listpack-*` limits).
 //! Overhead per entry: 1 header byte + 1 backlen byte for strings < 64
 //! bytes; integers 0..=127 take 2 bytes in all, up to ±4096 3 bytes.
+//! The entry encodings are Redis 7.0's own, so sizes agree byte for byte:
+//! quicklist node sizes and zset/hash listpack totals were checked against
+//! DEBUG OBJECT / DEBUG LISTPACK of redis-server 7.0.15 (see the tests in
+//! quicklist.rs, zset.rs, hash.rs).
 
 use crate::num::parse_i64;
 
