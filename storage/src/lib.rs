@@ -11,13 +11,27 @@ mod cbytes;
 mod db;
 mod dict;
 pub mod glob;
+pub mod hash;
+pub mod intset;
+pub mod listpack;
 pub mod num;
+pub mod quicklist;
+pub mod set;
+pub mod skiplist;
 mod value;
+pub mod zset;
 
 pub use cbytes::CBytes;
 pub use db::Db;
 pub use dict::Dict;
+pub use hash::{Hash, HashLimits};
+pub use intset::Intset;
+pub use listpack::{Listpack, LpVal};
+pub use quicklist::Quicklist;
+pub use set::Set;
+pub use skiplist::{LexRange, ScoreRange};
 pub use value::{StrValue, Value};
+pub use zset::{SortedSet, ZaddFlags, ZaddOutcome, ZsetLimits};
 
 /// Errors of the data layer. `Display` is Redis's exact reply text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,5 +54,21 @@ impl std::fmt::Display for Error {
             Error::NanOrInfinity => "ERR increment would produce NaN or Infinity",
             Error::StringTooLong => "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
         })
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Handle sizes, for whoever adds these types to `Value` (≤ 32 bytes
+    /// there, so the larger ones get boxed).
+    #[test]
+    fn handle_sizes() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<crate::Listpack>(), 32);
+        assert_eq!(size_of::<crate::Intset>(), 32);
+        assert_eq!(size_of::<crate::SortedSet>(), 32);
+        assert_eq!(size_of::<crate::Hash>(), 32);
+        assert_eq!(size_of::<crate::Set>(), 32);
+        assert_eq!(size_of::<crate::Quicklist>(), 48);
     }
 }

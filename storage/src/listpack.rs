@@ -1,0 +1,698 @@
+//! A listpack: a sequence of small integers and byte strings packed in one
+//! contiguous buffer, walkable in both directions.
+//!
+//! Layout of `buf` (the entry count lives in the struct, not in the buffer,
+//! so no 6-byte header or end marker is stored; [`Listpack::lp_bytes`] adds
+//! those 7 bytes back so size thresholds match Redis's accounting):
+//!
+//! ```text
+//! entry := header data backlen
+//! header (first byte decides):
+//!   0xxxxxxx                 uint 0..=127, no data
+//!   10LLLLLL                 string, len 0..=63, then len bytes
+//!   110xxxxx xxxxxxxx        int13 (-4096..=4095), the 13 bits big-endian
+//!   1110LLLL LLLLLLLL        string, len 64..=4095
+//!   11110000 +u32 LE len     string, any length
+//!   11110001 / 0010 / 0011 / 0100
+//!                            int16 / int24 / int32 / int64, little-endian
+//! backlen := size of header+data in 7-bit groups, most significant first;
+//!   every byte but the first has bit 7 set, so reading right to left from
+//!   the last byte ("more bytes before me" flag) recovers the size.
+//! ```
+//!
+//! Invariants: `len` is the number of entries; every entry is encoded in
+//! the smallest form that holds it; a byte string that reads as a strict
+//! canonical i64 (see [`crate::num::parse_i64`]) is always stored as an
+//! integer, so equality with a user string is byte equality.
+//!
+//! Complexity: push/pop at the back O(1) amortized; anything at the front or
+//! in the middle is O(bytes) (a memmove) and seeking an index O(entries) —
+//! listpacks are only used while small (the `*-max-listpack-*` limits).
+//! Overhead per entry: 1 header byte + 1 backlen byte for strings < 64
+//! bytes; integers 0..=127 take 2 bytes in all, up to ±4096 3 bytes.
+//! The entry encodings are Redis 7.0's own, so sizes agree byte for byte:
+//! quicklist node sizes and zset/hash listpack totals were checked against
+//! DEBUG OBJECT / DEBUG LISTPACK of redis-server 7.0.15 (see the tests in
+//! quicklist.rs, zset.rs, hash.rs).
+
+use crate::num::parse_i64;
+
+/// Bytes Redis's listpack spends on its header (total bytes + count) and
+/// end marker; counted by [`Listpack::lp_bytes`] so limits match Redis.
+pub const LP_HEADER_OVERHEAD: usize = 7;
+
+/// One listpack element, borrowed from the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LpVal<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+impl<'a> LpVal<'a> {
+    /// The form a user string is stored in: integers when canonical.
+    pub fn from_bytes(b: &'a [u8]) -> Self {
+        if b.len() <= 20 {
+            if let Some(n) = parse_i64(b) {
+                return LpVal::Int(n);
+            }
+        }
+        LpVal::Str(b)
+    }
+
+    /// The element's bytes; integers are formatted into `buf`.
+    pub fn bytes<'s>(&'s self, buf: &'s mut itoa::Buffer) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        match self {
+            LpVal::Int(n) => buf.format(*n).as_bytes(),
+            LpVal::Str(s) => s,
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.bytes(&mut itoa::Buffer::new()).to_vec()
+    }
+
+    /// Equality with a user string. Exact because integer-looking strings
+    /// are always stored as integers.
+    pub fn eq_bytes(&self, b: &[u8]) -> bool {
+        match self {
+            LpVal::Str(s) => *s == b,
+            LpVal::Int(n) => b.len() <= 20 && parse_i64(b) == Some(*n),
+        }
+    }
+
+    /// Byte-wise comparison with a user string (lexicographic order).
+    pub fn cmp_bytes(&self, b: &[u8]) -> std::cmp::Ordering {
+        self.bytes(&mut itoa::Buffer::new()).cmp(b)
+    }
+
+    /// Length in bytes of the element's string form.
+    pub fn str_len(&self) -> usize {
+        match self {
+            LpVal::Str(s) => s.len(),
+            LpVal::Int(n) => itoa::Buffer::new().format(*n).len(),
+        }
+    }
+}
+
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Listpack {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+fn backlen_size(l: usize) -> usize {
+    match l {
+        0..=127 => 1,
+        128..=16383 => 2,
+        16384..=2097151 => 3,
+        2097152..=268435455 => 4,
+        _ => 5,
+    }
+}
+
+/// Size of header + data for a value.
+fn enc_size(v: LpVal) -> usize {
+    match v {
+        LpVal::Int(n) => match n {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8388608..=8388607 => 4,
+            -2147483648..=2147483647 => 5,
+            _ => 9,
+        },
+        LpVal::Str(s) => match s.len() {
+            0..=63 => 1 + s.len(),
+            64..=4095 => 2 + s.len(),
+            _ => 5 + s.len(),
+        },
+    }
+}
+
+/// Encoded size of a whole entry (header, data, backlen).
+pub fn entry_size(v: LpVal) -> usize {
+    let e = enc_size(v);
+    e + backlen_size(e)
+}
+
+fn encode(v: LpVal, out: &mut Vec<u8>) {
+    let start = out.len();
+    match v {
+        LpVal::Int(n) => match n {
+            0..=127 => out.push(n as u8),
+            -4096..=4095 => {
+                let u = (n as u16) & 0x1fff;
+                out.push(0xc0 | (u >> 8) as u8);
+                out.push(u as u8);
+            }
+            -32768..=32767 => {
+                out.push(0xf1);
+                out.extend_from_slice(&(n as i16).to_le_bytes());
+            }
+            -8388608..=8388607 => {
+                out.push(0xf2);
+                out.extend_from_slice(&(n as i32).to_le_bytes()[..3]);
+            }
+            -2147483648..=2147483647 => {
+                out.push(0xf3);
+                out.extend_from_slice(&(n as i32).to_le_bytes());
+            }
+            _ => {
+                out.push(0xf4);
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+        },
+        LpVal::Str(s) => {
+            let l = s.len();
+            if l <= 63 {
+                out.push(0x80 | l as u8);
+            } else if l <= 4095 {
+                out.push(0xe0 | (l >> 8) as u8);
+                out.push(l as u8);
+            } else {
+                out.push(0xf0);
+                // Strings are bounded by proto-max-bulk-len (512MB) upstream.
+                out.extend_from_slice(&(l as u32).to_le_bytes());
+            }
+            out.extend_from_slice(s);
+        }
+    }
+    let e = out.len() - start;
+    let n = backlen_size(e);
+    for i in (0..n).rev() {
+        let group = ((e >> (7 * i)) & 0x7f) as u8;
+        out.push(if i == n - 1 { group } else { group | 0x80 });
+    }
+}
+
+/// Decodes the entry starting at `off`: value and size of header + data.
+fn decode(buf: &[u8], off: usize) -> (LpVal<'_>, usize) {
+    let b = buf[off];
+    if b & 0x80 == 0 {
+        return (LpVal::Int(b as i64), 1);
+    }
+    if b & 0xc0 == 0x80 {
+        let l = (b & 0x3f) as usize;
+        return (LpVal::Str(&buf[off + 1..off + 1 + l]), 1 + l);
+    }
+    if b & 0xe0 == 0xc0 {
+        let u = (((b & 0x1f) as u16) << 8) | buf[off + 1] as u16;
+        // Sign-extend 13 bits.
+        let v = ((u << 3) as i16 >> 3) as i64;
+        return (LpVal::Int(v), 2);
+    }
+    if b & 0xf0 == 0xe0 {
+        let l = (((b & 0x0f) as usize) << 8) | buf[off + 1] as usize;
+        return (LpVal::Str(&buf[off + 2..off + 2 + l]), 2 + l);
+    }
+    let d = &buf[off + 1..];
+    match b {
+        0xf0 => {
+            let l = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
+            (LpVal::Str(&d[4..4 + l]), 5 + l)
+        }
+        0xf1 => (LpVal::Int(i16::from_le_bytes([d[0], d[1]]) as i64), 3),
+        0xf2 => {
+            let v = i32::from_le_bytes([0, d[0], d[1], d[2]]) >> 8;
+            (LpVal::Int(v as i64), 4)
+        }
+        0xf3 => (
+            LpVal::Int(i32::from_le_bytes([d[0], d[1], d[2], d[3]]) as i64),
+            5,
+        ),
+        0xf4 => {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&d[..8]);
+            (LpVal::Int(i64::from_le_bytes(a)), 9)
+        }
+        _ => unreachable!("corrupt listpack header {b:#x}"),
+    }
+}
+
+impl Listpack {
+    pub fn new() -> Self {
+        Listpack::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size as Redis counts a listpack (header and end marker included).
+    pub fn lp_bytes(&self) -> usize {
+        self.buf.len() + LP_HEADER_OVERHEAD
+    }
+
+    /// The raw entry bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Heap bytes owned (allocated capacity).
+    pub fn heap_size(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit()
+    }
+
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.len = 0;
+    }
+
+    // ---- offset-level primitives: an offset is the start of an entry, or
+    // `as_bytes().len()` for "past the end".
+
+    /// Offset of the first entry.
+    pub fn first(&self) -> Option<usize> {
+        (self.len > 0).then_some(0)
+    }
+
+    /// Offset of the last entry.
+    pub fn last(&self) -> Option<usize> {
+        self.prev(self.buf.len())
+    }
+
+    /// Offset of the entry after the one at `off`.
+    pub fn next(&self, off: usize) -> Option<usize> {
+        let n = self.next_raw(off);
+        (n < self.buf.len()).then_some(n)
+    }
+
+    fn next_raw(&self, off: usize) -> usize {
+        let (_, e) = decode(&self.buf, off);
+        off + e + backlen_size(e)
+    }
+
+    /// Offset of the entry before `off` (which may be the end offset).
+    pub fn prev(&self, off: usize) -> Option<usize> {
+        (off > 0).then(|| prev_off(&self.buf, off))
+    }
+
+    /// The entry at `off`.
+    pub fn get_at(&self, off: usize) -> LpVal<'_> {
+        decode(&self.buf, off).0
+    }
+
+    /// Offset of entry `index`; negative counts from the end (-1 = last).
+    /// Walks from whichever end is nearer.
+    pub fn seek(&self, index: isize) -> Option<usize> {
+        let len = self.len as isize;
+        let i = if index < 0 { len + index } else { index };
+        if i < 0 || i >= len {
+            return None;
+        }
+        if i < len / 2 {
+            let mut off = 0;
+            for _ in 0..i {
+                off = self.next_raw(off);
+            }
+            Some(off)
+        } else {
+            let mut off = self.buf.len();
+            for _ in i..len {
+                off = self.prev(off)?;
+            }
+            Some(off)
+        }
+    }
+
+    /// Inserts before the entry at `off` (`off == as_bytes().len()` appends).
+    pub fn insert_at(&mut self, off: usize, v: LpVal) {
+        let mut tmp = Vec::with_capacity(entry_size(v));
+        encode(v, &mut tmp);
+        self.buf.splice(off..off, tmp);
+        self.len += 1;
+    }
+
+    /// Deletes the entry at `off`; the following entry (if any) now starts
+    /// at `off`.
+    pub fn delete_at(&mut self, off: usize) {
+        let end = self.next_raw(off);
+        self.buf.drain(off..end);
+        self.len -= 1;
+    }
+
+    /// Deletes `count` entries starting at `off`.
+    pub fn delete_run_at(&mut self, off: usize, count: usize) {
+        let mut end = off;
+        let mut n = 0;
+        while n < count && end < self.buf.len() {
+            end = self.next_raw(end);
+            n += 1;
+        }
+        self.buf.drain(off..end);
+        self.len -= n;
+    }
+
+    /// Replaces the entry at `off` with `v`.
+    pub fn replace_at(&mut self, off: usize, v: LpVal) {
+        let end = self.next_raw(off);
+        let mut tmp = Vec::with_capacity(entry_size(v));
+        encode(v, &mut tmp);
+        self.buf.splice(off..end, tmp);
+    }
+
+    // ---- index-level API over user bytes.
+
+    pub fn push_back(&mut self, b: &[u8]) {
+        self.push_back_val(LpVal::from_bytes(b));
+    }
+
+    pub fn push_back_val(&mut self, v: LpVal) {
+        encode(v, &mut self.buf);
+        self.len += 1;
+    }
+
+    pub fn push_front(&mut self, b: &[u8]) {
+        self.insert_at(0, LpVal::from_bytes(b));
+    }
+
+    pub fn push_int(&mut self, n: i64) {
+        self.push_back_val(LpVal::Int(n));
+    }
+
+    pub fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let off = self.first()?;
+        let v = self.get_at(off).to_vec();
+        self.delete_at(off);
+        Some(v)
+    }
+
+    pub fn pop_back(&mut self) -> Option<Vec<u8>> {
+        let off = self.last()?;
+        let v = self.get_at(off).to_vec();
+        self.buf.truncate(off);
+        self.len -= 1;
+        Some(v)
+    }
+
+    /// Entry at `index` (negative counts from the end).
+    pub fn get(&self, index: isize) -> Option<LpVal<'_>> {
+        self.seek(index).map(|o| self.get_at(o))
+    }
+
+    /// Inserts so the new entry has index `index` (0..=len). False if out
+    /// of range.
+    pub fn insert(&mut self, index: usize, b: &[u8]) -> bool {
+        let off = if index == self.len {
+            self.buf.len()
+        } else {
+            match self.seek(index as isize) {
+                Some(o) => o,
+                None => return false,
+            }
+        };
+        self.insert_at(off, LpVal::from_bytes(b));
+        true
+    }
+
+    pub fn delete(&mut self, index: isize) -> bool {
+        match self.seek(index) {
+            Some(o) => {
+                self.delete_at(o);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Deletes up to `count` entries starting at index `start`.
+    pub fn delete_range(&mut self, start: usize, count: usize) {
+        if let Some(o) = self.seek(start as isize) {
+            self.delete_run_at(o, count);
+        }
+    }
+
+    pub fn replace(&mut self, index: isize, b: &[u8]) -> bool {
+        match self.seek(index) {
+            Some(o) => {
+                self.replace_at(o, LpVal::from_bytes(b));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Entries front to back; `.rev()` walks back to front.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            buf: &self.buf,
+            front: 0,
+            back: self.buf.len(),
+        }
+    }
+
+    /// Like [`Listpack::iter`] but each entry comes with its offset.
+    pub fn iter_offsets(&self) -> IterOff<'_> {
+        IterOff(self.iter())
+    }
+}
+
+impl std::fmt::Debug for Listpack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Double-ended walk over a listpack's entries.
+pub struct Iter<'a> {
+    buf: &'a [u8],
+    front: usize,
+    back: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = LpVal<'a>;
+    fn next(&mut self) -> Option<LpVal<'a>> {
+        if self.front >= self.back {
+            return None;
+        }
+        let (v, e) = decode(self.buf, self.front);
+        self.front += e + backlen_size(e);
+        Some(v)
+    }
+}
+
+impl<'a> DoubleEndedIterator for Iter<'a> {
+    fn next_back(&mut self) -> Option<LpVal<'a>> {
+        if self.front >= self.back {
+            return None;
+        }
+        let p = prev_off(self.buf, self.back);
+        self.back = p;
+        Some(decode(self.buf, p).0)
+    }
+}
+
+/// [`Iter`] yielding each entry's offset too.
+pub struct IterOff<'a>(Iter<'a>);
+
+impl<'a> Iterator for IterOff<'a> {
+    type Item = (usize, LpVal<'a>);
+    fn next(&mut self) -> Option<Self::Item> {
+        let o = self.0.front;
+        self.0.next().map(|v| (o, v))
+    }
+}
+
+impl DoubleEndedIterator for IterOff<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let v = self.0.next_back()?;
+        Some((self.0.back, v))
+    }
+}
+
+/// Start of the entry that ends right before `off` (`off > 0`).
+fn prev_off(buf: &[u8], off: usize) -> usize {
+    let mut p = off - 1;
+    let mut e = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = buf[p];
+        e |= ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            break;
+        }
+        p -= 1;
+    }
+    p - e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    fn rand_elem(rng: &mut StdRng) -> Vec<u8> {
+        match rng.gen_range(0..8) {
+            0 => rng.gen_range(-200i64..200).to_string().into_bytes(),
+            1 => rng.gen::<i64>().to_string().into_bytes(),
+            2 => rng.gen_range(-40000i64..40000).to_string().into_bytes(),
+            3 => rng
+                .gen_range(-(1i64 << 33)..(1i64 << 33))
+                .to_string()
+                .into_bytes(),
+            4 => {
+                let n = rng.gen_range(60..5000);
+                (0..n).map(|_| rng.gen::<u8>()).collect()
+            }
+            5 => b"007".to_vec(),
+            _ => {
+                let n = rng.gen_range(0..20);
+                (0..n).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+            }
+        }
+    }
+
+    #[test]
+    fn every_encoding_round_trips() {
+        let samples: Vec<Vec<u8>> = [
+            "0",
+            "127",
+            "128",
+            "-1",
+            "-4096",
+            "4095",
+            "4096",
+            "-4097",
+            "32767",
+            "-32768",
+            "32768",
+            "8388607",
+            "-8388608",
+            "8388608",
+            "2147483647",
+            "-2147483648",
+            "2147483648",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "",
+            "abc",
+            "-0",
+            "01",
+            "+1",
+            "9223372036854775808",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .chain([
+            vec![b'x'; 63],
+            vec![b'y'; 64],
+            vec![b'z'; 4095],
+            vec![b'w'; 4096],
+            vec![0; 70000],
+        ])
+        .collect();
+        let mut lp = Listpack::new();
+        for s in &samples {
+            lp.push_back(s);
+        }
+        let fwd: Vec<Vec<u8>> = lp.iter().map(|v| v.to_vec()).collect();
+        assert_eq!(fwd, samples);
+        let mut back: Vec<Vec<u8>> = lp.iter().rev().map(|v| v.to_vec()).collect();
+        back.reverse();
+        assert_eq!(back, samples);
+        assert!(matches!(lp.get(0), Some(LpVal::Int(0))));
+        assert!(matches!(lp.get(21), Some(LpVal::Str(b"-0"))));
+        assert_eq!(lp.get(-1).unwrap().to_vec(), vec![0; 70000]);
+    }
+
+    #[test]
+    fn is_compact() {
+        let mut lp = Listpack::new();
+        for i in 0..100 {
+            lp.push_back(format!("{i}").as_bytes());
+        }
+        assert_eq!(lp.as_bytes().len(), 200);
+        let mut lp = Listpack::new();
+        lp.push_back(b"hello");
+        assert_eq!(lp.as_bytes().len(), 7);
+    }
+
+    #[test]
+    fn matches_a_vec_under_random_operations() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for round in 0..40 {
+            let mut lp = Listpack::new();
+            let mut m: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..300 {
+                let len = m.len() as isize;
+                match rng.gen_range(0..10) {
+                    0 => {
+                        let e = rand_elem(&mut rng);
+                        lp.push_back(&e);
+                        m.push(e);
+                    }
+                    1 => {
+                        let e = rand_elem(&mut rng);
+                        lp.push_front(&e);
+                        m.insert(0, e);
+                    }
+                    2 => assert_eq!(lp.pop_back(), m.pop()),
+                    3 => {
+                        let want = if m.is_empty() {
+                            None
+                        } else {
+                            Some(m.remove(0))
+                        };
+                        assert_eq!(lp.pop_front(), want);
+                    }
+                    4 => {
+                        let i = rng.gen_range(-len - 2..len + 2);
+                        let want = if i < 0 { len + i } else { i };
+                        let want = (0..len).contains(&want).then(|| m[want as usize].clone());
+                        assert_eq!(lp.get(i).map(|v| v.to_vec()), want);
+                    }
+                    5 => {
+                        let i = rng.gen_range(0..=m.len());
+                        let e = rand_elem(&mut rng);
+                        assert!(lp.insert(i, &e));
+                        m.insert(i, e);
+                    }
+                    6 if !m.is_empty() => {
+                        let i = rng.gen_range(-len..len);
+                        assert!(lp.delete(i));
+                        let j = if i < 0 { len + i } else { i };
+                        m.remove(j as usize);
+                    }
+                    7 if !m.is_empty() => {
+                        let i = rng.gen_range(-len..len);
+                        let e = rand_elem(&mut rng);
+                        assert!(lp.replace(i, &e));
+                        let j = if i < 0 { len + i } else { i };
+                        m[j as usize] = e;
+                    }
+                    8 if !m.is_empty() => {
+                        let s = rng.gen_range(0..m.len());
+                        let c = rng.gen_range(0..5);
+                        lp.delete_range(s, c);
+                        let e = (s + c).min(m.len());
+                        m.drain(s..e);
+                    }
+                    _ => {
+                        let fwd: Vec<Vec<u8>> = lp.iter().map(|v| v.to_vec()).collect();
+                        assert_eq!(fwd, m, "round {round}");
+                        let mut rev: Vec<Vec<u8>> = lp.iter().rev().map(|v| v.to_vec()).collect();
+                        rev.reverse();
+                        assert_eq!(rev, m);
+                    }
+                }
+                assert_eq!(lp.len(), m.len());
+            }
+            let fwd: Vec<Vec<u8>> = lp.iter().map(|v| v.to_vec()).collect();
+            assert_eq!(fwd, m);
+        }
+    }
+}
