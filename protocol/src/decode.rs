@@ -376,6 +376,9 @@ mod tests {
     #[test]
     fn nul_ends_an_inline_line() {
         assert_eq!(split_args(b"\0"), Some(vec![]));
-        assert_eq!(split_args(b"get a\0b"), Some(vec![Bytes::from("get"), Bytes::from("a")]));
+        assert_eq!(
+            split_args(b"get a\0b"),
+            Some(vec![Bytes::from("get"), Bytes::from("a")])
+        );
     }
 }

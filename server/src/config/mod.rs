@@ -290,7 +290,7 @@ impl Config {
         let words: Vec<&str> = value.split_whitespace().collect();
         match name {
             "save" => {
-                if words.len() % 2 != 0
+                if !words.len().is_multiple_of(2)
                     || words
                         .iter()
                         .any(|w| w.parse::<i64>().map_or(true, |n| n < 0))
@@ -303,7 +303,7 @@ impl Config {
                 .map(notify_string)
                 .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
             "client-output-buffer-limit" => {
-                if words.len() % 4 != 0 {
+                if !words.len().is_multiple_of(4) {
                     return Err("Wrong number of arguments in buffer limit configuration.".into());
                 }
                 let mut cur: Vec<String> = self
