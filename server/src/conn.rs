@@ -60,9 +60,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
     let mut bytes_in = 0u64;
     let idle = (timeout_s > 0).then(|| Duration::from_secs(timeout_s as u64));
+    // Some(deadline) while the client waits in a blocking command: it then
+    // runs nothing, but the socket is still read to notice a disconnect.
+    let mut blocked: Option<Option<i64>> = None;
     loop {
         let mut proto_err = None;
-        while batch.len() < MAX_BATCH {
+        while blocked.is_none() && batch.len() < MAX_BATCH {
             match dec.decode(&mut inbuf) {
                 Ok(Some(args)) => batch.push(args),
                 Ok(None) => break,
@@ -72,19 +75,23 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 }
             }
         }
-        if batch.is_empty() && proto_err.is_none() {
+        let mut timed_out = false;
+        if blocked.is_some() || (batch.is_empty() && proto_err.is_none()) {
             let read = sock.read_buf(&mut inbuf);
-            let woke = tokio::select! {
+            let event = tokio::select! {
                 biased;
-                _ = wake.notified() => true,
+                _ = wake.notified() => Event::Wake,
                 r = read => match r {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => { bytes_in += n as u64; false }
+                    Ok(n) => { bytes_in += n as u64; Event::Read }
                 },
-                _ = sleep_or_never(idle) => break,
+                _ = sleep_until_ms(blocked.flatten()), if blocked.is_some() => Event::Deadline,
+                _ = sleep_or_never(idle), if blocked.is_none() => break,
             };
-            if !woke {
-                continue;
+            match event {
+                Event::Read => continue,
+                Event::Deadline => timed_out = true,
+                Event::Wake => {}
             }
         }
         let close = {
@@ -94,6 +101,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 break;
             };
             if cl.killed {
+                st.clients.insert(id, cl);
                 break;
             }
             st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
@@ -101,16 +109,30 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 out.buf.extend_from_slice(&cl.pending);
                 cl.pending.clear();
             }
-            for args in batch.drain(..) {
-                execute(st, &mut cl, &mut out, &args);
-                if cl.close_after_reply || st.shutdown.is_some() {
-                    break;
-                }
+            if blocked.is_some() && (cl.blocked.is_none() || timed_out) {
+                // Served by another client's command (the reply was in
+                // `pending`), or out of time.
+                st.unblock_timed_out(&mut cl, &mut out);
+                blocked = None;
             }
-            batch.clear();
-            if let Some(e) = proto_err {
-                out.error(&format!("ERR {e}"));
-                cl.close_after_reply = true;
+            if blocked.is_none() {
+                let mut done = 0;
+                for args in batch.iter() {
+                    execute(st, &mut cl, &mut out, args);
+                    done += 1;
+                    if let Some(b) = &cl.blocked {
+                        blocked = Some(b.deadline);
+                        break;
+                    }
+                    if cl.close_after_reply || st.shutdown.is_some() {
+                        break;
+                    }
+                }
+                batch.drain(..done);
+                if let Some(e) = proto_err {
+                    out.error(&format!("ERR {e}"));
+                    cl.close_after_reply = true;
+                }
             }
             cl.last_interaction_ms = now_ms();
             cl.qbuf = inbuf.len();
@@ -132,7 +154,20 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             break;
         }
     }
-    shared.state.lock().clients.remove(&id);
+    shared.state.lock().remove_client(id);
+}
+
+enum Event {
+    Wake,
+    Read,
+    Deadline,
+}
+
+async fn sleep_until_ms(deadline: Option<i64>) {
+    match deadline {
+        Some(t) => tokio::time::sleep(Duration::from_millis((t - now_ms()).max(0) as u64)).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn sleep_or_never(d: Option<Duration>) {

@@ -69,6 +69,28 @@ pub struct Client {
     pub wake: Arc<Notify>,
     /// Input buffer size, for CLIENT LIST's qbuf.
     pub qbuf: usize,
+    /// Set while the client waits in a blocking command.
+    pub blocked: Option<Blocked>,
+    /// Blocking commands must not block (inside MULTI/EXEC and scripts):
+    /// they answer as if their timeout had passed.
+    pub deny_blocking: bool,
+}
+
+/// What a blocked client waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    List,
+    ZSet,
+}
+
+pub struct Blocked {
+    pub kind: BlockKind,
+    pub db: usize,
+    pub keys: Vec<Bytes>,
+    /// Absolute unix ms; `None` waits forever.
+    pub deadline: Option<i64>,
+    /// The command to run again when a key is ready.
+    pub args: Vec<Bytes>,
 }
 
 impl Client {
@@ -96,6 +118,8 @@ impl Client {
             pending: BytesMut::new(),
             wake: Arc::new(Notify::new()),
             qbuf: 0,
+            blocked: None,
+            deny_blocking: false,
         }
     }
 }
@@ -157,6 +181,12 @@ pub struct Tuning {
     pub slowlog_max_len: usize,
     pub hz: i64,
     pub protected_mode: bool,
+    pub hash_limits: storage::HashLimits,
+    pub zset_limits: storage::ZsetLimits,
+    /// `list-max-listpack-size`: entries per node if positive, a byte limit
+    /// class if negative.
+    pub list_fill: i32,
+    pub set_max_intset: usize,
 }
 
 pub struct State {
@@ -183,6 +213,10 @@ pub struct State {
     pub executable: String,
     /// Clients in MONITOR mode, so the common case skips the feed at once.
     pub monitors: usize,
+    /// Blocked client ids per (db, key), first come first served.
+    pub blocking: HashMap<(usize, Bytes), VecDeque<u64>>,
+    /// Keys with blocked clients that a command may have made servable.
+    pub ready_keys: Vec<(usize, Bytes)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -219,6 +253,8 @@ impl State {
             shutdown: None,
             tcp_port: 0,
             monitors: 0,
+            blocking: HashMap::new(),
+            ready_keys: Vec::new(),
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
@@ -241,6 +277,16 @@ impl State {
             slowlog_max_len: c.int("slowlog-max-len") as usize,
             hz: c.int("hz").clamp(1, 500),
             protected_mode: c.flag("protected-mode"),
+            hash_limits: storage::HashLimits {
+                max_listpack_entries: c.int("hash-max-listpack-entries") as usize,
+                max_listpack_value: c.int("hash-max-listpack-value") as usize,
+            },
+            zset_limits: storage::ZsetLimits {
+                max_listpack_entries: c.int("zset-max-listpack-entries") as usize,
+                max_listpack_value: c.int("zset-max-listpack-value") as usize,
+            },
+            list_fill: c.int("list-max-listpack-size") as i32,
+            set_max_intset: c.int("set-max-intset-entries") as usize,
         };
         // Accesses keep the LFU counter only under an LFU policy (OBJECT FREQ).
         let lfu = self.cfg.str("maxmemory-policy").contains("lfu");
@@ -267,6 +313,41 @@ impl State {
     pub fn notify(&mut self, class: u32, _event: &str, _db: usize, _key: &[u8]) {
         if self.tun.notify_flags & class == 0 {
             // Nothing subscribed to this class.
+        }
+    }
+
+    /// Forgets a disconnected client and every wait it had registered.
+    pub fn remove_client(&mut self, id: u64) {
+        if let Some(mut c) = self.clients.remove(&id) {
+            if c.monitor {
+                self.monitors -= 1;
+            }
+            if let Some(b) = c.blocked.take() {
+                self.unregister_blocked(id, &b);
+            }
+        }
+    }
+
+    /// Registers client `id` as waiting on each of `b`'s keys, keeping its
+    /// place in a queue it is already in.
+    pub fn register_blocked(&mut self, id: u64, b: &Blocked) {
+        for k in &b.keys {
+            let q = self.blocking.entry((b.db, k.clone())).or_default();
+            if !q.contains(&id) {
+                q.push_back(id);
+            }
+        }
+    }
+
+    pub fn unregister_blocked(&mut self, id: u64, b: &Blocked) {
+        for k in &b.keys {
+            let slot = (b.db, k.clone());
+            if let Some(q) = self.blocking.get_mut(&slot) {
+                q.retain(|&c| c != id);
+                if q.is_empty() {
+                    self.blocking.remove(&slot);
+                }
+            }
         }
     }
 

@@ -35,6 +35,7 @@ impl Default for HashLimits {
     }
 }
 
+#[derive(Clone)]
 pub enum Hash {
     Listpack(Listpack),
     Table(Box<Dict<CBytes>>),

@@ -30,7 +30,7 @@ pub use listpack::{Listpack, LpVal};
 pub use quicklist::Quicklist;
 pub use set::Set;
 pub use skiplist::{LexRange, ScoreRange};
-pub use value::{StrValue, Value};
+pub use value::{StrValue, Typed, Value};
 pub use zset::{SortedSet, ZaddFlags, ZaddOutcome, ZsetLimits};
 
 /// Errors of the data layer. `Display` is Redis's exact reply text.

@@ -21,6 +21,7 @@ use crate::listpack::LpVal;
 use crate::num::parse_i64;
 use crate::{CBytes, Dict};
 
+#[derive(Clone)]
 pub enum Set {
     Intset(Intset),
     Table(Box<Dict<()>>),

@@ -220,6 +220,7 @@ impl LexRange {
     }
 }
 
+#[derive(Clone)]
 pub struct Skiplist {
     nodes: Vec<Node>,
     free: Vec<u32>,

@@ -5,15 +5,53 @@
 //! do not match on the encoding.
 
 use crate::num::parse_i64;
-use crate::CBytes;
+use crate::{CBytes, Hash, Quicklist, Set, SortedSet};
 
 /// Longest string Redis stores as `embstr`.
 const EMBSTR_MAX: usize = 44;
 
+/// A stored value. Aggregates are boxed so a dict node stays small and a
+/// string (the common case) needs no second allocation.
 #[derive(Clone)]
 pub enum Value {
     Str(StrValue),
+    List(Box<Quicklist>),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
+    ZSet(Box<SortedSet>),
 }
+
+/// The Rust type behind each Redis type, so callers can ask for "the list
+/// at this key" generically and get WRONGTYPE otherwise.
+pub trait Typed: Sized {
+    fn of(v: &Value) -> Option<&Self>;
+    fn of_mut(v: &mut Value) -> Option<&mut Self>;
+}
+
+macro_rules! typed {
+    ($t:ty, $variant:ident) => {
+        impl Typed for $t {
+            fn of(v: &Value) -> Option<&Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn of_mut(v: &mut Value) -> Option<&mut Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+typed!(StrValue, Str);
+typed!(Quicklist, List);
+typed!(Hash, Hash);
+typed!(Set, Set);
+typed!(SortedSet, ZSet);
 
 /// A string value.
 ///
@@ -103,12 +141,31 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(_) => "quicklist",
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
+        }
+    }
+
+    /// True for an aggregate with no elements left: Redis deletes the key.
+    pub fn is_empty_aggregate(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::List(l) => l.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
         }
     }
 
@@ -119,6 +176,10 @@ impl Value {
             Value::Str(StrValue::Int(_)) => 0,
             Value::Str(StrValue::Emb(b)) => b.heap_size(),
             Value::Str(StrValue::Raw(v)) => v.capacity(),
+            Value::List(l) => l.heap_size(),
+            Value::Hash(h) => h.heap_size(),
+            Value::Set(s) => s.heap_size(),
+            Value::ZSet(z) => z.heap_size(),
         }
     }
 }

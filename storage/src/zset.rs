@@ -75,11 +75,13 @@ pub enum ZaddOutcome {
     Unchanged(f64),
 }
 
+#[derive(Clone)]
 pub struct SkipZset {
     dict: Dict<f64>,
     zsl: Skiplist,
 }
 
+#[derive(Clone)]
 pub enum SortedSet {
     Listpack(Listpack),
     Skiplist(Box<SkipZset>),

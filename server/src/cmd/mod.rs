@@ -18,12 +18,12 @@ pub mod server;
 pub mod string;
 
 use crate::error::{CmdResult, Error, WRONGTYPE};
-use crate::state::{Client, ReplyMode, SlowEntry, State};
+use crate::state::{BlockKind, Blocked, Client, ReplyMode, SlowEntry, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use storage::{Db, StrValue, Value};
+use storage::{Db, StrValue, Typed, Value};
 
 pub type Handler = fn(&mut Ctx, &[Bytes]) -> CmdResult;
 
@@ -252,6 +252,117 @@ impl Ctx<'_> {
     pub fn db(&mut self) -> &mut Db {
         &mut self.st.dbs[self.cl.db]
     }
+
+    /// Whether a blocking command may block now; if not (MULTI, scripts) it
+    /// must reply as on timeout.
+    pub fn may_block(&self) -> bool {
+        !self.cl.deny_blocking
+    }
+
+    /// Blocks the client on `keys` until one is served or `deadline` (unix
+    /// ms) passes. The handler writes no reply: the one it writes when run
+    /// again for a ready key, or the timeout reply, is sent instead.
+    pub fn block(
+        &mut self,
+        kind: BlockKind,
+        keys: &[Bytes],
+        deadline: Option<i64>,
+        args: &[Bytes],
+    ) {
+        let b = Blocked {
+            kind,
+            db: self.cl.db,
+            keys: keys.to_vec(),
+            deadline,
+            args: args.to_vec(),
+        };
+        self.st.register_blocked(self.cl.id, &b);
+        self.cl.blocked = Some(b);
+    }
+}
+
+/// Parses a blocking command's timeout (seconds, fractions allowed) into an
+/// absolute deadline in ms; 0 waits forever.
+pub fn timeout_arg(a: &[u8], now: i64) -> Result<Option<i64>, Error> {
+    let secs = storage::num::parse_f64(a)
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| Error::other("ERR timeout is not a float or out of range"))?;
+    if secs < 0.0 {
+        return Err(Error::other("ERR timeout is negative"));
+    }
+    let ms = (secs * 1000.0).ceil();
+    if ms > (i64::MAX / 2) as f64 {
+        return Err(Error::other("ERR timeout is out of range"));
+    }
+    Ok((ms > 0.0).then(|| now + ms as i64))
+}
+
+/// Blocked clients: waking them when a key they wait on gets data.
+impl State {
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        let slot = (db, Bytes::copy_from_slice(key));
+        if self.blocking.contains_key(&slot) && !self.ready_keys.contains(&slot) {
+            self.ready_keys.push(slot);
+        }
+    }
+
+    /// Serves clients blocked on keys that became ready, in the order they
+    /// blocked, while the keys have data. A served command can make more
+    /// keys ready (BLMOVE pushes), so this loops until none are left.
+    pub fn serve_blocked(&mut self) {
+        while !self.ready_keys.is_empty() {
+            for (db, key) in std::mem::take(&mut self.ready_keys) {
+                let Some(queue) = self.blocking.get(&(db, key.clone())) else {
+                    continue;
+                };
+                for id in queue.clone() {
+                    let has_data = match self.dbs[db].get(&key) {
+                        Some(Value::List(_)) => BlockKind::List,
+                        Some(Value::ZSet(_)) => BlockKind::ZSet,
+                        _ => break,
+                    };
+                    let Some(mut cl) = self.clients.remove(&id) else {
+                        continue;
+                    };
+                    let Some(b) = cl.blocked.take_if(|b| b.kind == has_data) else {
+                        self.clients.insert(id, cl);
+                        continue;
+                    };
+                    let mut out = ReplyBuf::new(cl.resp3);
+                    let cmd = resolve(&b.args).expect("blocked command is in the table");
+                    let now = crate::state::now_ms();
+                    let mut ctx = Ctx {
+                        st: self,
+                        cl: &mut cl,
+                        out: &mut out,
+                        now,
+                    };
+                    let res = (cmd.handler)(&mut ctx, &b.args);
+                    if let Err(e) = res {
+                        out.error(&e.to_string());
+                    }
+                    if let Some(again) = &mut cl.blocked {
+                        // Still nothing for it: it keeps its place in the queues.
+                        again.deadline = b.deadline;
+                    } else {
+                        self.unregister_blocked(id, &b);
+                        cl.pending.extend_from_slice(&out.buf);
+                        cl.wake.notify_one();
+                    }
+                    self.clients.insert(id, cl);
+                }
+            }
+        }
+    }
+
+    /// Ends a client's wait with its timeout reply (a null array).
+    pub fn unblock_timed_out(&mut self, cl: &mut Client, out: &mut ReplyBuf) {
+        if let Some(b) = cl.blocked.take() {
+            self.unregister_blocked(cl.id, &b);
+            out.resp3 = cl.resp3;
+            out.null_array();
+        }
+    }
 }
 
 /// Keyspace access with lazy expiry and the hit/miss statistics.
@@ -282,20 +393,50 @@ impl State {
         self.dbs[db].get_mut(key)
     }
 
-    /// The string at `key` for reading: `None` if absent, WRONGTYPE if not
-    /// a string.
+    /// The value of type `T` at `key` for reading: `None` if absent,
+    /// WRONGTYPE if it holds another type.
+    pub fn read<T: Typed>(&mut self, db: usize, key: &[u8], now: i64) -> Result<Option<&T>, Error> {
+        match self.lookup_read(db, key, now) {
+            None => Ok(None),
+            Some(v) => T::of(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// As [`State::read`], for modifying the value in place.
+    pub fn write<T: Typed>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&mut T>, Error> {
+        match self.lookup_write(db, key, now) {
+            None => Ok(None),
+            Some(v) => T::of_mut(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// The value of type `T` at `key`, created with `make` if absent. A
+    /// caller that fails after creating must leave no empty aggregate behind
+    /// ([`State::delete_if_empty`]).
+    pub fn write_or_create<T: Typed>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+        make: impl FnOnce() -> Value,
+    ) -> Result<&mut T, Error> {
+        self.expire_if_needed(db, key, now);
+        let v = self.dbs[db].keys.get_or_insert_with(key, make);
+        T::of_mut(v).ok_or(WRONGTYPE)
+    }
+
     pub fn read_str(
         &mut self,
         db: usize,
         key: &[u8],
         now: i64,
     ) -> Result<Option<&StrValue>, Error> {
-        match self.lookup_read(db, key, now) {
-            None => Ok(None),
-            Some(Value::Str(s)) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
-            Some(_) => Err(WRONGTYPE),
-        }
+        self.read(db, key, now)
     }
 
     pub fn write_str(
@@ -304,17 +445,27 @@ impl State {
         key: &[u8],
         now: i64,
     ) -> Result<Option<&mut StrValue>, Error> {
-        match self.lookup_write(db, key, now) {
-            None => Ok(None),
-            Some(Value::Str(s)) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
-            Some(_) => Err(WRONGTYPE),
+        self.write(db, key, now)
+    }
+
+    /// Deletes `key` if its aggregate became empty, as Redis does after any
+    /// removal; true if it did.
+    pub fn delete_if_empty(&mut self, db: usize, key: &[u8]) -> bool {
+        if self.dbs[db].get(key).is_some_and(Value::is_empty_aggregate) {
+            self.dbs[db].remove(key);
+            self.notify(crate::cmd::string::GENERIC, "del", db, key);
+            true
+        } else {
+            false
         }
     }
 
     /// Records that a command changed `key`: dirty counter, keyspace event
     /// (and, as they land, WATCH invalidation and client-side caching).
     pub fn changed(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        if !self.blocking.is_empty() {
+            self.signal_ready(db, key);
+        }
         self.dirty += 1;
         self.notify(class, event, db, key);
     }
@@ -373,6 +524,10 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
             ReplyMode::Skip => ReplyMode::On,
             m => m,
         };
+    }
+    // Inside EXEC or a script, waiters are served when the whole block ends.
+    if !st.ready_keys.is_empty() && !cl.deny_blocking {
+        st.serve_blocked();
     }
     if st.tun.slowlog_slower_than >= 0
         && dur as i64 >= st.tun.slowlog_slower_than
