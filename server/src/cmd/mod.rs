@@ -13,9 +13,14 @@ pub mod bitmap;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod hash;
 pub mod keys;
+pub mod list;
 pub mod server;
+pub mod set;
+pub mod sort;
 pub mod string;
+pub mod zset;
 
 use crate::error::{CmdResult, Error, WRONGTYPE};
 use crate::state::{BlockKind, Blocked, Client, ReplyMode, SlowEntry, State};
@@ -172,6 +177,11 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             server::COMMANDS,
             config::COMMANDS,
             command::COMMANDS,
+            list::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
+            zset::COMMANDS,
+            sort::COMMANDS,
         ];
         families
             .iter()

@@ -1,0 +1,5 @@
+//! hash commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

@@ -1,0 +1,5 @@
+//! list commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

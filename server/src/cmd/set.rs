@@ -1,0 +1,5 @@
+//! set commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

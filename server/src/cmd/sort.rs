@@ -1,0 +1,5 @@
+//! sort commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];

@@ -1,0 +1,5 @@
+//! zset commands.
+
+use super::Command;
+
+pub static COMMANDS: &[Command] = &[];
