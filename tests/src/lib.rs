@@ -226,11 +226,10 @@ impl Server {
             .expect("run redis-cli (apt-get install redis-tools)")
     }
 
-    /// `redis-cli` stdout as a string, trailing newline removed.
+    /// `redis-cli` stdout as a string, trailing blank lines removed.
     pub fn cli_out(&self, args: &[&str]) -> String {
         let o = self.cli(args);
-        let s = String::from_utf8_lossy(&o.stdout).into_owned();
-        s.strip_suffix('\n').unwrap_or(&s).to_string()
+        String::from_utf8_lossy(&o.stdout).trim_end().to_string()
     }
 }
 
