@@ -17,4 +17,5 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cargo build --workspace
-cargo test --workspace
+# --no-fail-fast: report every failing test binary, not just the first.
+cargo test --workspace --no-fail-fast

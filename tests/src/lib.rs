@@ -10,11 +10,13 @@
 pub mod golden;
 
 use protocol::Frame;
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub use protocol::{parse_reply, Frame as RespFrame};
@@ -65,13 +67,39 @@ pub fn is_real_redis() -> bool {
         .is_some_and(|n| n.to_string_lossy().starts_with("redis-server"))
 }
 
-/// A port nobody listens on right now. The server may still lose a race for
-/// it, so [`Server::start`] retries with another one.
+/// A port nobody listens on right now, never handed out twice in this
+/// process. Taken below the kernel's ephemeral range (32768+) so that client
+/// sockets (thousands in the churn test) cannot be holding it. The server
+/// may still lose a race for it with another process, so [`Server::start`]
+/// retries with another one.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind an ephemeral port")
+    static USED: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    let used = used.get_or_insert_with(HashSet::new);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+        ^ ((std::process::id() as u64) << 32);
+    let _ = STATE.compare_exchange(0, seed | 1, Ordering::Relaxed, Ordering::Relaxed);
+    for _ in 0..1000 {
+        // xorshift: good enough to spread processes over the range.
+        let mut x = STATE.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        STATE.store(x, Ordering::Relaxed);
+        let port = 20000 + (x % 12000) as u16;
+        if used.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            used.insert(port);
+            return port;
+        }
+    }
+    panic!("no free port in 20000-31999")
 }
 
 /// A running server, killed (and its directory removed) on drop.
@@ -157,6 +185,12 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // If our server failed to bind, whoever answered is not ours.
+                std::thread::sleep(Duration::from_millis(20));
+                if let Ok(Some(status)) = s.child.try_wait() {
+                    let text = std::fs::read_to_string(&log).unwrap_or_default();
+                    return Err(format!("exited with {status}:\n{text}"));
+                }
                 return Ok(s);
             }
             if let Ok(Some(status)) = s.child.try_wait() {
