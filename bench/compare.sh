@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cinnabar vs. the real redis-server, side by side on this machine.
 #
-#   bench/compare.sh            # full run (about 2-4 minutes on 2 cores)
+#   bench/compare.sh            # full run (about 1.5-3 minutes on 2 cores)
 #   QUICK=1 bench/compare.sh    # -n 20000 and 100k keys, for a smoke test
 #
 # 1. Throughput: redis-benchmark (-c 50) against each server in alternation,
@@ -160,6 +160,13 @@ dbsize() {
 }
 C_KEYS=$(dbsize "$C_PORT"); R_KEYS=$(dbsize "$R_PORT")
 C_RSS=$(rss_kb "$C_PID"); R_RSS=$(rss_kb "$R_PID")
+# Spot-check that the load really landed (DBSIZE may not exist yet).
+last=$((KEYS - 1))
+want=$(printf 'v%015d' "$last")
+for port in "$C_PORT" "$R_PORT"; do
+  got=$(redis-cli -p "$port" GET "$(printf 'key:%012d' "$last")" 2>&1 || true)
+  [ "$got" = "$want" ] || echo "WARNING: port $port: last key holds '$got', expected '$want'" >&2
+done
 printf '%-10s %12s %14s %14s %14s\n' server dbsize "VmRSS before" "VmRSS after" "delta"
 printf '%-10s %12s %11s kB %11s kB %11s kB\n' cinnabar "$C_KEYS" "$C_BASE" "$C_RSS" $((C_RSS - C_BASE))
 printf '%-10s %12s %11s kB %11s kB %11s kB\n' redis "$R_KEYS" "$R_BASE" "$R_RSS" $((R_RSS - R_BASE))
