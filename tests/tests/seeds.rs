@@ -92,9 +92,9 @@ fn seed002_setnx_lock_mutual_exclusion() {
             })
         })
         .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    // Join every thread before failing, so the server is not left running.
+    let results: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
+    assert!(results.iter().all(|r| r.is_ok()), "a client thread failed");
     let mut c = s.redis();
     assert_eq!(get(&mut c, "counter").as_deref(), Some("200"));
     let exists: i64 = cmd("EXISTS").arg("lock:market").query(&mut c).unwrap();
@@ -170,9 +170,10 @@ fn seed_incr_id_counters() {
             })
         })
         .collect();
-    let ids: HashSet<i64> = threads
+    let results: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
+    let ids: HashSet<i64> = results
         .into_iter()
-        .flat_map(|t| t.join().unwrap())
+        .flat_map(|r| r.expect("a client thread failed"))
         .collect();
     assert_eq!(ids, (1..=1000).collect());
     let mut c = s.redis();
