@@ -12,8 +12,12 @@ use std::fmt;
 
 /// Longest inline request or multibulk header line Redis accepts (64 KiB).
 pub const MAX_INLINE: usize = 64 * 1024;
-/// Largest argument count of one multibulk request.
-pub const MAX_MULTIBULK: i64 = 1024 * 1024;
+/// Largest argument count of one multibulk request (Redis 7.0: INT_MAX).
+pub const MAX_MULTIBULK: i64 = i32::MAX as i64;
+/// Before a client authenticates Redis accepts only tiny requests, so an
+/// unauthenticated peer cannot make it buffer much.
+pub const UNAUTH_MAX_MULTIBULK: i64 = 10;
+pub const UNAUTH_MAX_BULK: i64 = 16384;
 /// `proto-max-bulk-len` default (512 MB).
 pub const DEFAULT_MAX_BULK: i64 = 512 * 1024 * 1024;
 
@@ -26,6 +30,8 @@ pub enum ProtocolError {
     TooBigBulkCount,
     InvalidMultibulkLength,
     InvalidBulkLength,
+    UnauthenticatedMultibulkLength,
+    UnauthenticatedBulkLength,
     UnbalancedQuotes,
     ExpectedDollar(u8),
 }
@@ -39,6 +45,8 @@ impl fmt::Display for ProtocolError {
             Self::TooBigBulkCount => f.write_str("too big bulk count string"),
             Self::InvalidMultibulkLength => f.write_str("invalid multibulk length"),
             Self::InvalidBulkLength => f.write_str("invalid bulk length"),
+            Self::UnauthenticatedMultibulkLength => f.write_str("unauthenticated multibulk length"),
+            Self::UnauthenticatedBulkLength => f.write_str("unauthenticated bulk length"),
             Self::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
             Self::ExpectedDollar(c) => write!(f, "expected '$', got '{}'", *c as char),
         }
@@ -55,6 +63,8 @@ pub struct Decoder {
     bulk_len: Option<usize>,
     args: Vec<Bytes>,
     pub max_bulk: i64,
+    /// Apply the small limits of a client that has not authenticated.
+    pub unauthenticated: bool,
 }
 
 impl Default for Decoder {
@@ -96,6 +106,7 @@ impl Decoder {
             bulk_len: None,
             args: Vec::new(),
             max_bulk,
+            unauthenticated: false,
         }
     }
 
@@ -127,6 +138,9 @@ impl Decoder {
                 };
                 let n = parse_len(&buf[1..end]);
                 let n = match n {
+                    Some(n) if self.unauthenticated && n > UNAUTH_MAX_MULTIBULK => {
+                        return Err(ProtocolError::UnauthenticatedMultibulkLength)
+                    }
                     Some(n) if n <= MAX_MULTIBULK => n,
                     _ => return Err(ProtocolError::InvalidMultibulkLength),
                 };
@@ -151,6 +165,9 @@ impl Decoder {
                             return Err(ProtocolError::ExpectedDollar(buf[0]));
                         }
                         let len = match parse_len(&buf[1..end]) {
+                            Some(l) if self.unauthenticated && l > UNAUTH_MAX_BULK => {
+                                return Err(ProtocolError::UnauthenticatedBulkLength)
+                            }
                             Some(l) if l >= 0 && l <= self.max_bulk => l as usize,
                             _ => return Err(ProtocolError::InvalidBulkLength),
                         };
@@ -341,8 +358,22 @@ mod tests {
         );
         assert_eq!(all(b"*abc\r\n"), Err(ProtocolError::InvalidMultibulkLength));
         assert_eq!(
-            all(b"*1048577\r\n"),
+            all(b"*2147483648\r\n"),
             Err(ProtocolError::InvalidMultibulkLength)
+        );
+        let mut unauth = Decoder {
+            unauthenticated: true,
+            ..Decoder::default()
+        };
+        let mut buf = BytesMut::from(&b"*11\r\n"[..]);
+        assert_eq!(
+            unauth.decode(&mut buf),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        let mut buf = BytesMut::from(&b"*1\r\n$16385\r\n"[..]);
+        assert_eq!(
+            unauth.decode(&mut buf),
+            Err(ProtocolError::UnauthenticatedBulkLength)
         );
         assert_eq!(all(b"*1\r\n$-1\r\n"), Err(ProtocolError::InvalidBulkLength));
         assert_eq!(

@@ -43,10 +43,10 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
             let wake = c.wake.clone();
             st.clients.insert(id, c);
-            Ok((id, wake, st.tun.max_bulk, st.tun.timeout_s))
+            Ok((id, wake, st.tun.max_bulk, st.tun.timeout_s, authed))
         }
     };
-    let (id, wake, max_bulk, timeout_s) = match admitted {
+    let (id, wake, max_bulk, timeout_s, authenticated) = match admitted {
         Ok(x) => x,
         Err(msg) => {
             let _ = sock.write_all(msg.as_bytes()).await;
@@ -57,6 +57,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
     let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = ReplyBuf::new(false);
     let mut dec = Decoder::new(max_bulk);
+    dec.unauthenticated = !authenticated;
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
     let mut bytes_in = 0u64;
     let idle = (timeout_s > 0).then(|| Duration::from_secs(timeout_s as u64));
@@ -65,7 +66,10 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
     let mut blocked: Option<Option<i64>> = None;
     loop {
         let mut proto_err = None;
-        while blocked.is_none() && batch.len() < MAX_BATCH {
+        // Until AUTH succeeds, one request at a time: the next one is decoded
+        // with the limits that apply after it.
+        let max_batch = if dec.unauthenticated { 1 } else { MAX_BATCH };
+        while blocked.is_none() && batch.len() < max_batch {
             match dec.decode(&mut inbuf) {
                 Ok(Some(args)) => batch.push(args),
                 Ok(None) => break,
@@ -136,6 +140,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
             cl.last_interaction_ms = now_ms();
             cl.qbuf = inbuf.len();
+            dec.unauthenticated = !cl.authenticated;
             st.stats.net_output_bytes += out.len() as u64;
             let close = cl.close_after_reply;
             st.clients.insert(id, cl);
