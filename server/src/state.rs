@@ -71,6 +71,13 @@ pub struct Client {
     pub qbuf: usize,
     /// Set while the client waits in a blocking command.
     pub blocked: Option<Blocked>,
+    /// Commands queued since MULTI; `None` outside a transaction.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command was rejected while queuing: EXEC must abort.
+    pub multi_error: bool,
+    pub watched: Vec<(usize, Bytes)>,
+    /// A watched key changed: EXEC must fail.
+    pub dirty_cas: bool,
     /// Blocking commands must not block (inside MULTI/EXEC and scripts):
     /// they answer as if their timeout had passed.
     pub deny_blocking: bool,
@@ -120,6 +127,10 @@ impl Client {
             qbuf: 0,
             blocked: None,
             deny_blocking: false,
+            multi: None,
+            multi_error: false,
+            watched: Vec::new(),
+            dirty_cas: false,
         }
     }
 }
@@ -217,6 +228,10 @@ pub struct State {
     pub blocking: HashMap<(usize, Bytes), VecDeque<u64>>,
     /// Keys with blocked clients that a command may have made servable.
     pub ready_keys: Vec<(usize, Bytes)>,
+    /// WATCHed keys and the clients watching them.
+    pub watched: HashMap<(usize, Bytes), Vec<u64>>,
+    /// A key watched by the running client changed (see `touch_watched`).
+    pub dirty_cas_running: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -255,6 +270,8 @@ impl State {
             monitors: 0,
             blocking: HashMap::new(),
             ready_keys: Vec::new(),
+            watched: HashMap::new(),
+            dirty_cas_running: false,
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
@@ -306,6 +323,9 @@ impl State {
     /// expiry needs.
     pub fn expired(&mut self, db: usize, key: &[u8]) {
         self.stats.expired_keys += 1;
+        if !self.watched.is_empty() {
+            self.touch_watched(db, key);
+        }
         self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
     }
 
@@ -325,6 +345,7 @@ impl State {
             if let Some(b) = c.blocked.take() {
                 self.unregister_blocked(id, &b);
             }
+            self.unwatch_all(&mut c);
         }
     }
 

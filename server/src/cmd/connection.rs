@@ -81,6 +81,9 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     cl.monitor = false;
     cl.no_evict = false;
     cl.authenticated = c.st.tun.requirepass.is_none();
+    cl.multi = None;
+    cl.multi_error = false;
+    c.st.unwatch_all(c.cl);
     c.out.resp3 = false;
     c.out.simple("RESET");
     Ok(())

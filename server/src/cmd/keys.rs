@@ -734,6 +734,7 @@ fn flush_async(c: &Ctx, a: &[Bytes]) -> Result<bool, Error> {
 
 /// Empties database `db`; counts the removed keys as changes.
 fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
+    c.st.touch_all_watched(db, None);
     let old = c.st.dbs[db].take();
     c.st.dirty += old.len() as u64;
     if lazy && old.free_effort() > LAZYFREE_THRESHOLD {
@@ -772,7 +773,20 @@ fn swapdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if x < 0 || x >= n || y < 0 || y >= n {
         return Err(Error::DbIndexOutOfRange);
     }
-    c.st.dbs.swap(x as usize, y as usize);
+    let (x, y) = (x as usize, y as usize);
+    c.st.touch_all_watched(x, Some(y));
+    c.st.touch_all_watched(y, Some(x));
+    c.st.dbs.swap(x, y);
+    // Clients blocked on a key of either database may now find data.
+    let waiting: Vec<(usize, Bytes)> =
+        c.st.blocking
+            .keys()
+            .filter(|(d, _)| *d == x || *d == y)
+            .cloned()
+            .collect();
+    for (d, key) in waiting {
+        c.st.signal_ready(d, &key);
+    }
     c.st.dirty += 1;
     c.out.ok();
     Ok(())

@@ -20,6 +20,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod string;
+pub mod transaction;
 pub mod zset;
 
 use crate::error::{CmdResult, Error, WRONGTYPE};
@@ -182,6 +183,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             set::COMMANDS,
             zset::COMMANDS,
             sort::COMMANDS,
+            transaction::COMMANDS,
         ];
         families
             .iter()
@@ -351,6 +353,9 @@ impl State {
                     if let Err(e) = res {
                         out.error(&e.to_string());
                     }
+                    if std::mem::take(&mut self.dirty_cas_running) {
+                        cl.dirty_cas = true;
+                    }
                     if let Some(again) = &mut cl.blocked {
                         // Still nothing for it: it keeps its place in the queues.
                         again.deadline = b.deadline;
@@ -476,6 +481,9 @@ impl State {
         if !self.blocking.is_empty() {
             self.signal_ready(db, key);
         }
+        if !self.watched.is_empty() {
+            self.touch_watched(db, key);
+        }
         self.dirty += 1;
         self.notify(class, event, db, key);
     }
@@ -483,25 +491,39 @@ impl State {
 
 /// Runs one request for client `cl`, writing its reply (or error) to `out`.
 pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Bytes]) {
-    let cmd = match resolve(args) {
+    let cmd = match check(st, cl, args) {
         Ok(c) => c,
-        Err(e) => {
+        Err((cmd, e)) => {
+            if let Some(cmd) = cmd {
+                st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
+            }
+            let e = match cmd {
+                // A rejected EXEC discards the transaction, saying why.
+                Some(c) if c.name == "exec" => {
+                    cl.multi = None;
+                    cl.multi_error = false;
+                    st.unwatch_all(cl);
+                    let why = e.to_string();
+                    let why = why.strip_prefix("ERR ").unwrap_or(&why).to_string();
+                    Error::other(format!("EXECABORT Transaction discarded because of: {why}"))
+                }
+                _ => {
+                    if cl.multi.is_some() {
+                        cl.multi_error = true;
+                    }
+                    e
+                }
+            };
             reject(st, out, &e);
             return;
         }
     };
-    if !cmd.arity_ok(args.len()) {
-        reject(st, out, &Error::Arity(cmd.name.into()));
-        st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
-        return;
-    }
-    if !cl.authenticated && !cmd.has(flags::NO_AUTH) {
-        if st.tun.requirepass.is_some() {
-            reject(st, out, &Error::NoAuth);
-            st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
+    if let Some(queue) = &mut cl.multi {
+        if !transaction::runs_in_multi(cmd.name) {
+            queue.push(args.to_vec());
+            out.simple("QUEUED");
             return;
         }
-        cl.authenticated = true;
     }
     if st.monitors > 0 && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
         feed_monitors(st, cl, args);
@@ -514,6 +536,9 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     let mut ctx = Ctx { st, cl, out, now };
     let res = (cmd.handler)(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
+    if std::mem::take(&mut st.dirty_cas_running) {
+        cl.dirty_cas = true;
+    }
     let dur = start.elapsed().as_micros() as u64;
     st.stats.total_commands += 1;
     let stat = st.stats.cmd.entry(cmd.name).or_default();
@@ -545,6 +570,28 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     {
         slowlog_push(st, cl, args, dur as i64);
     }
+}
+
+/// The checks every request passes before it runs or is queued, in
+/// Redis's order: lookup, arity, authentication. The error comes with the
+/// command when it was found.
+fn check(
+    st: &State,
+    cl: &mut Client,
+    args: &[Bytes],
+) -> Result<&'static Command, (Option<&'static Command>, Error)> {
+    let cmd = resolve(args).map_err(|e| (None, e))?;
+    if !cmd.arity_ok(args.len()) {
+        return Err((Some(cmd), Error::Arity(cmd.name.into())));
+    }
+    if !cl.authenticated && !cmd.has(flags::NO_AUTH) {
+        if st.tun.requirepass.is_some() {
+            return Err((Some(cmd), Error::NoAuth));
+        }
+        // The password was removed since this client connected.
+        cl.authenticated = true;
+    }
+    Ok(cmd)
 }
 
 fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {

@@ -1,0 +1,99 @@
+//! WATCH/MULTI/EXEC across clients: invalidation by another connection, and
+//! the seeds' optimistic-locking retry loop under concurrency.
+
+use cinnabar_tests::RespFrame as Frame;
+use cinnabar_tests::*;
+use std::thread;
+
+#[test]
+fn another_clients_write_aborts_exec() {
+    let s = Server::start(&[]);
+    let mut a = s.raw();
+    let mut b = s.raw();
+    assert_eq!(a.cmd(&["SET", "k", "1"]), ok());
+    assert_eq!(a.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(b.cmd(&["SET", "k", "2"]), ok());
+    assert_eq!(a.cmd(&["MULTI"]), ok());
+    assert_eq!(a.cmd(&["SET", "k", "3"]), simple("QUEUED"));
+    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
+    assert_eq!(a.cmd(&["GET", "k"]), bulk("2"));
+    // Watching a key that another client creates also aborts.
+    assert_eq!(a.cmd(&["WATCH", "new"]), ok());
+    assert_eq!(b.cmd(&["SET", "new", "x"]), ok());
+    assert_eq!(a.cmd(&["MULTI"]), ok());
+    assert_eq!(a.cmd(&["PING"]), simple("QUEUED"));
+    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
+    // A write in another database to the same key name does not.
+    assert_eq!(a.cmd(&["WATCH", "k"]), ok());
+    assert_eq!(b.cmd(&["SELECT", "1"]), ok());
+    assert_eq!(b.cmd(&["SET", "k", "other-db"]), ok());
+    assert_eq!(a.cmd(&["MULTI"]), ok());
+    assert_eq!(a.cmd(&["GET", "k"]), simple("QUEUED"));
+    assert_eq!(a.cmd(&["EXEC"]), Frame::Array(vec![bulk("2")]));
+}
+
+#[test]
+fn expiry_and_swapdb_abort_exec() {
+    let s = Server::start(&[]);
+    let mut a = s.raw();
+    let mut b = s.raw();
+    assert_eq!(a.cmd(&["SET", "t", "1", "PX", "50"]), ok());
+    assert_eq!(a.cmd(&["WATCH", "t"]), ok());
+    thread::sleep(std::time::Duration::from_millis(120));
+    assert_eq!(a.cmd(&["MULTI"]), ok());
+    assert_eq!(a.cmd(&["PING"]), simple("QUEUED"));
+    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
+
+    assert_eq!(a.cmd(&["SET", "s", "1"]), ok());
+    assert_eq!(a.cmd(&["WATCH", "s"]), ok());
+    assert_eq!(b.cmd(&["SWAPDB", "0", "1"]), ok());
+    assert_eq!(a.cmd(&["MULTI"]), ok());
+    assert_eq!(a.cmd(&["PING"]), simple("QUEUED"));
+    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
+}
+
+/// Ten clients increment one counter with WATCH/GET/MULTI/SET/EXEC retries
+/// (the seeds' pattern): no update may be lost.
+#[test]
+fn optimistic_increments_lose_nothing() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let per_client = 200;
+    let handles: Vec<_> = (0..10)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut c = RawClient::connect(port);
+                let mut retries = 0;
+                for _ in 0..per_client {
+                    loop {
+                        assert_eq!(c.cmd(&["WATCH", "counter"]), ok());
+                        let cur = match c.cmd(&["GET", "counter"]) {
+                            Frame::Bulk(b) => String::from_utf8_lossy(&b).parse::<i64>().unwrap(),
+                            _ => 0,
+                        };
+                        assert_eq!(c.cmd(&["MULTI"]), ok());
+                        let next = (cur + 1).to_string();
+                        assert_eq!(c.cmd(&["SET", "counter", &next]), simple("QUEUED"));
+                        match c.cmd(&["EXEC"]) {
+                            Frame::Array(r) => {
+                                assert_eq!(r, vec![ok()]);
+                                break;
+                            }
+                            Frame::Null => retries += 1,
+                            other => panic!("EXEC replied {other:?}"),
+                        }
+                    }
+                }
+                retries
+            })
+        })
+        .collect();
+    let retries: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["GET", "counter"]),
+        bulk((10 * per_client).to_string())
+    );
+    // With ten writers some transactions must have been aborted and retried.
+    assert!(retries > 0, "no EXEC was ever aborted");
+}
