@@ -19,6 +19,9 @@ use tokio::net::TcpStream;
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
+/// How often a client held back by CLIENT PAUSE checks the pause again.
+const PAUSE_POLL: Duration = Duration::from_millis(5);
+
 const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
 pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, local: SocketAddr) {
@@ -60,16 +63,21 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
     dec.unauthenticated = !authenticated;
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
     let mut bytes_in = 0u64;
-    let idle = (timeout_s > 0).then(|| Duration::from_secs(timeout_s as u64));
+    let mut timeout_s = timeout_s;
+    let mut monitor = false;
+    // Set when CLIENT PAUSE holds back the rest of the batch.
+    let mut paused = false;
     // Some(deadline) while the client waits in a blocking command: it then
     // runs nothing, but the socket is still read to notice a disconnect.
     let mut blocked: Option<Option<i64>> = None;
+    // A protocol error ends decoding; it is reported after the requests
+    // before it have run.
+    let mut proto_err = None;
     loop {
-        let mut proto_err = None;
         // Until AUTH succeeds, one request at a time: the next one is decoded
         // with the limits that apply after it.
         let max_batch = if dec.unauthenticated { 1 } else { MAX_BATCH };
-        while blocked.is_none() && batch.len() < max_batch {
+        while blocked.is_none() && proto_err.is_none() && batch.len() < max_batch {
             match dec.decode(&mut inbuf) {
                 Ok(Some(args)) => batch.push(args),
                 Ok(None) => break,
@@ -80,7 +88,18 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
         }
         let mut timed_out = false;
-        if blocked.is_some() || (batch.is_empty() && proto_err.is_none()) {
+        if paused {
+            // Poll the pause; wake early for output others produce for us.
+            tokio::select! {
+                biased;
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(PAUSE_POLL) => {}
+            }
+        } else if blocked.is_some() || (batch.is_empty() && proto_err.is_none()) {
+            // Idle clients are closed after `timeout` seconds; MONITOR and
+            // blocked clients are exempt, as in Redis.
+            let idle = (blocked.is_none() && timeout_s > 0 && !monitor)
+                .then(|| Duration::from_secs(timeout_s as u64));
             let read = sock.read_buf(&mut inbuf);
             let event = tokio::select! {
                 biased;
@@ -90,7 +109,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                     Ok(n) => { bytes_in += n as u64; Event::Read }
                 },
                 _ = sleep_until_ms(blocked.flatten()), if blocked.is_some() => Event::Deadline,
-                _ = sleep_or_never(idle), if blocked.is_none() => break,
+                _ = sleep_or_never(idle) => break,
             };
             match event {
                 Event::Read => continue,
@@ -121,7 +140,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
             if blocked.is_none() {
                 let mut done = 0;
+                paused = false;
                 for args in batch.iter() {
+                    if crate::cmd::server::must_pause(st, args, now_ms()) {
+                        paused = true;
+                        break;
+                    }
                     execute(st, &mut cl, &mut out, args);
                     done += 1;
                     if let Some(b) = &cl.blocked {
@@ -129,19 +153,22 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                         break;
                     }
                     if cl.close_after_reply || st.shutdown.is_some() {
+                        done = batch.len();
                         break;
                     }
                 }
                 batch.drain(..done);
-                if let Some(e) = proto_err {
+                if let Some(e) = proto_err.as_ref().filter(|_| batch.is_empty()) {
                     out.error(&format!("ERR {e}"));
                     cl.close_after_reply = true;
                 }
             }
             cl.last_interaction_ms = now_ms();
             cl.qbuf = inbuf.len();
-            dec.unauthenticated = !cl.authenticated;
             st.stats.net_output_bytes += out.len() as u64;
+            timeout_s = st.tun.timeout_s;
+            monitor = cl.monitor;
+            dec.unauthenticated = !cl.authenticated;
             let close = cl.close_after_reply;
             st.clients.insert(id, cl);
             close

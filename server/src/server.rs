@@ -80,12 +80,14 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         });
     }
     tokio::spawn(cron(shared.clone()));
+    let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
     info!("Ready to accept connections tcp");
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     tokio::select! {
         _ = shared.shutdown.notified() => {}
+        _ = shutdown_cmd.notified() => warn!("User requested shutdown..."),
         _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
         _ = int.recv() => warn!("Received SIGINT scheduling shutdown..."),
     }

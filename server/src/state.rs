@@ -33,6 +33,15 @@ pub fn now_us() -> i64 {
         .unwrap_or(0)
 }
 
+/// 40 random hex digits, the form of Redis's run and replication IDs.
+pub fn random_hex40() -> String {
+    use rand::Rng;
+    let mut r = rand::thread_rng();
+    (0..40)
+        .map(|_| char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyMode {
     On,
@@ -232,6 +241,13 @@ pub struct State {
     pub watched: HashMap<(usize, Bytes), Vec<u64>>,
     /// A key watched by the running client changed (see `touch_watched`).
     pub dirty_cas_running: bool,
+    /// Woken by SHUTDOWN; the main task waits on it and exits.
+    pub shutdown_notify: Arc<Notify>,
+    /// The replication ID INFO shows (DEBUG CHANGE-REPL-ID renews it).
+    pub replid: String,
+    /// Highest memory use INFO has seen, and the use at start-up.
+    pub peak_memory: u64,
+    pub startup_memory: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -242,13 +258,7 @@ pub struct ShutdownRequest {
 impl State {
     pub fn new(cfg: Config) -> Self {
         let n = cfg.int("databases").max(1) as usize;
-        let run_id: String = {
-            use rand::Rng;
-            let mut r = rand::thread_rng();
-            (0..40)
-                .map(|_| char::from_digit(r.gen_range(0..16), 16).unwrap())
-                .collect()
-        };
+        let run_id = random_hex40();
         let mut st = State {
             dbs: (0..n).map(|_| Db::default()).collect(),
             cfg,
@@ -275,6 +285,10 @@ impl State {
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
+            shutdown_notify: Arc::new(Notify::new()),
+            replid: random_hex40(),
+            peak_memory: 0,
+            startup_memory: crate::cmd::server::rss_bytes(),
         };
         st.apply_config();
         st
@@ -370,6 +384,16 @@ impl State {
                 }
             }
         }
+    }
+
+    /// CONFIG RESETSTAT: zeroes the counters INFO reports.
+    pub fn reset_stats(&mut self) {
+        let samples = std::mem::take(&mut self.stats.samples);
+        self.stats = Stats {
+            samples,
+            ..Stats::default()
+        };
+        self.peak_memory = 0;
     }
 
     /// Marks a client killed and wakes its connection so it closes.

@@ -78,7 +78,9 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     cl.resp3 = false;
     cl.name = None;
     cl.reply_mode = ReplyMode::On;
-    cl.monitor = false;
+    if std::mem::take(&mut cl.monitor) {
+        c.st.monitors -= 1;
+    }
     cl.no_evict = false;
     cl.authenticated = c.st.tun.requirepass.is_none();
     cl.multi = None;
@@ -166,7 +168,7 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if !c.cl.authenticated {
-        return Err(Error::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(Error::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(n) = name {
         c.cl.name = (!n.is_empty()).then_some(n);

@@ -531,7 +531,6 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     let start = std::time::Instant::now();
     let now = crate::state::now_ms();
     let mark = out.len();
-    let skip_reply = cl.reply_mode != ReplyMode::On;
     out.resp3 = cl.resp3;
     let mut ctx = Ctx { st, cl, out, now };
     let res = (cmd.handler)(&mut ctx, args);
@@ -551,7 +550,8 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
         st.stats.total_error_replies += 1;
     }
     cl.last_cmd = cmd.name;
-    if skip_reply {
+    // Read after the handler so CLIENT REPLY ON is answered and OFF/SKIP are not.
+    if cl.reply_mode != ReplyMode::On {
         out.buf.truncate(mark);
         // SKIP covers only the command after CLIENT REPLY SKIP itself.
         cl.reply_mode = match cl.reply_mode {

@@ -15,7 +15,10 @@ use std::collections::HashMap;
 pub enum Kind {
     Bool,
     Int(i64, i64),
+    /// A memory value held in a signed type: the range applies.
     Memory(i64, i64),
+    /// A memory value held in an unsigned 64-bit type (maxmemory).
+    UMemory,
     Enum(&'static [&'static str]),
     Str,
     /// A structured value with its own validation (save, bind, …).
@@ -94,6 +97,35 @@ pub fn find(name: &str) -> Option<&'static Opt> {
     table::OPTIONS.iter().find(|o| o.name == name)
 }
 
+/// `proc-title-template`: braces balanced, only known variables, and a
+/// non-empty result.
+fn valid_title_template(t: &str) -> bool {
+    const VARS: &[&str] = &[
+        "title",
+        "listen-addr",
+        "server-mode",
+        "port",
+        "tls-port",
+        "unixsocket",
+        "config-file",
+    ];
+    let mut rest = t;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest.as_bytes()[open] == b'}' {
+            return false;
+        }
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return false;
+        };
+        if !VARS.contains(&&after[..close]) {
+            return false;
+        }
+        rest = &after[close + 1..];
+    }
+    !t.is_empty()
+}
+
 #[derive(Clone)]
 pub struct Config {
     values: HashMap<&'static str, String>,
@@ -121,6 +153,32 @@ impl Default for Config {
             warnings: Vec::new(),
         }
     }
+}
+
+/// Parses a memory value as CONFIG SET does: digits and an optional unit,
+/// no sign; the empty string is 0 and too many digits saturate, as C's
+/// `strtoull` does.
+pub fn parse_memory_u64(s: &str) -> Option<u64> {
+    let lower = s.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    let mut n: u64 = 0;
+    for d in num.bytes() {
+        n = n.saturating_mul(10).saturating_add((d - b'0') as u64);
+    }
+    Some(n.saturating_mul(mul))
 }
 
 /// Parses a memory value as Redis does: bytes, or a number with a unit
@@ -255,21 +313,47 @@ impl Config {
         let between =
             |lo: i64, hi: i64| format!("argument must be between {lo} and {hi} inclusive");
         match opt.kind {
-            Kind::Bool => bool_of(value)
-                .map(|b| if b { "yes" } else { "no" }.to_string())
-                .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
+            Kind::Bool => {
+                let b =
+                    bool_of(value).ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?;
+                if b {
+                    match opt.name {
+                        "activedefrag" => return Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into()),
+                        "tls-cluster" | "tls-replication" => return Err("Unable to update TLS configuration. Check server logs.".into()),
+                        _ => {}
+                    }
+                }
+                Ok(if b { "yes" } else { "no" }.to_string())
+            }
             Kind::Int(lo, hi) => {
                 let n: i64 = storage::num::parse_i64(value.as_bytes())
                     .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
                 if n < lo || n > hi {
                     return Err(between(lo, hi));
                 }
+                // Redis keeps the configured hz within 1..=500.
+                if opt.name == "hz" {
+                    return Ok(n.clamp(1, 500).to_string());
+                }
                 Ok(n.to_string())
             }
-            Kind::Memory(_, _) => match parse_memory(value) {
-                Some(n) if n >= 0 => Ok(n.to_string()),
-                _ => Err("argument must be a memory value".into()),
-            },
+            Kind::Memory(lo, hi) => {
+                let n = parse_memory_u64(value)
+                    .ok_or_else(|| "argument must be a memory value".to_string())?;
+                match i64::try_from(n) {
+                    Ok(n) if (lo..=hi).contains(&n) => {
+                        // Redis raises a replication backlog below 16k to 16k.
+                        if opt.name == "repl-backlog-size" {
+                            return Ok(n.max(16 * 1024).to_string());
+                        }
+                        Ok(n.to_string())
+                    }
+                    _ => Err(between(lo, hi)),
+                }
+            }
+            Kind::UMemory => parse_memory_u64(value)
+                .map(|n| n.to_string())
+                .ok_or_else(|| "argument must be a memory value".to_string()),
             Kind::Enum(choices) => {
                 let l = value.to_ascii_lowercase();
                 if choices.contains(&l.as_str()) {
@@ -281,7 +365,22 @@ impl Config {
                     ))
                 }
             }
-            Kind::Str => Ok(value.to_string()),
+            Kind::Str => match opt.name {
+                "cluster-announce-hostname"
+                    if !value
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') =>
+                {
+                    Err(
+                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
+                            .into(),
+                    )
+                }
+                "proc-title-template" if !valid_title_template(value) => {
+                    Err("template format is invalid or contains unknown variables".into())
+                }
+                _ => Ok(value.to_string()),
+            },
             Kind::Special => self.check_special(opt.name, value),
         }
     }
@@ -340,24 +439,47 @@ impl Config {
                 Ok(cur.join(" "))
             }
             "oom-score-adj-values" => {
-                if words.len() != 3
-                    || words.iter().any(|w| {
-                        w.parse::<i64>()
-                            .map_or(true, |n| !(-2000..=2000).contains(&n))
-                    })
-                {
-                    return Err("Invalid oom-score-adj-values".into());
+                if words.len() != 3 {
+                    return Err("wrong number of arguments".into());
                 }
-                Ok(words.join(" "))
+                let mut vals = Vec::new();
+                for w in &words {
+                    match w.parse::<i64>() {
+                        Ok(n) if (-2000..=2000).contains(&n) => vals.push(n.to_string()),
+                        _ => return Err("Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into()),
+                    }
+                }
+                Ok(vals.join(" "))
             }
             "latency-tracking-info-percentiles" => {
-                if words.iter().any(|w| {
-                    w.parse::<f64>()
-                        .map_or(true, |p| !(0.0..=100.0).contains(&p))
-                }) {
-                    return Err("latency-tracking-info-percentiles: invalid percentile".into());
+                let mut vals = Vec::new();
+                for w in &words {
+                    let p = storage::num::parse_f64(w.as_bytes()).ok_or_else(|| {
+                        "Invalid latency-tracking-info-percentiles parameters".to_string()
+                    })?;
+                    if !(0.0..=100.0).contains(&p) {
+                        return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                    }
+                    vals.push(p.to_string());
                 }
-                Ok(words.join(" "))
+                Ok(vals.join(" "))
+            }
+            "maxmemory-clients" => {
+                const WHY: &str = "argument must be a memory or percent value";
+                if let Some(pct) = value.strip_suffix('%') {
+                    if pct.is_empty() || !pct.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(WHY.into());
+                    }
+                    let n = parse_memory_u64(pct).ok_or_else(|| WHY.to_string())?;
+                    if n > 100 {
+                        return Err("percentage argument must be less or equal to 100".into());
+                    }
+                    return Ok(if n == 0 { "0".into() } else { format!("{n}%") });
+                }
+                let n = parse_memory_u64(value).ok_or_else(|| WHY.to_string())?;
+                i64::try_from(n)
+                    .map(|n| n.to_string())
+                    .map_err(|_| WHY.to_string())
             }
             "bind" => {
                 if words.len() > 16 {

@@ -36,7 +36,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "active-defrag-ignore-bytes",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(1, i64::MAX),
         default: "104857600",
         mutable: true,
     },
@@ -144,7 +144,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "auto-aof-rewrite-min-size",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "67108864",
         mutable: true,
     },
@@ -192,7 +192,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "client-query-buffer-limit",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(1024 * 1024, i64::MAX),
         default: "1073741824",
         mutable: true,
     },
@@ -258,7 +258,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "cluster-link-sendbuf-limit",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::UMemory,
         default: "0",
         mutable: true,
     },
@@ -390,7 +390,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "hash-max-listpack-value",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "64",
         mutable: true,
     },
@@ -402,13 +402,13 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "hash-max-ziplist-value",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "64",
         mutable: true,
     },
     Opt {
         name: "hll-sparse-max-bytes",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "3000",
         mutable: true,
     },
@@ -558,13 +558,13 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "maxmemory",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::UMemory,
         default: "0",
         mutable: true,
     },
     Opt {
         name: "maxmemory-clients",
-        kind: Kind::Int(i64::MIN, i64::MAX),
+        kind: Kind::Special,
         default: "0",
         mutable: true,
     },
@@ -675,7 +675,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "proto-max-bulk-len",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(1024 * 1024, i64::MAX),
         default: "536870912",
         mutable: true,
     },
@@ -705,7 +705,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "repl-backlog-size",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(1, i64::MAX),
         default: "1048576",
         mutable: true,
     },
@@ -951,7 +951,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "stream-node-max-bytes",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "4096",
         mutable: true,
     },
@@ -1149,7 +1149,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "zset-max-listpack-value",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "64",
         mutable: true,
     },
@@ -1161,7 +1161,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "zset-max-ziplist-value",
-        kind: Kind::Memory(i64::MIN, i64::MAX),
+        kind: Kind::Memory(0, i64::MAX),
         default: "64",
         mutable: true,
     },
