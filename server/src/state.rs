@@ -97,6 +97,8 @@ pub struct Client {
 pub enum BlockKind {
     List,
     ZSet,
+    /// WAIT: only its timeout ends it.
+    Wait,
 }
 
 pub struct Blocked {

@@ -6,6 +6,7 @@ use super::flags::*;
 use super::string::GENERIC;
 use super::{int_arg, is, Command, Ctx};
 use crate::error::{CmdResult, Error};
+use crate::state::BlockKind;
 use crate::state::State;
 use bytes::Bytes;
 use std::sync::mpsc::{channel, Sender};
@@ -41,6 +42,7 @@ pub static COMMANDS: &[Command] = &[
     Command::new("flushdb", -1, WRITE, G, (0, 0, 0), flushdb),
     Command::new("flushall", -1, WRITE, G, (0, 0, 0), flushall),
     Command::new("swapdb", 3, WRITE | FAST, G, (0, 0, 0), swapdb),
+    Command::new("wait", 3, NOSCRIPT, "connection", (0, 0, 0), wait),
 ];
 
 static OBJECT_SUBS: &[Command] = &[
@@ -757,6 +759,24 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         flush_db(c, db, lazy);
     }
     c.out.ok();
+    Ok(())
+}
+
+/// WAIT numreplicas timeout: with no replicas, 0 at once when none are
+/// asked for; otherwise 0 once the timeout (ms, 0 = forever) passes.
+fn wait(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let want = int_arg(&a[1])?;
+    let ms = storage::num::parse_i64(&a[2])
+        .ok_or_else(|| Error::other("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(Error::other("ERR timeout is negative"));
+    }
+    if want <= 0 || !c.may_block() {
+        c.out.int(0);
+    } else {
+        let deadline = (ms > 0).then(|| c.now.saturating_add(ms));
+        c.block(BlockKind::Wait, &[], deadline, a);
+    }
     Ok(())
 }
 

@@ -370,12 +370,16 @@ impl State {
         }
     }
 
-    /// Ends a client's wait with its timeout reply (a null array).
+    /// Ends a client's wait with its timeout reply (a null array; WAIT's
+    /// is the number of replicas reached, always 0 here).
     pub fn unblock_timed_out(&mut self, cl: &mut Client, out: &mut ReplyBuf) {
         if let Some(b) = cl.blocked.take() {
             self.unregister_blocked(cl.id, &b);
             out.resp3 = cl.resp3;
-            out.null_array();
+            match b.kind {
+                BlockKind::Wait => out.int(0),
+                _ => out.null_array(),
+            }
         }
     }
 }
