@@ -163,7 +163,7 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if !c.cl.authenticated {
-        return Err(Error::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(Error::other("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(n) = name {
         c.cl.name = (!n.is_empty()).then_some(n);
