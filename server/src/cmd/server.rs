@@ -997,7 +997,12 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         cl.fd,
         name,
         (now - cl.created_ms).max(0) / 1000,
-        (now - cl.last_interaction_ms).max(0) / 1000,
+        // The client running the command has just been heard from.
+        if current.is_some() {
+            0
+        } else {
+            (now - cl.last_interaction_ms).max(0) / 1000
+        },
         flags,
         cl.db,
         qbuf,
