@@ -35,8 +35,8 @@ const SUBS: &[(&str, i32)] = &[
     ("list", -2),
     ("info", -2),
     ("docs", -2),
-    ("getkeys", -3),
-    ("getkeysandflags", -3),
+    ("getkeys", -4),
+    ("getkeysandflags", -4),
     ("help", 2),
 ];
 

@@ -21,6 +21,15 @@ pub static COMMANDS: &[Command] = &[
     ),
     Command::new("time", 1, LOADING | STALE | FAST, G, (0, 0, 0), time),
     Command::new(
+        "role",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST,
+        "admin",
+        (0, 0, 0),
+        role,
+    ),
+    Command::new("lolwut", -1, READONLY | FAST, G, (0, 0, 0), lolwut),
+    Command::new(
         "lastsave",
         1,
         LOADING | STALE | FAST,
@@ -623,6 +632,27 @@ fn time(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// LASTSAVE
 fn lastsave(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     c.out.int(c.st.lastsave);
+    Ok(())
+}
+
+/// ROLE: always a master with no replicas.
+fn role(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    c.out.array(3);
+    c.out.bulk(b"master");
+    c.out.int(0);
+    c.out.array(0);
+    Ok(())
+}
+
+/// LOLWUT [VERSION version]: Redis draws art for its own versions; for any
+/// other it prints only the version line, which is what cinnabar does.
+fn lolwut(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() == 3 && super::is(&a[1], "version") {
+        super::int_arg(&a[2])?;
+    } else if a.len() != 1 {
+        return Err(Error::Syntax);
+    }
+    c.out.verbatim(b"Redis ver. 7.0.15\n");
     Ok(())
 }
 
