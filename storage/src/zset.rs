@@ -521,8 +521,18 @@ impl SortedSet {
     }
 
     /// Ranks `[a, b)` of the members in lex range `r` (meaningful when all
-    /// scores are equal, as in Redis).
+    /// scores are equal, as in Redis), as a forward walk finds them.
     pub fn lex_span(&self, r: &LexRange) -> (usize, usize) {
+        self.lex_span_dir(r, false)
+    }
+
+    /// The lex range as a walk finds it, forward or (`rev`) backward. With
+    /// equal scores both are the members between the bounds. With mixed
+    /// scores a listpack answers exactly as Redis's walks do: forward from
+    /// the first member ≥ min while ≤ max, backward from the last member
+    /// ≤ max while ≥ min, nothing if the first member is above max or the
+    /// last below min.
+    pub fn lex_span_dir(&self, r: &LexRange, rev: bool) -> (usize, usize) {
         if r.is_empty() {
             return (0, 0);
         }
@@ -530,20 +540,37 @@ impl SortedSet {
         match self {
             SortedSet::Listpack(lp) => {
                 let n = lp.len() / 2;
-                let Some(a) = lp_pairs(lp).position(|(m, _)| r.gte_min(m.bytes(&mut buf))) else {
-                    return (0, 0);
-                };
-                let Some(back) = lp_pairs(lp)
-                    .rev()
-                    .position(|(m, _)| r.lte_max(m.bytes(&mut buf)))
+                let (Some((first, _)), Some((last, _))) =
+                    (lp_pairs(lp).next(), lp_pairs(lp).next_back())
                 else {
                     return (0, 0);
                 };
-                let b = n - back;
-                if b > a {
-                    (a, b)
+                if !r.lte_max(first.bytes(&mut buf)) || !r.gte_min(last.bytes(&mut buf)) {
+                    return (0, 0);
+                }
+                if rev {
+                    let Some(back) = lp_pairs(lp)
+                        .rev()
+                        .position(|(m, _)| r.lte_max(m.bytes(&mut buf)))
+                    else {
+                        return (0, 0);
+                    };
+                    let run = lp_pairs(lp)
+                        .rev()
+                        .skip(back)
+                        .take_while(|(m, _)| r.gte_min(m.bytes(&mut buf)))
+                        .count();
+                    (n - back - run, n - back)
                 } else {
-                    (0, 0)
+                    let Some(a) = lp_pairs(lp).position(|(m, _)| r.gte_min(m.bytes(&mut buf)))
+                    else {
+                        return (0, 0);
+                    };
+                    let run = lp_pairs(lp)
+                        .skip(a)
+                        .take_while(|(m, _)| r.lte_max(m.bytes(&mut buf)))
+                        .count();
+                    (a, a + run)
                 }
             }
             SortedSet::Skiplist(z) => {
@@ -664,7 +691,7 @@ impl SortedSet {
         offset: usize,
         limit: Option<usize>,
     ) -> Vec<ZEntry> {
-        self.limited(self.lex_span(r), rev, offset, limit)
+        self.limited(self.lex_span_dir(r, rev), rev, offset, limit)
     }
 
     /// Removes ranks `[a, b)`; returns how many.
