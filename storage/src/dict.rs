@@ -384,9 +384,10 @@ impl<V, M: Default> Dict<V, M> {
                 link = &n.next;
             }
         };
-        let m1;
+        // The cursor's reversed increment runs on the smaller table's bits.
+        let m_small;
         if self.rehash_idx.is_none() {
-            m1 = self.t[0].mask();
+            m_small = self.t[0].mask();
             emit(&self.t[0], v);
         } else {
             let (small, large) = if self.t[0].buckets.len() <= self.t[1].buckets.len() {
@@ -395,7 +396,8 @@ impl<V, M: Default> Dict<V, M> {
                 (&self.t[1], &self.t[0])
             };
             let m0 = small.mask();
-            m1 = large.mask();
+            let m1 = large.mask();
+            m_small = m0;
             emit(small, v);
             loop {
                 emit(large, v);
@@ -405,7 +407,7 @@ impl<V, M: Default> Dict<V, M> {
                 }
             }
         }
-        v |= !m1;
+        v |= !m_small;
         v = v.reverse_bits().wrapping_add(1).reverse_bits();
         v
     }

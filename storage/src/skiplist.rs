@@ -123,20 +123,7 @@ pub fn strtod_full(s: &[u8]) -> Option<f64> {
         b'+' => (false, &t[1..]),
         _ => (false, t),
     };
-    let v = if body.len() > 2 && (body.starts_with("0x") || body.starts_with("0X")) {
-        let mut v = 0f64;
-        for c in body[2..].chars() {
-            v = v * 16.0 + c.to_digit(16)? as f64;
-        }
-        v
-    } else {
-        // Rust's grammar is strtod's decimal one minus hex floats; it
-        // also takes `nan`, refused below.
-        if body.starts_with(['+', '-']) {
-            return None;
-        }
-        body.parse::<f64>().ok()?
-    };
+    let v = crate::zset::strtod_body(body.as_bytes())?;
     if v.is_nan() {
         return None;
     }

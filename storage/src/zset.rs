@@ -1,8 +1,8 @@
 //! The sorted set type with Redis 7.0's two encodings behind one API.
 //!
 //! - `Listpack`: member, score, member, score, … sorted by (score, member).
-//!   A score is stored as a listpack integer when it is integral and fits an
-//!   i64 (-0 becomes 0, as Redis's listpack does), else as its shortest
+//!   A score is stored as a listpack integer when it is integral and within
+//!   ±2^62 (-0 becomes 0, as Redis's listpack does), else as its shortest
 //!   round-trip decimal text (Redis writes `%.17g`, e.g. 21 bytes for 0.1
 //!   where we write 3; both read back to the same double). Every operation is a linear walk, fine while
 //!   the set has at most `zset-max-listpack-entries` members.
@@ -91,8 +91,10 @@ pub enum SortedSet {
 pub type ZEntry = (CBytes, f64);
 
 fn score_val(s: f64) -> ScoreEnc {
-    // Integral and inside i64: store as an integer (-0.0 ends up as 0).
-    if s.fract() == 0.0 && (i64::MIN as f64..-(i64::MIN as f64)).contains(&s) {
+    // Integral and within ±2^62: store as an integer (-0.0 ends up as 0),
+    // as Redis's `double2ll` decides.
+    let lim = (i64::MAX / 2) as f64;
+    if s.fract() == 0.0 && (-lim..=lim).contains(&s) {
         ScoreEnc::Int(s as i64)
     } else {
         ScoreEnc::Text(format!("{s:?}"))
@@ -146,6 +148,112 @@ fn lp_pairs(lp: &Listpack) -> impl DoubleEndedIterator<Item = (LpVal<'_>, f64)> 
 
 fn entry(m: LpVal, s: f64) -> ZEntry {
     (CBytes::new(m.bytes(&mut itoa::Buffer::new())), s)
+}
+
+/// Parses a score, increment or weight as Redis's `getDoubleFromObject`
+/// (C `strtod` on the whole string): no leading blank, decimal or hex
+/// (`0x10`, `0x1p3`) notation, `inf`/`infinity` in any case; NaN, trailing
+/// characters, overflow to ±inf and underflow to 0 are refused (subnormal
+/// results are accepted, as glibc returns them non-zero).
+pub fn parse_score(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s[0].is_ascii_whitespace() || s.len() > 5000 {
+        return None;
+    }
+    let (neg, body) = match s[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let v = strtod_body(body)?;
+    if v.is_infinite() {
+        let word = body.to_ascii_lowercase();
+        if word != b"inf" && word != b"infinity" {
+            return None;
+        }
+    } else if v == 0.0 && mantissa_nonzero(body) {
+        // A non-zero literal that underflowed: strtod's ERANGE with 0.
+        return None;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// Whether the digits before the exponent are not all zero.
+fn mantissa_nonzero(body: &[u8]) -> bool {
+    if is_hex(body) {
+        let m = &body[2..];
+        let end = m.iter().position(|c| c | 0x20 == b'p').unwrap_or(m.len());
+        m[..end].iter().any(|c| c.is_ascii_hexdigit() && *c != b'0')
+    } else {
+        let end = body
+            .iter()
+            .position(|c| c | 0x20 == b'e')
+            .unwrap_or(body.len());
+        body[..end].iter().any(|c| (b'1'..=b'9').contains(c))
+    }
+}
+
+fn is_hex(b: &[u8]) -> bool {
+    b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x'
+}
+
+/// The unsigned part of a `strtod` number that must span the whole
+/// string: decimal (Rust's grammar, which is strtod's minus hex), hex with
+/// an optional fraction and binary exponent, or inf/infinity. NaN is
+/// refused.
+pub(crate) fn strtod_body(body: &[u8]) -> Option<f64> {
+    if body.first().is_some_and(|c| matches!(c, b'+' | b'-')) {
+        return None;
+    }
+    if is_hex(body) {
+        return hex_float(&body[2..]);
+    }
+    let t = std::str::from_utf8(body).ok()?;
+    let v: f64 = t.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// `[hexdigits][.hexdigits][p[+-]digits]`, at least one hex digit.
+fn hex_float(b: &[u8]) -> Option<f64> {
+    let mut v = 0f64;
+    let mut exp: i64 = 0;
+    let mut digits = 0;
+    let mut i = 0;
+    let mut frac = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'.' && !frac {
+            frac = true;
+        } else if let Some(d) = (c as char).to_digit(16) {
+            v = v * 16.0 + d as f64;
+            digits += 1;
+            if frac {
+                exp -= 4;
+            }
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < b.len() {
+        if b[i] | 0x20 != b'p' {
+            return None;
+        }
+        let rest = &b[i + 1..];
+        let (eneg, ed) = match rest.first() {
+            Some(b'-') => (true, &rest[1..]),
+            Some(b'+') => (false, &rest[1..]),
+            _ => (false, rest),
+        };
+        if ed.is_empty() || !ed.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let e: i64 = std::str::from_utf8(ed).ok()?.parse().unwrap_or(100_000);
+        exp = exp.saturating_add(if eneg { -e } else { e });
+    }
+    Some(v * 2f64.powi(exp.clamp(-100_000, 100_000) as i32))
 }
 
 impl Default for SortedSet {
@@ -413,8 +521,18 @@ impl SortedSet {
     }
 
     /// Ranks `[a, b)` of the members in lex range `r` (meaningful when all
-    /// scores are equal, as in Redis).
+    /// scores are equal, as in Redis), as a forward walk finds them.
     pub fn lex_span(&self, r: &LexRange) -> (usize, usize) {
+        self.lex_span_dir(r, false)
+    }
+
+    /// The lex range as a walk finds it, forward or (`rev`) backward. With
+    /// equal scores both are the members between the bounds. With mixed
+    /// scores a listpack answers exactly as Redis's walks do: forward from
+    /// the first member ≥ min while ≤ max, backward from the last member
+    /// ≤ max while ≥ min, nothing if the first member is above max or the
+    /// last below min.
+    pub fn lex_span_dir(&self, r: &LexRange, rev: bool) -> (usize, usize) {
         if r.is_empty() {
             return (0, 0);
         }
@@ -422,20 +540,37 @@ impl SortedSet {
         match self {
             SortedSet::Listpack(lp) => {
                 let n = lp.len() / 2;
-                let Some(a) = lp_pairs(lp).position(|(m, _)| r.gte_min(m.bytes(&mut buf))) else {
-                    return (0, 0);
-                };
-                let Some(back) = lp_pairs(lp)
-                    .rev()
-                    .position(|(m, _)| r.lte_max(m.bytes(&mut buf)))
+                let (Some((first, _)), Some((last, _))) =
+                    (lp_pairs(lp).next(), lp_pairs(lp).next_back())
                 else {
                     return (0, 0);
                 };
-                let b = n - back;
-                if b > a {
-                    (a, b)
+                if !r.lte_max(first.bytes(&mut buf)) || !r.gte_min(last.bytes(&mut buf)) {
+                    return (0, 0);
+                }
+                if rev {
+                    let Some(back) = lp_pairs(lp)
+                        .rev()
+                        .position(|(m, _)| r.lte_max(m.bytes(&mut buf)))
+                    else {
+                        return (0, 0);
+                    };
+                    let run = lp_pairs(lp)
+                        .rev()
+                        .skip(back)
+                        .take_while(|(m, _)| r.gte_min(m.bytes(&mut buf)))
+                        .count();
+                    (n - back - run, n - back)
                 } else {
-                    (0, 0)
+                    let Some(a) = lp_pairs(lp).position(|(m, _)| r.gte_min(m.bytes(&mut buf)))
+                    else {
+                        return (0, 0);
+                    };
+                    let run = lp_pairs(lp)
+                        .skip(a)
+                        .take_while(|(m, _)| r.lte_max(m.bytes(&mut buf)))
+                        .count();
+                    (a, a + run)
                 }
             }
             SortedSet::Skiplist(z) => {
@@ -556,7 +691,7 @@ impl SortedSet {
         offset: usize,
         limit: Option<usize>,
     ) -> Vec<ZEntry> {
-        self.limited(self.lex_span(r), rev, offset, limit)
+        self.limited(self.lex_span_dir(r, rev), rev, offset, limit)
     }
 
     /// Removes ranks `[a, b)`; returns how many.
@@ -642,6 +777,18 @@ impl SortedSet {
                     f(m, s);
                 }
             }
+        }
+    }
+
+    /// One step of ZSCAN over a skiplist set's member dict (Redis's
+    /// `dictScan`); a listpack set is returned whole with cursor 0.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        match self {
+            SortedSet::Listpack(_) => {
+                self.for_each(f);
+                0
+            }
+            SortedSet::Skiplist(z) => z.dict.scan(cursor, |m, s| f(m, *s)),
         }
     }
 
@@ -997,5 +1144,64 @@ mod tests {
         assert_eq!(lp.as_bytes().len(), 120);
         assert_eq!(lp.lp_bytes(), 127);
         assert_eq!(z.score(b"member:3"), Some(3.0));
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    #[test]
+    fn scan_visits_everything() {
+        let lim = ZsetLimits::default();
+        let mut z = SortedSet::new_listpack();
+        let long = vec![b'x'; 70];
+        let mut names: Vec<Vec<u8>> = (b'a'..=b't').map(|c| vec![c]).collect();
+        names.push(long);
+        for m in &names {
+            z.add(m, 0.0, ZaddFlags::default(), &lim);
+        }
+        assert_eq!(z.encoding(), "skiplist");
+        let mut seen = Vec::new();
+        let mut cur = 0;
+        let mut steps = 0;
+        loop {
+            cur = z.scan(cur, |m, _| seen.push(m.to_vec()));
+            steps += 1;
+            assert!(steps < 1000, "cursor {cur}");
+            if cur == 0 {
+                break;
+            }
+        }
+        seen.sort();
+        names.sort();
+        assert_eq!(seen, names);
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::parse_score;
+
+    /// Acceptance as Redis 7.0.15's ZADD showed it.
+    #[test]
+    fn scores_read_like_redis() {
+        let ok = |s: &str| parse_score(s.as_bytes());
+        assert_eq!(ok("0x10"), Some(16.0));
+        assert_eq!(ok("-0x10"), Some(-16.0));
+        assert_eq!(ok("0x1p3"), Some(8.0));
+        assert_eq!(ok("+5"), Some(5.0));
+        assert_eq!(ok(".5"), Some(0.5));
+        assert_eq!(ok("5."), Some(5.0));
+        assert_eq!(ok("Infinity"), Some(f64::INFINITY));
+        assert_eq!(ok("-INF"), Some(f64::NEG_INFINITY));
+        assert_eq!(ok("1e308"), Some(1e308));
+        assert!(ok("1e-310").is_some_and(|v| v > 0.0));
+        assert_eq!(ok("0e-999"), Some(0.0));
+        for bad in [
+            "nan", "1e", "", "1_0", "0x", " 1", "1 ", "1e400", "1e-400", "-1e-400", "--1",
+        ] {
+            assert_eq!(ok(bad), None, "{bad:?}");
+        }
     }
 }

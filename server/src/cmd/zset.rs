@@ -1,5 +1,1272 @@
-//! zset commands.
+//! Sorted set commands.
+//!
+//! Argument checks run in Redis's order (options and numbers first, then
+//! the key's type), so the same bad request gets the same error. The set
+//! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) also take plain
+//! sets, whose members score 1.
 
-use super::Command;
+use super::flags::*;
+use super::{int_arg, is, timeout_arg, Command, Ctx};
+use crate::config::NOTIFY_CLASSES;
+use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER, WRONGTYPE};
+use crate::state::BlockKind;
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use storage::zset::{parse_score, ZEntry};
+use storage::{LexRange, ScoreRange, Set, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
 
-pub static COMMANDS: &[Command] = &[];
+const G: &str = "sortedset";
+/// The `z` (sorted set) keyspace event class.
+pub const CLASS: u32 = NOTIFY_CLASSES[5].1;
+const GENERIC: u32 = NOTIFY_CLASSES[0].1;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("zadd", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), zadd),
+    Command::new("zincrby", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), zincrby),
+    Command::new("zscore", 3, READONLY | FAST, G, (1, 1, 1), zscore),
+    Command::new("zmscore", -3, READONLY | FAST, G, (1, 1, 1), zmscore),
+    Command::new("zcard", 2, READONLY | FAST, G, (1, 1, 1), zcard),
+    Command::new("zcount", 4, READONLY | FAST, G, (1, 1, 1), zcount),
+    Command::new("zlexcount", 4, READONLY | FAST, G, (1, 1, 1), zlexcount),
+    Command::new("zrank", 3, READONLY | FAST, G, (1, 1, 1), zrank),
+    Command::new("zrevrank", 3, READONLY | FAST, G, (1, 1, 1), zrevrank),
+    Command::new("zrange", -4, READONLY, G, (1, 1, 1), zrange),
+    Command::new(
+        "zrangestore",
+        -5,
+        WRITE | DENYOOM,
+        G,
+        (1, 2, 1),
+        zrangestore,
+    ),
+    Command::new("zrevrange", -4, READONLY, G, (1, 1, 1), zrevrange),
+    Command::new("zrangebyscore", -4, READONLY, G, (1, 1, 1), zrangebyscore),
+    Command::new(
+        "zrevrangebyscore",
+        -4,
+        READONLY,
+        G,
+        (1, 1, 1),
+        zrevrangebyscore,
+    ),
+    Command::new("zrangebylex", -4, READONLY, G, (1, 1, 1), zrangebylex),
+    Command::new("zrevrangebylex", -4, READONLY, G, (1, 1, 1), zrevrangebylex),
+    Command::new("zrem", -3, WRITE | FAST, G, (1, 1, 1), zrem),
+    Command::new("zremrangebyrank", 4, WRITE, G, (1, 1, 1), zremrangebyrank),
+    Command::new("zremrangebyscore", 4, WRITE, G, (1, 1, 1), zremrangebyscore),
+    Command::new("zremrangebylex", 4, WRITE, G, (1, 1, 1), zremrangebylex),
+    Command::new("zpopmin", -2, WRITE | FAST, G, (1, 1, 1), zpopmin),
+    Command::new("zpopmax", -2, WRITE | FAST, G, (1, 1, 1), zpopmax),
+    Command::new("zmpop", -4, WRITE | MOVABLE_KEYS, G, (0, 0, 0), zmpop),
+    Command::new("zrandmember", -2, READONLY, G, (1, 1, 1), zrandmember),
+    Command::new("zscan", -3, READONLY, G, (1, 1, 1), zscan),
+    Command::new("zinter", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zinter),
+    Command::new(
+        "zinterstore",
+        -4,
+        WRITE | DENYOOM | MOVABLE_KEYS,
+        G,
+        (1, 1, 1),
+        zinterstore,
+    ),
+    Command::new(
+        "zintercard",
+        -3,
+        READONLY | MOVABLE_KEYS,
+        G,
+        (0, 0, 0),
+        zintercard,
+    ),
+    Command::new("zunion", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zunion),
+    Command::new(
+        "zunionstore",
+        -4,
+        WRITE | DENYOOM | MOVABLE_KEYS,
+        G,
+        (1, 1, 1),
+        zunionstore,
+    ),
+    Command::new("zdiff", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zdiff),
+    Command::new(
+        "zdiffstore",
+        -4,
+        WRITE | DENYOOM | MOVABLE_KEYS,
+        G,
+        (1, 1, 1),
+        zdiffstore,
+    ),
+    Command::new(
+        "bzpopmin",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING | FAST,
+        G,
+        (1, -2, 1),
+        bzpopmin,
+    ),
+    Command::new(
+        "bzpopmax",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING | FAST,
+        G,
+        (1, -2, 1),
+        bzpopmax,
+    ),
+    Command::new(
+        "bzmpop",
+        -5,
+        WRITE | BLOCKING | MOVABLE_KEYS,
+        G,
+        (0, 0, 0),
+        bzmpop,
+    ),
+];
+
+fn score_arg(a: &[u8]) -> Result<f64, Error> {
+    parse_score(a).ok_or(NOT_FLOAT)
+}
+
+fn score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Error> {
+    ScoreRange::parse(min, max).ok_or_else(|| Error::other("ERR min or max is not a float"))
+}
+
+fn lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Error> {
+    LexRange::parse(min, max)
+        .ok_or_else(|| Error::other("ERR min or max not valid string range item"))
+}
+
+/// Redis's `getRangeLongFromObjectOrReply` with a custom message: the
+/// message for a non-integer too.
+fn range_long(a: &[u8], min: i64, max: i64, msg: &str) -> Result<i64, Error> {
+    match storage::num::parse_i64(a) {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(Error::other(msg)),
+    }
+}
+
+/// `getPositiveLongFromObjectOrReply` without a message.
+fn positive_long(a: &[u8]) -> Result<i64, Error> {
+    range_long(
+        a,
+        0,
+        i64::MAX,
+        "ERR value is out of range, must be positive",
+    )
+}
+
+fn limits(c: &Ctx) -> ZsetLimits {
+    c.st.tun.zset_limits
+}
+
+/// Writes `(member, score)` results: flat in RESP2, pairs in RESP3 when
+/// `withscores`.
+fn reply_entries(c: &mut Ctx, v: &[ZEntry], withscores: bool) {
+    if withscores && !c.out.resp3 {
+        c.out.array(v.len() * 2);
+    } else {
+        c.out.array(v.len());
+    }
+    for (m, s) in v {
+        if withscores && c.out.resp3 {
+            c.out.array(2);
+        }
+        c.out.bulk(m);
+        if withscores {
+            c.out.double(*s);
+        }
+    }
+}
+
+/// A new set holding `v` (any order), in the encoding Redis gives a set it
+/// builds for a store command: listpack iff it fits the limits.
+fn build(v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>, lim: &ZsetLimits) -> SortedSet {
+    let mut z = SortedSet::new_skiplist();
+    for (m, s) in v {
+        z.add(m.as_ref(), s, ZaddFlags::default(), lim);
+    }
+    z.convert_to_listpack_if_fits(lim);
+    z
+}
+
+/// Stores `z` at `dst` (replacing any value and TTL) and replies its size;
+/// an empty result deletes `dst` instead and replies 0.
+fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
+    let db = c.cl.db;
+    let n = z.len();
+    if n > 0 {
+        c.st.expire_if_needed(db, dst, c.now);
+        c.st.dbs[db].set(dst, Value::ZSet(Box::new(z)), false);
+        c.st.changed(CLASS, event, db, dst);
+    } else {
+        c.st.expire_if_needed(db, dst, c.now);
+        if c.st.dbs[db].remove(dst).is_some() {
+            c.st.changed(GENERIC, "del", db, dst);
+        }
+    }
+    c.out.int(n as i64);
+}
+
+/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+fn zadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let mut f = ZaddFlags::default();
+    let mut ch = false;
+    let mut i = 2;
+    while i < a.len() {
+        let o = &a[i];
+        if is(o, "nx") {
+            f.nx = true;
+        } else if is(o, "xx") {
+            f.xx = true;
+        } else if is(o, "ch") {
+            ch = true;
+        } else if is(o, "incr") {
+            f.incr = true;
+        } else if is(o, "gt") {
+            f.gt = true;
+        } else if is(o, "lt") {
+            f.lt = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    let elems = a.len() - i;
+    if elems == 0 || !elems.is_multiple_of(2) {
+        return Err(Error::Syntax);
+    }
+    if f.nx && f.xx {
+        return Err(Error::other(
+            "ERR XX and NX options at the same time are not compatible",
+        ));
+    }
+    if [f.gt, f.lt, f.nx].iter().filter(|x| **x).count() > 1 {
+        return Err(Error::other(
+            "ERR GT, LT, and/or NX options at the same time are not compatible",
+        ));
+    }
+    if f.incr && elems > 2 {
+        return Err(Error::other(
+            "ERR INCR option supports a single increment-element pair",
+        ));
+    }
+    zadd_generic(c, &a[1], &a[i..], f, ch)
+}
+
+/// ZINCRBY key increment member
+fn zincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let f = ZaddFlags {
+        incr: true,
+        ..Default::default()
+    };
+    zadd_generic(c, &a[1], &a[2..], f, false)
+}
+
+fn zadd_generic(c: &mut Ctx, key: &[u8], pairs: &[Bytes], f: ZaddFlags, ch: bool) -> CmdResult {
+    let scores = pairs
+        .chunks(2)
+        .map(|p| score_arg(&p[0]))
+        .collect::<Result<Vec<f64>, Error>>()?;
+    let db = c.cl.db;
+    let lim = limits(c);
+    let z = if f.xx {
+        match c.st.write::<SortedSet>(db, key, c.now)? {
+            Some(z) => z,
+            None => {
+                if f.incr {
+                    c.out.null();
+                } else {
+                    c.out.int(0);
+                }
+                return Ok(());
+            }
+        }
+    } else {
+        // Redis picks the encoding of a new set from its first member only.
+        let first = pairs[1].len();
+        c.st.write_or_create::<SortedSet>(db, key, c.now, || {
+            Value::ZSet(Box::new(SortedSet::with_hint(1, first, &lim)))
+        })?
+    };
+    let (mut added, mut updated) = (0i64, 0i64);
+    let mut last = None;
+    let mut nan = false;
+    for (p, &s) in pairs.chunks(2).zip(&scores) {
+        match z.add(&p[1], s, f, &lim) {
+            ZaddOutcome::Nan => {
+                nan = true;
+                break;
+            }
+            ZaddOutcome::Nop => last = None,
+            ZaddOutcome::Added(v) => {
+                added += 1;
+                last = Some(v);
+            }
+            ZaddOutcome::Updated(v) => {
+                updated += 1;
+                last = Some(v);
+            }
+            ZaddOutcome::Unchanged(v) => last = Some(v),
+        }
+    }
+    if added + updated > 0 {
+        c.st.changed(CLASS, if f.incr { "zincr" } else { "zadd" }, db, key);
+    }
+    if nan {
+        c.st.delete_if_empty(db, key);
+        return Err(Error::other("ERR resulting score is not a number (NaN)"));
+    }
+    if f.incr {
+        match last {
+            Some(v) => c.out.double(v),
+            None => c.out.null(),
+        }
+    } else {
+        c.out.int(added + if ch { updated } else { 0 });
+    }
+    Ok(())
+}
+
+/// ZSCORE key member
+fn zscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    match c
+        .st
+        .read::<SortedSet>(c.cl.db, &a[1], c.now)?
+        .and_then(|z| z.score(&a[2]))
+    {
+        Some(s) => c.out.double(s),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// ZMSCORE key member [member ...]
+fn zmscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let scores: Vec<Option<f64>> = match c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)? {
+        Some(z) => a[2..].iter().map(|m| z.score(m)).collect(),
+        None => vec![None; a.len() - 2],
+    };
+    c.out.array(scores.len());
+    for s in scores {
+        match s {
+            Some(s) => c.out.double(s),
+            None => c.out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// ZCARD key
+fn zcard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let n =
+        c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?
+            .map_or(0, |z| z.len());
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// ZCOUNT key min max
+fn zcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let r = score_range(&a[2], &a[3])?;
+    let n =
+        c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?
+            .map_or(0, |z| z.count_in_score(&r));
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// ZLEXCOUNT key min max
+fn zlexcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let r = lex_range(&a[2], &a[3])?;
+    let n =
+        c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?
+            .map_or(0, |z| z.count_in_lex(&r));
+    c.out.int(n as i64);
+    Ok(())
+}
+
+fn rank_generic(c: &mut Ctx, a: &[Bytes], rev: bool) -> CmdResult {
+    match c
+        .st
+        .read::<SortedSet>(c.cl.db, &a[1], c.now)?
+        .and_then(|z| z.rank(&a[2], rev))
+    {
+        Some((r, _)) => c.out.int(r as i64),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// ZRANK key member
+fn zrank(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    rank_generic(c, a, false)
+}
+
+/// ZREVRANK key member
+fn zrevrank(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    rank_generic(c, a, true)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum RangeType {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// The ZRANGE family: `first` is the index of the source key (1, or 2 for
+/// ZRANGESTORE whose destination is a[1]); `ty` / `rev` are fixed by the
+/// legacy commands and chosen by options in ZRANGE / ZRANGESTORE.
+fn zrange_generic(
+    c: &mut Ctx,
+    a: &[Bytes],
+    first: usize,
+    store: bool,
+    fixed_ty: Option<RangeType>,
+    fixed_rev: Option<bool>,
+) -> CmdResult {
+    let mut withscores = false;
+    let mut offset: i64 = 0;
+    let mut limit: i64 = -1;
+    let mut ty = fixed_ty;
+    let mut rev = fixed_rev;
+    let mut j = first + 3;
+    while j < a.len() {
+        let left = a.len() - j - 1;
+        let o = &a[j];
+        if !store && is(o, "withscores") {
+            withscores = true;
+        } else if is(o, "limit") && left >= 2 {
+            offset = int_arg(&a[j + 1])?;
+            limit = int_arg(&a[j + 2])?;
+            j += 2;
+        } else if fixed_rev.is_none() && rev.is_none() && is(o, "rev") {
+            rev = Some(true);
+        } else if fixed_ty.is_none() && is(o, "bylex") && ty.is_none() {
+            ty = Some(RangeType::Lex);
+        } else if fixed_ty.is_none() && is(o, "byscore") && ty.is_none() {
+            ty = Some(RangeType::Score);
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let rev = rev.unwrap_or(false);
+    let ty = ty.unwrap_or(RangeType::Rank);
+    if limit != -1 && ty == RangeType::Rank {
+        return Err(Error::other(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    if withscores && ty == RangeType::Lex {
+        return Err(Error::other(
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        ));
+    }
+    let (mut lo, mut hi) = (&a[first + 1], &a[first + 2]);
+    if rev && ty != RangeType::Rank {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    enum Parsed {
+        Rank(i64, i64),
+        Score(ScoreRange),
+        Lex(LexRange),
+    }
+    let parsed = match ty {
+        RangeType::Rank => Parsed::Rank(int_arg(lo)?, int_arg(hi)?),
+        RangeType::Score => Parsed::Score(score_range(lo, hi)?),
+        RangeType::Lex => Parsed::Lex(lex_range(lo, hi)?),
+    };
+    let lim_n = usize::try_from(limit).ok();
+    let result: Vec<ZEntry> = match c.st.read::<SortedSet>(c.cl.db, &a[first], c.now)? {
+        None => Vec::new(),
+        Some(_) if offset < 0 && ty != RangeType::Rank => Vec::new(),
+        Some(z) => match &parsed {
+            Parsed::Rank(s, e) => z.range_by_rank(*s, *e, rev),
+            Parsed::Score(r) => z.range_by_score(r, rev, offset as usize, lim_n),
+            Parsed::Lex(r) => z.range_by_lex(r, rev, offset as usize, lim_n),
+        },
+    };
+    if store {
+        let lim = limits(c);
+        let z = build(result.iter().map(|(m, s)| (&m[..], *s)), &lim);
+        store_result(c, &a[1], z, "zrangestore");
+    } else {
+        reply_entries(c, &result, withscores);
+    }
+    Ok(())
+}
+
+/// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
+fn zrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 1, false, None, None)
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+fn zrangestore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 2, true, None, None)
+}
+
+/// ZREVRANGE key start stop [WITHSCORES]
+fn zrevrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 1, false, Some(RangeType::Rank), Some(true))
+}
+
+/// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+fn zrangebyscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 1, false, Some(RangeType::Score), Some(false))
+}
+
+/// ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+fn zrevrangebyscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 1, false, Some(RangeType::Score), Some(true))
+}
+
+/// ZRANGEBYLEX key min max [LIMIT offset count]
+fn zrangebylex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 1, false, Some(RangeType::Lex), Some(false))
+}
+
+/// ZREVRANGEBYLEX key max min [LIMIT offset count]
+fn zrevrangebylex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zrange_generic(c, a, 1, false, Some(RangeType::Lex), Some(true))
+}
+
+/// ZREM key member [member ...]
+fn zrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let mut n = 0;
+    if let Some(z) = c.st.write::<SortedSet>(db, &a[1], c.now)? {
+        for m in &a[2..] {
+            if z.remove(m) {
+                n += 1;
+                if z.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    if n > 0 {
+        c.st.changed(CLASS, "zrem", db, &a[1]);
+        c.st.delete_if_empty(db, &a[1]);
+    }
+    c.out.int(n);
+    Ok(())
+}
+
+fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
+    enum Parsed {
+        Rank(i64, i64),
+        Score(ScoreRange),
+        Lex(LexRange),
+    }
+    let parsed = match ty {
+        RangeType::Rank => Parsed::Rank(int_arg(&a[2])?, int_arg(&a[3])?),
+        RangeType::Score => Parsed::Score(score_range(&a[2], &a[3])?),
+        RangeType::Lex => Parsed::Lex(lex_range(&a[2], &a[3])?),
+    };
+    let db = c.cl.db;
+    let n = match c.st.write::<SortedSet>(db, &a[1], c.now)? {
+        None => 0,
+        Some(z) => match &parsed {
+            Parsed::Rank(s, e) => z.remove_range_by_rank(*s, *e),
+            Parsed::Score(r) => z.remove_range_by_score(r),
+            Parsed::Lex(r) => z.remove_range_by_lex(r),
+        },
+    };
+    if n > 0 {
+        let event = match ty {
+            RangeType::Rank => "zremrangebyrank",
+            RangeType::Score => "zremrangebyscore",
+            RangeType::Lex => "zremrangebylex",
+        };
+        c.st.changed(CLASS, event, db, &a[1]);
+        c.st.delete_if_empty(db, &a[1]);
+    }
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// ZREMRANGEBYRANK key start stop
+fn zremrangebyrank(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zremrange_generic(c, a, RangeType::Rank)
+}
+
+/// ZREMRANGEBYSCORE key min max
+fn zremrangebyscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zremrange_generic(c, a, RangeType::Score)
+}
+
+/// ZREMRANGEBYLEX key min max
+fn zremrangebylex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zremrange_generic(c, a, RangeType::Lex)
+}
+
+/// Reply shape of a pop.
+#[derive(Clone, Copy)]
+struct PopShape {
+    /// The key leads the reply (BZPOP*, ZMPOP, BZMPOP).
+    emit_key: bool,
+    /// Elements as [member, score] pairs (ZMPOP family; ZPOP* with a count
+    /// in RESP3).
+    nested: bool,
+    /// No key: a null array instead of an empty one (ZMPOP family).
+    nil_when_empty: bool,
+}
+
+/// Redis's `genericZpopCommand`: pops from the first existing key among
+/// `keys`; `count` None is the plain single pop. Returns false if no key
+/// had data (the empty reply was written).
+fn zpop_generic(
+    c: &mut Ctx,
+    keys: &[Bytes],
+    max: bool,
+    count: Option<usize>,
+    shape: PopShape,
+) -> Result<bool, Error> {
+    let db = c.cl.db;
+    let mut found = None;
+    for k in keys {
+        if c.st.read::<SortedSet>(db, k, c.now)?.is_some() {
+            found = Some(k);
+            break;
+        }
+    }
+    let Some(key) = found else {
+        if shape.nil_when_empty {
+            c.out.null_array();
+        } else {
+            c.out.array(0);
+        }
+        return Ok(false);
+    };
+    if count == Some(0) {
+        c.out.array(0);
+        return Ok(true);
+    }
+    let z =
+        c.st.write::<SortedSet>(db, key, c.now)?
+            .expect("looked up above");
+    let popped = z.pop(count.unwrap_or(1), max);
+    let n = popped.len();
+    match (shape.emit_key, shape.nested) {
+        (false, false) => c.out.array(n * 2),
+        (false, true) => c.out.array(n),
+        (true, false) => {
+            c.out.array(n * 2 + 1);
+            c.out.bulk(key);
+        }
+        (true, true) => {
+            c.out.array(2);
+            c.out.bulk(key);
+            c.out.array(n);
+        }
+    }
+    for (m, s) in &popped {
+        if shape.nested {
+            c.out.array(2);
+        }
+        c.out.bulk(m);
+        c.out.double(*s);
+    }
+    if n > 0 {
+        c.st.changed(CLASS, if max { "zpopmax" } else { "zpopmin" }, db, key);
+        c.st.delete_if_empty(db, key);
+    }
+    Ok(true)
+}
+
+fn zpop_minmax(c: &mut Ctx, a: &[Bytes], max: bool) -> CmdResult {
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let count = match a.get(2) {
+        Some(n) => Some(positive_long(n)? as usize),
+        None => None,
+    };
+    let shape = PopShape {
+        emit_key: false,
+        nested: c.out.resp3 && count.is_some(),
+        nil_when_empty: false,
+    };
+    zpop_generic(c, &a[1..2], max, count, shape)?;
+    Ok(())
+}
+
+/// ZPOPMIN key [count]
+fn zpopmin(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zpop_minmax(c, a, false)
+}
+
+/// ZPOPMAX key [count]
+fn zpopmax(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    zpop_minmax(c, a, true)
+}
+
+/// Parses `numkeys key... MIN|MAX [COUNT count]` from `a[at]`: the keys,
+/// whether MAX, and the count.
+fn mpop_args(a: &[Bytes], at: usize) -> Result<(&[Bytes], bool, usize), Error> {
+    let numkeys = range_long(&a[at], 1, i64::MAX, "ERR numkeys should be greater than 0")?;
+    let where_idx = (at as i64).saturating_add(numkeys).saturating_add(1);
+    if where_idx >= a.len() as i64 {
+        return Err(Error::Syntax);
+    }
+    let where_idx = where_idx as usize;
+    let max = if is(&a[where_idx], "min") {
+        false
+    } else if is(&a[where_idx], "max") {
+        true
+    } else {
+        return Err(Error::Syntax);
+    };
+    let mut count = None;
+    let mut j = where_idx + 1;
+    while j < a.len() {
+        if count.is_none() && is(&a[j], "count") && j + 1 < a.len() {
+            j += 1;
+            count = Some(
+                range_long(&a[j], 1, i64::MAX, "ERR count should be greater than 0")? as usize,
+            );
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    Ok((&a[at + 1..where_idx], max, count.unwrap_or(1)))
+}
+
+const MPOP_SHAPE: PopShape = PopShape {
+    emit_key: true,
+    nested: true,
+    nil_when_empty: true,
+};
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+fn zmpop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (keys, max, count) = mpop_args(a, 1)?;
+    zpop_generic(c, keys, max, Some(count), MPOP_SHAPE)?;
+    Ok(())
+}
+
+/// The blocking pops: serve the first key with data, else block (or, when
+/// blocking is not allowed, reply as on timeout: a null array).
+fn bzpop_generic(
+    c: &mut Ctx,
+    a: &[Bytes],
+    keys: &[Bytes],
+    timeout: &[u8],
+    max: bool,
+    count: Option<usize>,
+    shape: PopShape,
+) -> CmdResult {
+    let deadline = timeout_arg(timeout, c.now)?;
+    let db = c.cl.db;
+    for k in keys {
+        if c.st.read::<SortedSet>(db, k, c.now)?.is_some() {
+            zpop_generic(c, std::slice::from_ref(k), max, count, shape)?;
+            return Ok(());
+        }
+    }
+    if !c.may_block() {
+        c.out.null_array();
+        return Ok(());
+    }
+    c.block(BlockKind::ZSet, keys, deadline, a);
+    Ok(())
+}
+
+const BZPOP_SHAPE: PopShape = PopShape {
+    emit_key: true,
+    nested: false,
+    nil_when_empty: true,
+};
+
+/// BZPOPMIN key [key ...] timeout
+fn bzpopmin(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let n = a.len();
+    bzpop_generic(c, a, &a[1..n - 1], &a[n - 1], false, None, BZPOP_SHAPE)
+}
+
+/// BZPOPMAX key [key ...] timeout
+fn bzpopmax(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let n = a.len();
+    bzpop_generic(c, a, &a[1..n - 1], &a[n - 1], true, None, BZPOP_SHAPE)
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+fn bzmpop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (keys, max, count) = mpop_args(a, 2)?;
+    bzpop_generic(c, a, keys, &a[1], max, Some(count), MPOP_SHAPE)
+}
+
+/// ZRANDMEMBER key [count [WITHSCORES]]
+fn zrandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() >= 3 {
+        let l = int_arg(&a[2]).map_err(|_| NOT_INTEGER)?;
+        if l == i64::MIN {
+            return Err(Error::other(format!(
+                "ERR value is out of range, value must between {} and {}",
+                -i64::MAX,
+                i64::MAX
+            )));
+        }
+        let mut withscores = false;
+        if a.len() > 4 || (a.len() == 4 && !is(&a[3], "withscores")) {
+            return Err(Error::Syntax);
+        } else if a.len() == 4 {
+            withscores = true;
+            if !(-i64::MAX / 2..=i64::MAX / 2).contains(&l) {
+                return Err(Error::other("ERR value is out of range"));
+            }
+        }
+        return zrandmember_count(c, &a[1], l, withscores);
+    }
+    let mut rng = rand::thread_rng();
+    match c
+        .st
+        .read::<SortedSet>(c.cl.db, &a[1], c.now)?
+        .and_then(|z| z.random_entry(&mut rng))
+    {
+        Some((m, _)) => c.out.bulk(&m),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+fn zrandmember_count(c: &mut Ctx, key: &[u8], l: i64, withscores: bool) -> CmdResult {
+    let Some(z) = c.st.read::<SortedSet>(c.cl.db, key, c.now)? else {
+        c.out.array(0);
+        return Ok(());
+    };
+    if l == 0 {
+        c.out.array(0);
+        return Ok(());
+    }
+    let size = z.len();
+    let mut rng = rand::thread_rng();
+    let out = &mut *c.out;
+    let emit = |out: &mut protocol::ReplyBuf, (m, s): ZEntry| {
+        if withscores && out.resp3 {
+            out.array(2);
+        }
+        out.bulk(&m);
+        if withscores {
+            out.double(s);
+        }
+    };
+    let header = |out: &mut protocol::ReplyBuf, n: usize| {
+        if withscores && !out.resp3 {
+            out.array(n * 2);
+        } else {
+            out.array(n);
+        }
+    };
+    if l < 0 || l == 1 {
+        // Repetitions allowed: sample the whole set every time.
+        let n = l.unsigned_abs() as usize;
+        header(out, n);
+        for _ in 0..n {
+            let e = z.random_entry(&mut rng).expect("non-empty");
+            emit(out, e);
+        }
+        return Ok(());
+    }
+    let n = l as usize;
+    if n >= size {
+        // The whole set, from the highest score down, as Redis replies.
+        header(out, size);
+        for e in z.entries(0, size, true) {
+            emit(out, e);
+        }
+        return Ok(());
+    }
+    header(out, n);
+    for i in rand::seq::index::sample(&mut rng, size, n) {
+        let e = z.entry_at(i).expect("in range");
+        emit(out, e);
+    }
+    Ok(())
+}
+
+/// Largest magnitude of a score a listpack stores as an integer.
+const LP_INT_MAX: f64 = (i64::MAX / 2) as f64;
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+fn zscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let cursor =
+        super::keys::parse_cursor(&a[2]).ok_or_else(|| Error::other("ERR invalid cursor"))?;
+    let Some(z) = c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)? else {
+        c.out.array(2);
+        c.out.bulk(b"0");
+        c.out.array(0);
+        return Ok(());
+    };
+    let mut count: i64 = 10;
+    let mut pat: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < a.len() {
+        let has = i + 1 < a.len();
+        if is(&a[i], "count") && has {
+            count = int_arg(&a[i + 1])?;
+            if count < 1 {
+                return Err(Error::Syntax);
+            }
+        } else if is(&a[i], "match") && has {
+            pat = (&a[i + 1][..] != b"*").then_some(&a[i + 1][..]);
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    // A listpack holds integral scores within ±2^62 as integers (Redis's
+    // `double2ll`), which ZSCAN prints as such; other scores as `%.17g`.
+    let listpack = z.as_listpack().is_some();
+    let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
+    let mut cur = cursor;
+    // As Redis: at most 10 buckets per requested element; the element
+    // count compared is of members and scores together.
+    let mut budget = count.saturating_mul(10);
+    loop {
+        cur = z.scan(cur, |m, s| found.push((m.to_vec(), s)));
+        if cur == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
+            break;
+        }
+        budget -= 1;
+    }
+    if let Some(p) = pat {
+        found.retain(|(m, _)| storage::glob::matches(p, m, false));
+    }
+    c.out.array(2);
+    c.out.bulk(itoa::Buffer::new().format(cur).as_bytes());
+    c.out.array(found.len() * 2);
+    for (m, s) in found {
+        c.out.bulk(&m);
+        if listpack && s.fract() == 0.0 && s.abs() <= LP_INT_MAX {
+            c.out.bulk_int(s as i64);
+        } else {
+            c.out.bulk(protocol::format_double(s).as_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// An input of the set operations.
+enum Src<'a> {
+    Missing,
+    Z(&'a SortedSet),
+    S(&'a Set),
+}
+
+impl Src<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Src::Missing => 0,
+            Src::Z(z) => z.len(),
+            Src::S(s) => s.len(),
+        }
+    }
+
+    fn score(&self, m: &[u8]) -> Option<f64> {
+        match self {
+            Src::Missing => None,
+            Src::Z(z) => z.score(m),
+            Src::S(s) => s.contains(m).then_some(1.0),
+        }
+    }
+
+    fn for_each(&self, mut f: impl FnMut(&[u8], f64)) {
+        match self {
+            Src::Missing => {}
+            Src::Z(z) => z.for_each(f),
+            Src::S(s) => {
+                let mut buf = itoa::Buffer::new();
+                for m in s.iter() {
+                    f(m.bytes(&mut buf), 1.0);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SetOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
+    match how {
+        Aggregate::Sum => {
+            *target += val;
+            // inf + -inf: Redis keeps 0 rather than NaN.
+            if target.is_nan() {
+                *target = 0.0;
+            }
+        }
+        Aggregate::Min => {
+            if val < *target {
+                *target = val;
+            }
+        }
+        Aggregate::Max => {
+            if val > *target {
+                *target = val;
+            }
+        }
+    }
+}
+
+fn by_score(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> Ordering {
+    a.1.partial_cmp(&b.1)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| a.0.cmp(&b.0))
+}
+
+/// ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD (Redis's
+/// `zunionInterDiffGenericCommand`). `nk` is the index of numkeys; `dst`
+/// the destination key of the STORE forms.
+fn setop_generic(
+    c: &mut Ctx,
+    a: &[Bytes],
+    dst: Option<&Bytes>,
+    nk: usize,
+    op: SetOp,
+    card_only: bool,
+) -> CmdResult {
+    let setnum = int_arg(&a[nk])?;
+    if setnum < 1 {
+        let name = super::lookup(&a[0]).map_or("", |cmd| cmd.name);
+        return Err(Error::other(format!(
+            "ERR at least 1 input key is needed for '{name}' command"
+        )));
+    }
+    if setnum > (a.len() - nk - 1) as i64 {
+        return Err(Error::Syntax);
+    }
+    let setnum = setnum as usize;
+    let keys = &a[nk + 1..nk + 1 + setnum];
+    let db = c.cl.db;
+    for k in keys {
+        match c.st.lookup_read(db, k, c.now) {
+            None | Some(Value::ZSet(_)) | Some(Value::Set(_)) => {}
+            Some(_) => return Err(WRONGTYPE),
+        }
+    }
+    let mut weights = vec![1.0f64; setnum];
+    let mut how = Aggregate::Sum;
+    let mut withscores = false;
+    let mut limit: usize = 0;
+    let mut j = nk + 1 + setnum;
+    while j < a.len() {
+        let remaining = a.len() - j;
+        let o = &a[j];
+        if op != SetOp::Diff && !card_only && remaining > setnum && is(o, "weights") {
+            j += 1;
+            for w in weights.iter_mut() {
+                *w = parse_score(&a[j])
+                    .ok_or_else(|| Error::other("ERR weight value is not a float"))?;
+                j += 1;
+            }
+        } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(o, "aggregate") {
+            let v = &a[j + 1];
+            how = if is(v, "sum") {
+                Aggregate::Sum
+            } else if is(v, "min") {
+                Aggregate::Min
+            } else if is(v, "max") {
+                Aggregate::Max
+            } else {
+                return Err(Error::Syntax);
+            };
+            j += 2;
+        } else if dst.is_none() && !card_only && is(o, "withscores") {
+            withscores = true;
+            j += 1;
+        } else if card_only && remaining >= 2 && is(o, "limit") {
+            limit = positive_long(&a[j + 1])
+                .map_err(|_| Error::other("ERR LIMIT can't be negative"))?
+                as usize;
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+
+    let d = &c.st.dbs[db];
+    let mut srcs: Vec<(Src, f64)> = keys
+        .iter()
+        .zip(&weights)
+        .map(|(k, &w)| {
+            let s = match d.get(k) {
+                Some(Value::ZSet(z)) => Src::Z(z),
+                Some(Value::Set(s)) => Src::S(s),
+                _ => Src::Missing,
+            };
+            (s, w)
+        })
+        .collect();
+    let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
+    let mut card = 0usize;
+    match op {
+        SetOp::Inter => {
+            // Smallest first: the fewest lookups, and the order scores are
+            // aggregated in, as Redis.
+            srcs.sort_by_key(|(s, _)| s.len());
+            if srcs[0].0.len() > 0 {
+                let (first, rest) = srcs.split_first().expect("setnum >= 1");
+                let mut done = false;
+                first.0.for_each(|m, s| {
+                    if done {
+                        return;
+                    }
+                    let mut score = first.1 * s;
+                    if score.is_nan() {
+                        score = 0.0;
+                    }
+                    for (src, w) in rest {
+                        match src.score(m) {
+                            Some(v) => aggregate(&mut score, v * w, how),
+                            None => return,
+                        }
+                    }
+                    if card_only {
+                        card += 1;
+                        if limit > 0 && card >= limit {
+                            done = true;
+                        }
+                    } else {
+                        result.push((m.to_vec(), score));
+                    }
+                });
+            }
+        }
+        SetOp::Union => {
+            srcs.sort_by_key(|(s, _)| s.len());
+            let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
+            for (src, w) in &srcs {
+                src.for_each(|m, s| {
+                    let mut score = w * s;
+                    if score.is_nan() {
+                        score = 0.0;
+                    }
+                    match acc.get_mut(m) {
+                        Some(t) => aggregate(t, score, how),
+                        None => {
+                            acc.insert(m.to_vec(), score);
+                        }
+                    }
+                });
+            }
+            result = acc.into_iter().collect();
+        }
+        SetOp::Diff => {
+            let (first, rest) = srcs.split_first().expect("setnum >= 1");
+            first.0.for_each(|m, s| {
+                if rest.iter().all(|(src, _)| src.score(m).is_none()) {
+                    result.push((m.to_vec(), s));
+                }
+            });
+        }
+    }
+    if card_only {
+        c.out.int(card as i64);
+        return Ok(());
+    }
+    if let Some(dst) = dst {
+        let lim = limits(c);
+        let z = build(result, &lim);
+        let event = match op {
+            SetOp::Union => "zunionstore",
+            SetOp::Inter => "zinterstore",
+            SetOp::Diff => "zdiffstore",
+        };
+        store_result(c, dst, z, event);
+        return Ok(());
+    }
+    result.sort_by(by_score);
+    if withscores && !c.out.resp3 {
+        c.out.array(result.len() * 2);
+    } else {
+        c.out.array(result.len());
+    }
+    for (m, s) in &result {
+        if withscores && c.out.resp3 {
+            c.out.array(2);
+        }
+        c.out.bulk(m);
+        if withscores {
+            c.out.double(*s);
+        }
+    }
+    Ok(())
+}
+
+/// ZUNION numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+fn zunion(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, None, 1, SetOp::Union, false)
+}
+
+/// ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX]
+fn zunionstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, Some(&a[1]), 2, SetOp::Union, false)
+}
+
+/// ZINTER numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+fn zinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, None, 1, SetOp::Inter, false)
+}
+
+/// ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX]
+fn zinterstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, Some(&a[1]), 2, SetOp::Inter, false)
+}
+
+/// ZINTERCARD numkeys key [key ...] [LIMIT limit]
+fn zintercard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, None, 1, SetOp::Inter, true)
+}
+
+/// ZDIFF numkeys key [key ...] [WITHSCORES]
+fn zdiff(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, None, 1, SetOp::Diff, false)
+}
+
+/// ZDIFFSTORE destination numkeys key [key ...]
+fn zdiffstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    setop_generic(c, a, Some(&a[1]), 2, SetOp::Diff, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_as_redis() {
+        let t = super::super::table();
+        for (name, arity, keys) in [
+            ("zadd", -4, (1, 1, 1)),
+            ("zrangestore", -5, (1, 2, 1)),
+            ("bzpopmin", -3, (1, -2, 1)),
+            ("bzmpop", -5, (0, 0, 0)),
+            ("zunionstore", -4, (1, 1, 1)),
+        ] {
+            let c = t[name];
+            assert_eq!(c.arity, arity, "{name}");
+            assert_eq!((c.first_key, c.last_key, c.step), keys, "{name}");
+        }
+    }
+
+    #[test]
+    fn aggregate_sum_of_opposite_infinities_is_zero() {
+        let mut t = f64::INFINITY;
+        aggregate(&mut t, f64::NEG_INFINITY, Aggregate::Sum);
+        assert_eq!(t, 0.0);
+    }
+}
