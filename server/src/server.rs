@@ -108,6 +108,7 @@ async fn cron(shared: Arc<Shared>) {
         tokio::time::sleep(Duration::from_millis((1000 / hz) as u64)).await;
         let mut st = shared.state.lock();
         let now = now_ms();
+        st.clock_base = (std::time::Instant::now(), now);
         if st.active_expire {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }

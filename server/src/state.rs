@@ -223,6 +223,10 @@ pub struct State {
     pub lastsave: i64,
     pub started: Instant,
     pub start_ms: i64,
+    /// A monotonic instant and the wall-clock ms at that instant: commands
+    /// derive their wall time from the `Instant` they read anyway, saving a
+    /// clock read per command. The cron re-reads the wall clock.
+    pub clock_base: (Instant, i64),
     pub run_id: String,
     pub slowlog: VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -272,6 +276,7 @@ impl State {
             lastsave: now_ms() / 1000,
             started: Instant::now(),
             start_ms: now_ms(),
+            clock_base: (Instant::now(), now_ms()),
             run_id,
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,
@@ -294,6 +299,12 @@ impl State {
         };
         st.apply_config();
         st
+    }
+
+    /// Wall-clock ms at `at` (an instant after `clock_base`).
+    pub fn wall_ms(&self, at: Instant) -> i64 {
+        let (base, ms) = self.clock_base;
+        ms + at.saturating_duration_since(base).as_millis() as i64
     }
 
     /// Refreshes the cached values after the configuration changed.

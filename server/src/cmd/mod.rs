@@ -533,7 +533,7 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
         feed_monitors(st, cl, args);
     }
     let start = std::time::Instant::now();
-    let now = crate::state::now_ms();
+    let now = st.wall_ms(start);
     let mark = out.len();
     out.resp3 = cl.resp3;
     let mut ctx = Ctx { st, cl, out, now };
