@@ -455,8 +455,8 @@ fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             0
         }
         Some(d) => {
-            // As Redis: up to 10 buckets per requested element, counting
-            // fields and values alike, so sparse tables still answer fast.
+            // As Redis: up to 10 buckets per requested field, so sparse
+            // tables still answer fast; COUNT counts fields, not values.
             let mut budget = o.count.saturating_mul(10);
             let mut cur = cursor;
             let mut found: Vec<CBytes> = Vec::new();
@@ -466,7 +466,7 @@ fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                     found.push(v.clone());
                 });
                 budget -= 1;
-                if cur == 0 || budget == 0 || found.len() >= o.count {
+                if cur == 0 || budget == 0 || found.len() / 2 >= o.count {
                     break;
                 }
             }
