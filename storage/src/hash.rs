@@ -174,6 +174,23 @@ impl Hash {
         added
     }
 
+    /// Trims a listpack's spare capacity after a command's writes: growth
+    /// doubles the buffer, and for many small hashes that slack would be a
+    /// third of their memory. A clone allocates exactly the used bytes (a
+    /// shrinking realloc may keep the old block), once per command.
+    pub fn fit(&mut self) {
+        if let Hash::Listpack(lp) = self {
+            if lp.heap_size() > lp.as_bytes().len() {
+                *lp = lp.clone();
+            }
+        }
+    }
+
+    /// Every (field, value), borrowed: the base for random picks by index.
+    pub fn entries(&self) -> Vec<(LpVal<'_>, LpVal<'_>)> {
+        self.iter().collect()
+    }
+
     /// HDEL of one field.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
@@ -262,8 +279,10 @@ mod tests {
                 &lim,
             );
         }
+        h.fit();
         let lp = h.as_listpack().unwrap();
         assert_eq!(lp.as_bytes().len(), 160);
+        assert_eq!(lp.heap_size(), 160);
         assert_eq!(lp.lp_bytes(), 167);
     }
 

@@ -138,6 +138,9 @@ impl Intset {
             Err(pos) => {
                 let ww = self.width as usize;
                 let at = pos * ww;
+                // Exact growth: a small intset is the whole value, and
+                // doubling would leave up to half of it unused.
+                self.data.reserve_exact(ww);
                 self.data.splice(at..at, std::iter::repeat_n(0, ww));
                 self.put(pos, v);
                 true
@@ -167,6 +170,7 @@ impl Intset {
             Ok(pos) => {
                 let w = self.width as usize;
                 self.data.drain(pos * w..pos * w + w);
+                self.data.shrink_to_fit();
                 true
             }
             Err(_) => false,
@@ -233,6 +237,7 @@ mod tests {
             s.add(i * 3);
         }
         assert_eq!(s.blob_len() - 8, 40);
+        assert_eq!(s.heap_size(), 40);
     }
 
     #[test]

@@ -140,6 +140,40 @@ impl Set {
         }
     }
 
+    /// Membership of an element read from another set (no formatting when
+    /// both sides are integers).
+    pub fn contains_val(&self, v: LpVal) -> bool {
+        match (self, v) {
+            (Set::Intset(s), LpVal::Int(n)) => s.contains(n),
+            (_, v) => self.contains(v.bytes(&mut itoa::Buffer::new())),
+        }
+    }
+
+    /// SADD of an element read from another set.
+    pub fn add_val(&mut self, v: LpVal, max_intset_entries: usize) -> bool {
+        match v {
+            LpVal::Int(n) if matches!(self, Set::Intset(_)) => {
+                let Set::Intset(s) = self else { unreachable!() };
+                if !s.add(n) {
+                    return false;
+                }
+                if s.len() > max_intset_entries {
+                    self.convert_to_table();
+                }
+                true
+            }
+            v => self.add(v.bytes(&mut itoa::Buffer::new()), max_intset_entries),
+        }
+    }
+
+    /// SREM of an element read from another set.
+    pub fn remove_val(&mut self, v: LpVal) -> bool {
+        match (&mut *self, v) {
+            (Set::Intset(s), LpVal::Int(n)) => s.remove(n),
+            (_, v) => self.remove(v.bytes(&mut itoa::Buffer::new())),
+        }
+    }
+
     /// Members: ascending for an intset, table order otherwise.
     pub fn iter(&self) -> Box<dyn Iterator<Item = LpVal<'_>> + '_> {
         match self {
@@ -241,6 +275,16 @@ mod tests {
             }
             let all: BTreeSet<Vec<u8>> = s.iter().map(|v| v.to_vec()).collect();
             assert_eq!(all, m);
+            let mut copy = Set::new_for(b"1");
+            for v in s.iter() {
+                assert!(copy.add_val(v, max));
+                assert!(copy.contains_val(v) && s.contains_val(v));
+            }
+            assert_eq!(copy.len(), s.len());
+            for v in s.iter() {
+                assert!(copy.remove_val(v));
+            }
+            assert!(copy.is_empty());
         }
     }
 }

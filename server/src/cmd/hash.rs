@@ -1,5 +1,486 @@
-//! hash commands.
+//! Hash commands.
+//!
+//! Small hashes are listpacks (insertion order), large ones tables; the
+//! conversion rules live in `storage::hash` and are triggered by every
+//! write: a field or value longer than `hash-max-listpack-value` (for
+//! HINCRBY/HINCRBYFLOAT the *result*), or more fields than
+//! `hash-max-listpack-entries`. HSETNX on an existing field writes nothing
+//! and so converts nothing.
 
-use super::Command;
+use super::flags::*;
+use super::keys::parse_cursor;
+use super::string::ldouble::LDouble;
+use super::{int_arg, is, Command, Ctx};
+use crate::config::NOTIFY_CLASSES;
+use crate::error::{CmdResult, Error};
+use bytes::Bytes;
+use rand::Rng;
+use std::collections::HashSet;
+use storage::{CBytes, Hash, LpVal, Value};
 
-pub static COMMANDS: &[Command] = &[];
+const G: &str = "hash";
+/// The `h` keyspace event class.
+pub const CLASS: u32 = NOTIFY_CLASSES[4].1;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("hset", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hset),
+    Command::new("hmset", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hmset),
+    Command::new("hsetnx", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hsetnx),
+    Command::new("hget", 3, READONLY | FAST, G, (1, 1, 1), hget),
+    Command::new("hmget", -3, READONLY | FAST, G, (1, 1, 1), hmget),
+    Command::new("hgetall", 2, READONLY, G, (1, 1, 1), hgetall),
+    Command::new("hkeys", 2, READONLY, G, (1, 1, 1), hkeys),
+    Command::new("hvals", 2, READONLY, G, (1, 1, 1), hvals),
+    Command::new("hdel", -3, WRITE | FAST, G, (1, 1, 1), hdel),
+    Command::new("hexists", 3, READONLY | FAST, G, (1, 1, 1), hexists),
+    Command::new("hlen", 2, READONLY | FAST, G, (1, 1, 1), hlen),
+    Command::new("hstrlen", 3, READONLY | FAST, G, (1, 1, 1), hstrlen),
+    Command::new("hincrby", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hincrby),
+    Command::new(
+        "hincrbyfloat",
+        4,
+        WRITE | DENYOOM | FAST,
+        G,
+        (1, 1, 1),
+        hincrbyfloat,
+    ),
+    Command::new("hrandfield", -2, READONLY, G, (1, 1, 1), hrandfield),
+    Command::new("hscan", -3, READONLY, G, (1, 1, 1), hscan),
+];
+
+fn new_hash() -> Value {
+    Value::Hash(Box::default())
+}
+
+/// Writes one listpack/table element as a bulk string.
+pub fn bulk_val(c: &mut Ctx, v: LpVal) {
+    c.out.bulk(v.bytes(&mut itoa::Buffer::new()));
+}
+
+/// HSET key field value [field value ...]
+fn hset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let added = hset_generic(c, a, "hset")?;
+    c.out.int(added);
+    Ok(())
+}
+
+/// HMSET key field value [field value ...]
+fn hmset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    hset_generic(c, a, "hmset")?;
+    c.out.ok();
+    Ok(())
+}
+
+fn hset_generic(c: &mut Ctx, a: &[Bytes], name: &str) -> Result<i64, Error> {
+    if !a.len().is_multiple_of(2) {
+        return Err(Error::Arity(name.into()));
+    }
+    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
+    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
+    let mut added = 0;
+    for p in a[2..].chunks_exact(2) {
+        added += h.set(&p[0], &p[1], &lim) as i64;
+    }
+    h.fit();
+    c.st.changed(CLASS, "hset", db, &a[1]);
+    Ok(added)
+}
+
+/// HSETNX key field value
+fn hsetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
+    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
+    if h.contains(&a[2]) {
+        c.out.int(0);
+        return Ok(());
+    }
+    h.set(&a[2], &a[3], &lim);
+    h.fit();
+    c.st.changed(CLASS, "hset", db, &a[1]);
+    c.out.int(1);
+    Ok(())
+}
+
+/// HGET key field
+fn hget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    match h.and_then(|h| h.get_with(&a[2], |v| c.out.bulk(v))) {
+        Some(()) => {}
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// HMGET key field [field ...]
+fn hmget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    c.out.array(a.len() - 2);
+    for f in &a[2..] {
+        if h.and_then(|h| h.get_with(f, |v| c.out.bulk(v))).is_none() {
+            c.out.null();
+        }
+    }
+    Ok(())
+}
+
+/// HGETALL key
+fn hgetall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+        c.out.map(0);
+        return Ok(());
+    };
+    c.out.map(h.len());
+    let mut buf = itoa::Buffer::new();
+    for (f, v) in h.iter() {
+        c.out.bulk(f.bytes(&mut buf));
+        c.out.bulk(v.bytes(&mut buf));
+    }
+    Ok(())
+}
+
+/// HKEYS key
+fn hkeys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    hkeys_or_vals(c, a, true)
+}
+
+/// HVALS key
+fn hvals(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    hkeys_or_vals(c, a, false)
+}
+
+fn hkeys_or_vals(c: &mut Ctx, a: &[Bytes], keys: bool) -> CmdResult {
+    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+        c.out.array(0);
+        return Ok(());
+    };
+    c.out.array(h.len());
+    let mut buf = itoa::Buffer::new();
+    for (f, v) in h.iter() {
+        c.out.bulk(if keys { f } else { v }.bytes(&mut buf));
+    }
+    Ok(())
+}
+
+/// HDEL key field [field ...]
+fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let Some(h) = c.st.write::<Hash>(db, &a[1], c.now)? else {
+        c.out.int(0);
+        return Ok(());
+    };
+    let mut n = 0;
+    for f in &a[2..] {
+        if h.remove(f) {
+            n += 1;
+            if h.is_empty() {
+                break;
+            }
+        }
+    }
+    if n > 0 {
+        h.fit();
+        c.st.changed(CLASS, "hdel", db, &a[1]);
+        c.st.delete_if_empty(db, &a[1]);
+    }
+    c.out.int(n);
+    Ok(())
+}
+
+/// HEXISTS key field
+fn hexists(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    c.out.int(h.is_some_and(|h| h.contains(&a[2])) as i64);
+    Ok(())
+}
+
+/// HLEN key
+fn hlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    c.out.int(h.map_or(0, |h| h.len()) as i64);
+    Ok(())
+}
+
+/// HSTRLEN key field
+fn hstrlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    c.out
+        .int(h.and_then(|h| h.value_len(&a[2])).unwrap_or(0) as i64);
+    Ok(())
+}
+
+/// HINCRBY key field increment
+fn hincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let by = int_arg(&a[3])?;
+    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
+    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
+    let cur = match h.get_with(&a[2], storage::num::parse_i64) {
+        None => 0,
+        Some(Some(n)) => n,
+        Some(None) => return Err(Error::other("ERR hash value is not an integer")),
+    };
+    let new = cur
+        .checked_add(by)
+        .ok_or(Error::Storage(storage::Error::Overflow))?;
+    let text = itoa::Buffer::new().format(new).as_bytes().to_vec();
+    h.set(&a[2], &text, &lim);
+    h.fit();
+    c.st.changed(CLASS, "hincrby", db, &a[1]);
+    c.out.int(new);
+    Ok(())
+}
+
+/// HINCRBYFLOAT key field increment
+fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let by = LDouble::parse(&a[3]).ok_or(crate::error::NOT_FLOAT)?;
+    if by.is_infinite() {
+        return Err(Error::other("ERR value is NaN or Infinity"));
+    }
+    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
+    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
+    let cur = match h.get_with(&a[2], LDouble::parse) {
+        None => LDouble::from_i64(0),
+        Some(Some(v)) => v,
+        Some(None) => return Err(Error::other("ERR hash value is not a float")),
+    };
+    let sum = match cur.add(by) {
+        Some(s) if !s.is_infinite() => s,
+        _ => return Err(storage::Error::NanOrInfinity.into()),
+    };
+    let text = sum.to_human();
+    h.set(&a[2], text.as_bytes(), &lim);
+    h.fit();
+    c.st.changed(CLASS, "hincrbyfloat", db, &a[1]);
+    c.out.bulk(text.as_bytes());
+    Ok(())
+}
+
+/// Parses the count of HRANDFIELD / SRANDMEMBER: any i64 but i64::MIN.
+pub fn rand_count(a: &[u8]) -> Result<i64, Error> {
+    let n = int_arg(a)?;
+    if n == i64::MIN {
+        return Err(Error::other(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
+/// Distinct indices below `n`, `k` of them (k < n), uniformly chosen.
+pub fn distinct_indices<R: Rng>(rng: &mut R, n: usize, k: usize) -> Vec<usize> {
+    if k * 3 > n {
+        // Many of them: a partial shuffle of all indices.
+        let mut all: Vec<usize> = (0..n).collect();
+        for i in 0..k {
+            let j = rng.gen_range(i..n);
+            all.swap(i, j);
+        }
+        all.truncate(k);
+        all
+    } else {
+        // Few of them: draw until enough are distinct.
+        let mut seen = HashSet::with_capacity(k);
+        let mut out = Vec::with_capacity(k);
+        while out.len() < k {
+            let i = rng.gen_range(0..n);
+            if seen.insert(i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]
+fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() == 2 {
+        let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+        match h.and_then(|h| h.random(&mut rand::thread_rng())) {
+            Some((f, _)) => c.out.bulk(&f),
+            None => c.out.null(),
+        }
+        return Ok(());
+    }
+    let withvalues = match a.len() {
+        3 => false,
+        4 if is(&a[3], "withvalues") => true,
+        _ => return Err(Error::Syntax),
+    };
+    let count = rand_count(&a[2])?;
+    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(Error::other("ERR value is out of range"));
+    }
+    let resp3 = c.out.resp3;
+    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+        c.out.array(0);
+        return Ok(());
+    };
+    let n = h.len();
+    let out = &mut *c.out;
+    let mut buf = itoa::Buffer::new();
+    let mut emit = |out: &mut protocol::ReplyBuf, f: LpVal, v: LpVal| {
+        if withvalues && resp3 {
+            out.array(2);
+        }
+        out.bulk(f.bytes(&mut buf));
+        if withvalues {
+            out.bulk(v.bytes(&mut buf));
+        }
+    };
+    let header = |out: &mut protocol::ReplyBuf, k: usize| {
+        out.array(if withvalues && !resp3 { k * 2 } else { k });
+    };
+    let mut rng = rand::thread_rng();
+    if count < 0 {
+        // Repeats allowed: each pick independent.
+        let k = count.unsigned_abs() as usize;
+        header(out, k);
+        if let Some(d) = h.as_table() {
+            for _ in 0..k {
+                if let Some((f, v)) = d.random(&mut rng) {
+                    emit(out, LpVal::Str(f), LpVal::Str(v));
+                }
+            }
+        } else {
+            let e = h.entries();
+            for _ in 0..k {
+                let (f, v) = e[rng.gen_range(0..n)];
+                emit(out, f, v);
+            }
+        }
+    } else if count as u64 >= n as u64 {
+        header(out, n);
+        for (f, v) in h.iter() {
+            emit(out, f, v);
+        }
+    } else {
+        let k = count as usize;
+        header(out, k);
+        match h.as_table() {
+            // Few of many: draw until enough are distinct.
+            Some(d) if k * 3 <= n => {
+                let mut seen: HashSet<&[u8]> = HashSet::with_capacity(k);
+                while seen.len() < k {
+                    let Some((f, v)) = d.random(&mut rng) else {
+                        break;
+                    };
+                    if seen.insert(f) {
+                        emit(out, LpVal::Str(f), LpVal::Str(v));
+                    }
+                }
+            }
+            _ => {
+                let e = h.entries();
+                for i in distinct_indices(&mut rng, n, k) {
+                    emit(out, e[i].0, e[i].1);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The options of HSCAN/SSCAN/ZSCAN after the cursor.
+pub struct ScanOpts<'a> {
+    pub count: usize,
+    /// None for no MATCH or `MATCH *`.
+    pub pattern: Option<&'a [u8]>,
+}
+
+pub fn scan_cursor(a: &[u8]) -> Result<u64, Error> {
+    parse_cursor(a).ok_or_else(|| Error::other("ERR invalid cursor"))
+}
+
+pub fn scan_opts(a: &[Bytes]) -> Result<ScanOpts<'_>, Error> {
+    let mut o = ScanOpts {
+        count: 10,
+        pattern: None,
+    };
+    let mut i = 0;
+    while i < a.len() {
+        if i + 1 >= a.len() {
+            return Err(Error::Syntax);
+        }
+        if is(&a[i], "count") {
+            let n = int_arg(&a[i + 1])?;
+            if n < 1 {
+                return Err(Error::Syntax);
+            }
+            o.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(&a[i], "match") {
+            o.pattern = (&a[i + 1][..] != b"*").then_some(&a[i + 1][..]);
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+impl ScanOpts<'_> {
+    pub fn matches(&self, v: LpVal) -> bool {
+        self.pattern
+            .is_none_or(|p| storage::glob::matches(p, v.bytes(&mut itoa::Buffer::new()), false))
+    }
+}
+
+/// Writes a SCAN reply: the next cursor, then the elements.
+pub fn scan_reply(out: &mut protocol::ReplyBuf, cursor: u64, items: &[LpVal]) {
+    out.array(2);
+    out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
+    out.array(items.len());
+    let mut buf = itoa::Buffer::new();
+    for v in items {
+        out.bulk(v.bytes(&mut buf));
+    }
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]
+fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let cursor = scan_cursor(&a[2])?;
+    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+        scan_reply(c.out, 0, &[]);
+        return Ok(());
+    };
+    let o = scan_opts(&a[3..])?;
+    let mut items: Vec<LpVal> = Vec::new();
+    let next = match h.as_table() {
+        // A listpack is small: all of it at once, and the scan is over.
+        None => {
+            for (f, v) in h.iter() {
+                if o.matches(f) {
+                    items.push(f);
+                    items.push(v);
+                }
+            }
+            0
+        }
+        Some(d) => {
+            // As Redis: up to 10 buckets per requested field, so sparse
+            // tables still answer fast; COUNT counts fields, not values.
+            let mut budget = o.count.saturating_mul(10);
+            let mut cur = cursor;
+            let mut found: Vec<CBytes> = Vec::new();
+            loop {
+                cur = d.scan(cur, |f, v| {
+                    found.push(f.clone());
+                    found.push(v.clone());
+                });
+                budget -= 1;
+                if cur == 0 || budget == 0 || found.len() / 2 >= o.count {
+                    break;
+                }
+            }
+            let mut kept = Vec::with_capacity(found.len());
+            for p in found.chunks_exact(2) {
+                if o.matches(LpVal::Str(&p[0])) {
+                    kept.push(LpVal::Str(&p[0]));
+                    kept.push(LpVal::Str(&p[1]));
+                }
+            }
+            scan_reply(c.out, cur, &kept);
+            return Ok(());
+        }
+    };
+    scan_reply(c.out, next, &items);
+    Ok(())
+}

@@ -1,5 +1,572 @@
-//! set commands.
+//! Set commands.
+//!
+//! Results of SINTER/SUNION/SDIFF (and their STORE forms) are built as
+//! Redis 7.0 builds them: a fresh intset that converts to a table when a
+//! non-integer arrives or it outgrows `set-max-intset-entries`. SDIFF
+//! picks between Redis's two algorithms with the same cost estimate, since
+//! the second one (copy the first set, then remove) can convert on the way
+//! and the stored result keeps that encoding.
 
-use super::Command;
+use super::flags::*;
+use super::hash::{distinct_indices, rand_count, scan_cursor, scan_opts, scan_reply};
+use super::{int_arg, Command, Ctx};
+use crate::config::NOTIFY_CLASSES;
+use crate::error::{CmdResult, Error};
+use bytes::Bytes;
+use rand::Rng;
+use std::collections::HashSet;
+use storage::{CBytes, Intset, LpVal, Set, Value};
 
-pub static COMMANDS: &[Command] = &[];
+const G: &str = "set";
+/// The `s` keyspace event class.
+pub const CLASS: u32 = NOTIFY_CLASSES[3].1;
+const GENERIC: u32 = NOTIFY_CLASSES[0].1;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("sadd", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), sadd),
+    Command::new("srem", -3, WRITE | FAST, G, (1, 1, 1), srem),
+    Command::new("scard", 2, READONLY | FAST, G, (1, 1, 1), scard),
+    Command::new("sismember", 3, READONLY | FAST, G, (1, 1, 1), sismember),
+    Command::new("smismember", -3, READONLY | FAST, G, (1, 1, 1), smismember),
+    Command::new("smembers", 2, READONLY, G, (1, 1, 1), smembers),
+    Command::new("srandmember", -2, READONLY, G, (1, 1, 1), srandmember),
+    Command::new("spop", -2, WRITE | FAST, G, (1, 1, 1), spop),
+    Command::new("smove", 4, WRITE | FAST, G, (1, 2, 1), smove),
+    Command::new("sinter", -2, READONLY, G, (1, -1, 1), sinter),
+    Command::new(
+        "sintercard",
+        -3,
+        READONLY | MOVABLE_KEYS,
+        G,
+        (0, 0, 0),
+        sintercard,
+    ),
+    Command::new(
+        "sinterstore",
+        -3,
+        WRITE | DENYOOM,
+        G,
+        (1, -1, 1),
+        sinterstore,
+    ),
+    Command::new("sunion", -2, READONLY, G, (1, -1, 1), sunion),
+    Command::new(
+        "sunionstore",
+        -3,
+        WRITE | DENYOOM,
+        G,
+        (1, -1, 1),
+        sunionstore,
+    ),
+    Command::new("sdiff", -2, READONLY, G, (1, -1, 1), sdiff),
+    Command::new("sdiffstore", -3, WRITE | DENYOOM, G, (1, -1, 1), sdiffstore),
+    Command::new("sscan", -3, READONLY, G, (1, 1, 1), sscan),
+];
+
+fn bulk_val(out: &mut protocol::ReplyBuf, v: LpVal) {
+    out.bulk(v.bytes(&mut itoa::Buffer::new()));
+}
+
+/// SADD key member [member ...]
+fn sadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (db, max) = (c.cl.db, c.st.tun.set_max_intset);
+    let first = a[2].clone();
+    let s = c.st.write_or_create::<Set>(db, &a[1], c.now, || {
+        Value::Set(Box::new(Set::new_for(&first)))
+    })?;
+    let mut added = 0;
+    for m in &a[2..] {
+        added += s.add(m, max) as i64;
+    }
+    if added > 0 {
+        c.st.changed(CLASS, "sadd", db, &a[1]);
+    }
+    c.out.int(added);
+    Ok(())
+}
+
+/// SREM key member [member ...]
+fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
+        c.out.int(0);
+        return Ok(());
+    };
+    let mut n = 0;
+    for m in &a[2..] {
+        if s.remove(m) {
+            n += 1;
+            if s.is_empty() {
+                break;
+            }
+        }
+    }
+    if n > 0 {
+        c.st.changed(CLASS, "srem", db, &a[1]);
+        c.st.delete_if_empty(db, &a[1]);
+    }
+    c.out.int(n);
+    Ok(())
+}
+
+/// SCARD key
+fn scard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+    c.out.int(s.map_or(0, |s| s.len()) as i64);
+    Ok(())
+}
+
+/// SISMEMBER key member
+fn sismember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+    c.out.int(s.is_some_and(|s| s.contains(&a[2])) as i64);
+    Ok(())
+}
+
+/// SMISMEMBER key member [member ...]
+fn smismember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+    c.out.array(a.len() - 2);
+    for m in &a[2..] {
+        c.out.int(s.is_some_and(|s| s.contains(m)) as i64);
+    }
+    Ok(())
+}
+
+/// SMEMBERS key
+fn smembers(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
+        c.out.set(0);
+        return Ok(());
+    };
+    c.out.set(s.len());
+    for v in s.iter() {
+        bulk_val(c.out, v);
+    }
+    Ok(())
+}
+
+/// SRANDMEMBER key [count]
+fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    if a.len() == 2 {
+        let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+        match s.and_then(|s| s.random(&mut rand::thread_rng())) {
+            Some(m) => c.out.bulk(&m),
+            None => c.out.null(),
+        }
+        return Ok(());
+    }
+    let count = rand_count(&a[2])?;
+    let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
+        c.out.array(0);
+        return Ok(());
+    };
+    let n = s.len();
+    let mut rng = rand::thread_rng();
+    if count < 0 {
+        let k = count.unsigned_abs() as usize;
+        c.out.array(k);
+        match s.as_intset() {
+            Some(is) => {
+                for _ in 0..k {
+                    let i = rng.gen_range(0..n);
+                    bulk_val(c.out, LpVal::Int(is.get(i).unwrap_or_default()));
+                }
+            }
+            None => {
+                for _ in 0..k {
+                    if let Some(d) = s.as_table() {
+                        if let Some((m, _)) = d.random(&mut rng) {
+                            c.out.bulk(m);
+                        }
+                    }
+                }
+            }
+        }
+    } else if count as u64 >= n as u64 {
+        c.out.array(n);
+        for v in s.iter() {
+            bulk_val(c.out, v);
+        }
+    } else {
+        let k = count as usize;
+        c.out.array(k);
+        match s.as_intset() {
+            Some(is) => {
+                for i in distinct_indices(&mut rng, n, k) {
+                    bulk_val(c.out, LpVal::Int(is.get(i).unwrap_or_default()));
+                }
+            }
+            None if k * 3 > n => {
+                let all: Vec<LpVal> = s.iter().collect();
+                for i in distinct_indices(&mut rng, n, k) {
+                    bulk_val(c.out, all[i]);
+                }
+            }
+            None => {
+                // Few of many: draw until enough are distinct.
+                let mut seen: HashSet<&[u8]> = HashSet::with_capacity(k);
+                while seen.len() < k {
+                    let Some((m, _)) = s.as_table().and_then(|d| d.random(&mut rng)) else {
+                        break;
+                    };
+                    if seen.insert(m) {
+                        c.out.bulk(m);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// SPOP key [count]
+fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    if a.len() == 2 {
+        let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
+            c.out.null();
+            return Ok(());
+        };
+        let m = s.pop_random(&mut rand::thread_rng()).unwrap_or_default();
+        c.out.bulk(&m);
+        c.st.changed(CLASS, "spop", db, &a[1]);
+        c.st.delete_if_empty(db, &a[1]);
+        return Ok(());
+    }
+    let count = int_arg(&a[2])
+        .ok()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| Error::other("ERR value is out of range, must be positive"))?;
+    let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
+        c.out.set(0);
+        return Ok(());
+    };
+    if count == 0 {
+        c.out.set(0);
+        return Ok(());
+    }
+    let n = s.len();
+    if count as u64 >= n as u64 {
+        // The whole set goes: reply with it and delete the key.
+        c.out.set(n);
+        for v in s.iter() {
+            bulk_val(c.out, v);
+        }
+        c.st.dbs[db].remove(&a[1]);
+        c.st.changed(CLASS, "spop", db, &a[1]);
+        c.st.notify(GENERIC, "del", db, &a[1]);
+        return Ok(());
+    }
+    let k = count as usize;
+    let mut rng = rand::thread_rng();
+    c.out.set(k);
+    for _ in 0..k {
+        if let Some(m) = s.pop_random(&mut rng) {
+            c.out.bulk(&m);
+        }
+    }
+    c.st.changed(CLASS, "spop", db, &a[1]);
+    Ok(())
+}
+
+/// SMOVE source destination member
+fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (db, now, max) = (c.cl.db, c.now, c.st.tun.set_max_intset);
+    let (src, dst, m) = (&a[1], &a[2], &a[3]);
+    c.st.expire_if_needed(db, src, now);
+    c.st.expire_if_needed(db, dst, now);
+    let d = &c.st.dbs[db];
+    let Some(sv) = d.get(src) else {
+        c.out.int(0);
+        return Ok(());
+    };
+    let Value::Set(s) = sv else {
+        return Err(crate::error::WRONGTYPE);
+    };
+    if d.get(dst).is_some_and(|v| !matches!(v, Value::Set(_))) {
+        return Err(crate::error::WRONGTYPE);
+    }
+    if src == dst {
+        c.out.int(s.contains(m) as i64);
+        return Ok(());
+    }
+    let Some(Value::Set(s)) = c.st.dbs[db].get_mut(src) else {
+        unreachable!("checked above")
+    };
+    if !s.remove(m) {
+        c.out.int(0);
+        return Ok(());
+    }
+    c.st.changed(CLASS, "srem", db, src);
+    c.st.delete_if_empty(db, src);
+    let s =
+        c.st.write_or_create::<Set>(db, dst, now, || Value::Set(Box::new(Set::new_for(m))))?;
+    if s.add(m, max) {
+        c.st.changed(CLASS, "sadd", db, dst);
+    }
+    c.out.int(1);
+    Ok(())
+}
+
+/// Looks every key up as a set (lazy expiry, hit/miss stats), failing
+/// with WRONGTYPE if any holds another type, as Redis checks all of them
+/// before computing anything.
+fn check_sets(c: &mut Ctx, keys: &[Bytes]) -> CmdResult {
+    for k in keys {
+        c.st.read::<Set>(c.cl.db, k, c.now)?;
+    }
+    Ok(())
+}
+
+fn sets_at<'a>(d: &'a storage::Db, keys: &[Bytes]) -> Vec<Option<&'a Set>> {
+    keys.iter()
+        .map(|k| match d.get(k) {
+            Some(Value::Set(s)) => Some(&**s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The members common to all `sets` (none missing), in the iteration order
+/// of the smallest; at most `limit` of them if non-zero.
+fn inter<'a>(sets: &mut [&'a Set], limit: usize) -> Vec<LpVal<'a>> {
+    sets.sort_by_key(|s| s.len());
+    let mut out = Vec::new();
+    let Some((first, rest)) = sets.split_first() else {
+        return out;
+    };
+    for v in first.iter() {
+        if rest.iter().all(|s| s.contains_val(v)) {
+            out.push(v);
+            if limit > 0 && out.len() >= limit {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Writes (or, empty, deletes) the destination of a STORE command.
+fn store(c: &mut Ctx, dst: &[u8], set: Set, event: &str) {
+    let db = c.cl.db;
+    if set.is_empty() {
+        c.st.expire_if_needed(db, dst, c.now);
+        if c.st.dbs[db].remove(dst).is_some() {
+            c.st.changed(GENERIC, "del", db, dst);
+        }
+        c.out.int(0);
+    } else {
+        let n = set.len();
+        c.st.dbs[db].set(dst, Value::Set(Box::new(set)), false);
+        c.st.changed(CLASS, event, db, dst);
+        c.out.int(n as i64);
+    }
+}
+
+fn new_result() -> Set {
+    Set::Intset(Intset::new())
+}
+
+/// SINTER key [key ...]
+fn sinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    check_sets(c, &a[1..])?;
+    let found = sets_at(&c.st.dbs[c.cl.db], &a[1..]);
+    let Some(mut sets) = found.into_iter().collect::<Option<Vec<&Set>>>() else {
+        c.out.set(0);
+        return Ok(());
+    };
+    let members = inter(&mut sets, 0);
+    c.out.set(members.len());
+    for v in members {
+        bulk_val(c.out, v);
+    }
+    Ok(())
+}
+
+/// SINTERSTORE destination key [key ...]
+fn sinterstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    check_sets(c, &a[2..])?;
+    let max = c.st.tun.set_max_intset;
+    let found = sets_at(&c.st.dbs[c.cl.db], &a[2..]);
+    let mut result = new_result();
+    if let Some(mut sets) = found.into_iter().collect::<Option<Vec<&Set>>>() {
+        for v in inter(&mut sets, 0) {
+            result.add_val(v, max);
+        }
+    }
+    store(c, &a[1], result, "sinterstore");
+    Ok(())
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit]
+fn sintercard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let numkeys = int_arg(&a[1])
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| Error::other("ERR numkeys should be greater than 0"))?;
+    if numkeys as u64 > (a.len() - 2) as u64 {
+        return Err(Error::other(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let end = 2 + numkeys as usize;
+    let mut limit = 0usize;
+    let mut i = end;
+    while i < a.len() {
+        if super::is(&a[i], "limit") && i + 1 < a.len() {
+            let l = int_arg(&a[i + 1])
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| Error::other("ERR LIMIT can't be negative"))?;
+            limit = usize::try_from(l).unwrap_or(usize::MAX);
+            i += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let keys = &a[2..end];
+    check_sets(c, keys)?;
+    let found = sets_at(&c.st.dbs[c.cl.db], keys);
+    let n = match found.into_iter().collect::<Option<Vec<&Set>>>() {
+        Some(mut sets) => inter(&mut sets, limit).len(),
+        None => 0,
+    };
+    c.out.int(n as i64);
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Union,
+    Diff,
+}
+
+/// SUNION/SDIFF of `keys` as a new set, built as Redis builds it.
+fn union_diff(c: &mut Ctx, keys: &[Bytes], op: Op) -> Result<Set, Error> {
+    check_sets(c, keys)?;
+    let max = c.st.tun.set_max_intset;
+    let sets = sets_at(&c.st.dbs[c.cl.db], keys);
+    let mut out = new_result();
+    match op {
+        Op::Union => {
+            for s in sets.iter().flatten() {
+                for v in s.iter() {
+                    out.add_val(v, max);
+                }
+            }
+        }
+        Op::Diff => {
+            let Some(first) = sets[0] else {
+                return Ok(out);
+            };
+            let others: Vec<&Set> = sets[1..].iter().flatten().copied().collect();
+            // Redis's estimate: checking each member of the first set
+            // against the others (halved, as it usually stops early) versus
+            // copying the first set and removing everything else.
+            let present = 1 + others.len();
+            let one = first.len().saturating_mul(present) / 2;
+            let two = first.len() + others.iter().map(|s| s.len()).sum::<usize>();
+            if one <= two {
+                for v in first.iter() {
+                    if !others.iter().any(|s| s.contains_val(v)) {
+                        out.add_val(v, max);
+                    }
+                }
+            } else {
+                for v in first.iter() {
+                    out.add_val(v, max);
+                }
+                'sets: for s in &others {
+                    for v in s.iter() {
+                        out.remove_val(v);
+                        if out.is_empty() {
+                            break 'sets;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn reply_set(c: &mut Ctx, s: &Set) {
+    c.out.set(s.len());
+    for v in s.iter() {
+        bulk_val(c.out, v);
+    }
+}
+
+/// SUNION key [key ...]
+fn sunion(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = union_diff(c, &a[1..], Op::Union)?;
+    reply_set(c, &s);
+    Ok(())
+}
+
+/// SDIFF key [key ...]
+fn sdiff(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = union_diff(c, &a[1..], Op::Diff)?;
+    reply_set(c, &s);
+    Ok(())
+}
+
+/// SUNIONSTORE destination key [key ...]
+fn sunionstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = union_diff(c, &a[2..], Op::Union)?;
+    store(c, &a[1], s, "sunionstore");
+    Ok(())
+}
+
+/// SDIFFSTORE destination key [key ...]
+fn sdiffstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let s = union_diff(c, &a[2..], Op::Diff)?;
+    store(c, &a[1], s, "sdiffstore");
+    Ok(())
+}
+
+/// SSCAN key cursor [MATCH pattern] [COUNT count]
+fn sscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let cursor = scan_cursor(&a[2])?;
+    let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
+        scan_reply(c.out, 0, &[]);
+        return Ok(());
+    };
+    let o = scan_opts(&a[3..])?;
+    let mut items: Vec<LpVal> = Vec::new();
+    let next = match s.as_table() {
+        // An intset is small: all of it at once, and the scan is over.
+        None => {
+            items.extend(s.iter().filter(|v| o.matches(*v)));
+            0
+        }
+        Some(d) => {
+            let mut budget = o.count.saturating_mul(10);
+            let mut cur = cursor;
+            let mut found: Vec<CBytes> = Vec::new();
+            loop {
+                cur = d.scan(cur, |m, _| found.push(m.clone()));
+                budget -= 1;
+                if cur == 0 || budget == 0 || found.len() >= o.count {
+                    break;
+                }
+            }
+            let kept: Vec<LpVal> = found
+                .iter()
+                .map(|m| LpVal::Str(m))
+                .filter(|v| o.matches(*v))
+                .collect();
+            scan_reply(c.out, cur, &kept);
+            return Ok(());
+        }
+    };
+    scan_reply(c.out, next, &items);
+    Ok(())
+}

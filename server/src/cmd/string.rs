@@ -1,6 +1,6 @@
 //! String commands.
 
-mod ldouble;
+pub(crate) mod ldouble;
 
 use super::flags::*;
 use super::{int_arg, is, Command, Ctx};
