@@ -59,6 +59,21 @@ impl<V, M> Table<V, M> {
         }
         None
     }
+
+    fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Node<V, M>> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mask = self.mask();
+        let mut link = &mut self.buckets[(h & mask) as usize];
+        while let Some(n) = link {
+            if &*n.key == key {
+                return Some(n);
+            }
+            link = &mut n.next;
+        }
+        None
+    }
 }
 
 pub struct Dict<V, M = ()> {
@@ -221,23 +236,8 @@ impl<V, M: Default> Dict<V, M> {
         }
         self.step();
         let h = self.hash(key);
-        // Find the table first: returning a borrow from inside a conditional
-        // loop and then touching the other table does not pass the borrow
-        // checker.
-        let ti = if self.t[0].find(h, key).is_some() {
-            0
-        } else if self.t[1].find(h, key).is_some() {
-            1
-        } else {
-            return None;
-        };
-        let t = &mut self.t[ti];
-        let mask = t.mask();
-        let mut link = &mut t.buckets[(h & mask) as usize];
-        while link.as_ref().is_some_and(|n| &*n.key != key) {
-            link = &mut link.as_mut()?.next;
-        }
-        link.as_deref_mut()
+        let [t0, t1] = &mut self.t;
+        t0.find_mut(h, key).or_else(|| t1.find_mut(h, key))
     }
 
     /// Inserts or replaces; returns the previous value.

@@ -177,7 +177,7 @@ fn set_generic(
         c.st.expire_if_needed(db, key, c.now);
         None
     };
-    let exists = c.st.dbs[db].contains(key);
+    let exists = (nx || xx) && c.st.dbs[db].contains(key);
     if (nx && exists) || (xx && !exists) {
         match (get, old) {
             (true, Some(v)) => c.out.bulk(&v),
