@@ -120,6 +120,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         let close = {
             let mut guard = shared.state.lock();
             let st = &mut *guard;
+            st.last_tick = std::time::Instant::now();
             let Some(mut cl) = st.clients.remove(&id) else {
                 break;
             };
@@ -163,7 +164,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                     cl.close_after_reply = true;
                 }
             }
-            cl.last_interaction_ms = now_ms();
+            cl.last_interaction_ms = st.wall_ms(st.last_tick);
             cl.qbuf = inbuf.len();
             st.stats.net_output_bytes += out.len() as u64;
             timeout_s = st.tun.timeout_s;

@@ -227,6 +227,8 @@ pub struct State {
     /// derive their wall time from the `Instant` they read anyway, saving a
     /// clock read per command. The cron re-reads the wall clock.
     pub clock_base: (Instant, i64),
+    /// When the last command ended (or the running batch started).
+    pub last_tick: Instant,
     pub run_id: String,
     pub slowlog: VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -277,6 +279,7 @@ impl State {
             started: Instant::now(),
             start_ms: now_ms(),
             clock_base: (Instant::now(), now_ms()),
+            last_tick: Instant::now(),
             run_id,
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,

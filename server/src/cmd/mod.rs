@@ -532,7 +532,9 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     if st.monitors > 0 && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
         feed_monitors(st, cl, args);
     }
-    let start = std::time::Instant::now();
+    // One clock read per command: it starts when the previous one ended
+    // (the connection sets `last_tick` when it takes the lock).
+    let start = st.last_tick;
     let now = st.wall_ms(start);
     let mark = out.len();
     out.resp3 = cl.resp3;
@@ -542,7 +544,9 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     if std::mem::take(&mut st.dirty_cas_running) {
         cl.dirty_cas = true;
     }
-    let dur = start.elapsed().as_micros() as u64;
+    let end = std::time::Instant::now();
+    st.last_tick = end;
+    let dur = end.saturating_duration_since(start).as_micros() as u64;
     st.stats.total_commands += 1;
     let stat = st.stats.cmd.entry(cmd.name).or_default();
     stat.calls += 1;
