@@ -107,6 +107,14 @@ fn push_event(front: bool) -> &'static str {
     }
 }
 
+/// Records a change of `key` that counts as `n` changes for the dirty
+/// counter (INFO's rdb_changes_since_last_save), as Redis counts them:
+/// one per element pushed, popped, removed or trimmed.
+fn changed_n(c: &mut Ctx, event: &str, db: usize, key: &[u8], n: usize) {
+    c.st.changed(CLASS, event, db, key);
+    c.st.dirty = (c.st.dirty - 1).saturating_add(n as u64);
+}
+
 /// `LEFT` / `RIGHT` (true for LEFT), else a syntax error.
 fn end_arg(a: &[u8]) -> Result<bool, Error> {
     if is(a, "left") {
@@ -159,7 +167,7 @@ fn push(c: &mut Ctx, a: &[Bytes], front: bool, only_existing: bool) -> CmdResult
         }
     }
     let len = list.len();
-    c.st.changed(CLASS, push_event(front), db, &a[1]);
+    changed_n(c, push_event(front), db, &a[1], a.len() - 2);
     c.out.int(len as i64);
     Ok(())
 }
@@ -194,7 +202,7 @@ fn pop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
         }
         return Ok(());
     };
-    match count {
+    let popped = match count {
         None => {
             let v = if front {
                 list.pop_front()
@@ -202,32 +210,34 @@ fn pop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
                 list.pop_back()
             };
             c.out.bulk(&v.unwrap_or_default());
+            1
         }
         Some(0) => {
             c.out.array(0);
             return Ok(());
         }
         Some(n) => pop_many(c.out, list, front, n),
-    }
-    c.st.changed(CLASS, pop_event(front), db, &a[1]);
+    };
+    changed_n(c, pop_event(front), db, &a[1], popped);
     c.st.delete_if_empty(db, &a[1]);
     Ok(())
 }
 
 /// Replies with up to `n` elements taken from one end (an array), walking
 /// the nodes once and deleting the run in one go.
-fn pop_many(out: &mut protocol::ReplyBuf, list: &mut Quicklist, front: bool, n: i64) {
+fn pop_many(out: &mut protocol::ReplyBuf, list: &mut Quicklist, front: bool, n: i64) -> usize {
     let len = list.len();
     let n = usize::try_from(n).unwrap_or(usize::MAX).min(len);
     out.array(n);
     if n == 0 {
-        return;
+        return 0;
     }
     let start = if front { 0 } else { len - 1 };
     for v in list.iter_from(start, front).take(n) {
         bulk_val(out, v);
     }
     list.delete_range(if front { 0 } else { len - n }, n);
+    n
 }
 
 /// LLEN key
@@ -322,7 +332,7 @@ fn lrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let removed = list.remove(count, &a[3]);
     if removed > 0 {
-        c.st.changed(CLASS, "lrem", db, &a[1]);
+        changed_n(c, "lrem", db, &a[1], removed);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(removed as i64);
@@ -335,8 +345,10 @@ fn ltrim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let stop = int_arg(&a[3])?;
     let db = c.cl.db;
     if let Some(list) = c.st.write::<Quicklist>(db, &a[1], c.now)? {
+        let before = list.len();
         list.trim(start, stop);
-        c.st.changed(CLASS, "ltrim", db, &a[1]);
+        let removed = before - list.len();
+        changed_n(c, "ltrim", db, &a[1], removed);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.ok();
@@ -471,8 +483,9 @@ fn move_one(c: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool) -> CmdRes
     } else {
         dl.push_back(&v);
     }
+    // One change in all for the dirty counter.
     c.st.changed(CLASS, push_event(to), db, dst);
-    c.st.changed(CLASS, pop_event(from), db, src);
+    changed_n(c, pop_event(from), db, src, 0);
     c.st.delete_if_empty(db, src);
     c.out.bulk(&v);
     Ok(())
@@ -586,8 +599,8 @@ fn mpop_from(c: &mut Ctx, keys: &[Bytes], front: bool, count: i64) -> Result<boo
         }
         c.out.array(2);
         c.out.bulk(k);
-        pop_many(c.out, list, front, count);
-        c.st.changed(CLASS, pop_event(front), db, k);
+        let n = pop_many(c.out, list, front, count);
+        changed_n(c, pop_event(front), db, k, n);
         c.st.delete_if_empty(db, k);
         return Ok(true);
     }
