@@ -458,11 +458,12 @@ fn rpoplpush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// if `src` is absent). `dst`'s type is checked before anything moves.
 fn move_one(c: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool) -> CmdResult {
     let (db, now, fill) = (c.cl.db, c.now, c.st.tun.list_fill);
-    if c.st.read::<Quicklist>(db, src, now)?.is_none() {
+    // Write lookups, as in Redis: no keyspace hit/miss statistics.
+    if c.st.write::<Quicklist>(db, src, now)?.is_none() {
         c.out.null();
         return Ok(());
     }
-    c.st.read::<Quicklist>(db, dst, now)?;
+    c.st.write::<Quicklist>(db, dst, now)?;
     let Some(list) = c.st.write::<Quicklist>(db, src, now)? else {
         c.out.null();
         return Ok(());
@@ -544,7 +545,7 @@ fn blmove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 fn bmove(c: &mut Ctx, a: &[Bytes], from: bool, to: bool, timeout: &[u8]) -> CmdResult {
     let deadline = timeout_arg(timeout, c.now)?;
-    if c.st.read::<Quicklist>(c.cl.db, &a[1], c.now)?.is_some() {
+    if c.st.write::<Quicklist>(c.cl.db, &a[1], c.now)?.is_some() {
         return move_one(c, &a[1], &a[2], from, to);
     }
     if c.may_block() {
