@@ -28,7 +28,7 @@ use crate::error::{CmdResult, Error, WRONGTYPE};
 use crate::state::State;
 use bytes::Bytes;
 use std::cmp::Ordering;
-use storage::{Quicklist, SortedSet, Value};
+use storage::{LpVal, Quicklist, SortedSet, Value};
 
 /// SORT's ACL categories include @list, @set and @sortedset; the stored
 /// result is a list.
@@ -244,6 +244,10 @@ fn lookup<R>(
 /// NaN): the number may be preceded by whitespace and must run to the end
 /// of the C string; an empty C string is 0.
 pub fn parse_score(b: &[u8]) -> Option<f64> {
+    // The common case, and exactly what strtod gives (both round to nearest).
+    if let Some(n) = storage::num::parse_i64(b) {
+        return Some(n as f64);
+    }
     let s = cstr(b);
     if s.is_empty() {
         return Some(0.0);
@@ -423,11 +427,32 @@ fn parse_hex(t: &[u8]) -> Option<f64> {
     in_range(v, nonzero)
 }
 
+/// A span of [`Arena`] bytes.
+type Span = (usize, usize);
+
+/// Bytes of many short strings in one buffer: one allocation per SORT
+/// rather than one per element.
+#[derive(Default)]
+struct Arena(Vec<u8>);
+
+impl Arena {
+    fn push(&mut self, b: &[u8]) -> Span {
+        let at = self.0.len();
+        self.0.extend_from_slice(b);
+        (at, b.len())
+    }
+
+    fn get(&self, (at, len): Span) -> &[u8] {
+        &self.0[at..at + len]
+    }
+}
+
+#[derive(Clone, Copy)]
 struct Item {
-    el: Vec<u8>,
+    el: Span,
     score: f64,
-    /// The BY value for ALPHA; `None` when its key is missing.
-    cmp: Option<Vec<u8>>,
+    /// The BY value for ALPHA (in the BY arena); `None` when missing.
+    cmp: Option<Span>,
 }
 
 fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
@@ -470,36 +495,39 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
         end = len - 1;
     }
 
-    let els = load(
+    let mut els = Arena::default();
+    let mut items: Vec<Item> = load(
         c.st.dbs[db].get(key),
         dontsort,
         o.desc,
         &mut start,
         &mut end,
-    );
-    let mut items: Vec<Item> = els
-        .into_iter()
-        .map(|el| Item {
-            el,
-            score: 0.0,
-            cmp: None,
-        })
-        .collect();
+        &mut els,
+    )
+    .into_iter()
+    .map(|el| Item {
+        el,
+        score: 0.0,
+        cmp: None,
+    })
+    .collect();
 
+    let mut by_vals = Arena::default();
     if !dontsort {
         let by = o.by.map(Pattern::compile);
         let mut conversion_error = false;
         let mut kbuf = Vec::new();
         for it in &mut items {
             let alpha = o.alpha;
+            let el = els.get(it.el);
             let (score, cmp) = match &by {
-                Some(p) => lookup(c.st, db, now, p, &it.el, &mut kbuf, |v| match v {
+                Some(p) => lookup(c.st, db, now, p, el, &mut kbuf, |v| match v {
                     None => (Some(0.0), None),
-                    Some(v) if alpha => (Some(0.0), Some(v.to_vec())),
+                    Some(v) if alpha => (Some(0.0), Some(by_vals.push(v))),
                     Some(v) => (parse_score(v), None),
                 }),
                 None if alpha => (Some(0.0), None),
-                None => (parse_score(&it.el), None),
+                None => (parse_score(el), None),
             };
             match score {
                 Some(s) => it.score = s,
@@ -513,8 +541,9 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
             ));
         }
         let (alpha, bypat, store, desc) = (o.alpha, by.is_some(), o.store.is_some(), o.desc);
+        let (els, by_vals) = (&els, &by_vals);
         let mut cmp = |x: &Item, y: &Item| {
-            let ord = compare(x, y, alpha, bypat, store);
+            let ord = compare(x, y, els, by_vals, alpha, bypat, store);
             if desc {
                 ord.reverse()
             } else {
@@ -529,30 +558,33 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
             if end >= start && start >= 0 {
                 pqsort(&mut items, start as usize, end as usize, &mut cmp);
             }
+        } else if !alpha {
+            // A total order (ties go by the bytes): any sort gives the same.
+            items.sort_unstable_by(cmp);
         } else {
             items.sort_by(cmp);
         }
     }
 
     let n = (end - start + 1).max(0) as usize;
-    let per = o.gets.len().max(1);
-    let outputlen = n * per;
     let range = if n == 0 {
         &items[..0]
     } else {
-        let s = start as usize;
-        &items[s.min(items.len())..(s + n).min(items.len())]
+        let s = (start.max(0) as usize).min(items.len());
+        &items[s..s.saturating_add(n).min(items.len())]
     };
+    let outputlen = range.len() * o.gets.len().max(1);
     let mut kbuf = Vec::new();
     let Some(dest) = o.store else {
         c.out.array(outputlen);
         for it in range {
+            let el = els.get(it.el);
             if o.gets.is_empty() {
-                c.out.bulk(&it.el);
+                c.out.bulk(el);
             }
             for g in &o.gets {
                 let out = &mut *c.out;
-                lookup(c.st, db, now, g, &it.el, &mut kbuf, |v| match v {
+                lookup(c.st, db, now, g, el, &mut kbuf, |v| match v {
                     Some(v) => out.bulk(v),
                     None => out.null(),
                 });
@@ -562,11 +594,12 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
     };
     let mut list = Quicklist::new(c.st.tun.list_fill);
     for it in range {
+        let el = els.get(it.el);
         if o.gets.is_empty() {
-            list.push_back(&it.el);
+            list.push_back(el);
         }
         for g in &o.gets {
-            lookup(c.st, db, now, g, &it.el, &mut kbuf, |v| {
+            lookup(c.st, db, now, g, el, &mut kbuf, |v| {
                 list.push_back(v.unwrap_or(b""))
             });
         }
@@ -593,8 +626,10 @@ fn load(
     desc: bool,
     start: &mut i64,
     end: &mut i64,
-) -> Vec<Vec<u8>> {
+    arena: &mut Arena,
+) -> Vec<Span> {
     let mut buf = itoa::Buffer::new();
+    let add = |e: LpVal| arena.push(e.bytes(&mut buf));
     let range = |start: &mut i64, end: &mut i64| {
         let n = (*end - *start + 1).max(0) as usize;
         let s = *start;
@@ -609,13 +644,10 @@ fn load(
             }
             let (s, n) = range(start, end);
             let from = if desc { l.len() - s - 1 } else { s };
-            l.iter_from(from, !desc)
-                .take(n)
-                .map(|e| e.bytes(&mut buf).to_vec())
-                .collect()
+            l.iter_from(from, !desc).take(n).map(add).collect()
         }
-        Some(Value::List(l)) => l.iter().map(|e| e.bytes(&mut buf).to_vec()).collect(),
-        Some(Value::Set(s)) => s.iter().map(|e| e.bytes(&mut buf).to_vec()).collect(),
+        Some(Value::List(l)) => l.iter().map(add).collect(),
+        Some(Value::Set(s)) => s.iter().map(add).collect(),
         Some(Value::ZSet(z)) if dontsort => {
             let len = z.len();
             let (s, n) = range(start, end);
@@ -628,16 +660,16 @@ fn load(
             } else {
                 z.entries(s, s + n, false)
             };
-            entries.into_iter().map(|(m, _)| m.to_vec()).collect()
+            entries.iter().map(|(m, _)| arena.push(m)).collect()
         }
-        Some(Value::ZSet(z)) => zset_members(z),
+        Some(Value::ZSet(z)) => zset_members(z, arena),
         _ => Vec::new(),
     }
 }
 
-fn zset_members(z: &SortedSet) -> Vec<Vec<u8>> {
+fn zset_members(z: &SortedSet, arena: &mut Arena) -> Vec<Span> {
     let mut v = Vec::with_capacity(z.len());
-    z.for_each(|m, _| v.push(m.to_vec()));
+    z.for_each(|m, _| v.push(arena.push(m)));
     v
 }
 
@@ -788,7 +820,15 @@ fn vecswap<T>(v: &mut [T], a: usize, b: usize, n: usize) {
 }
 
 /// Redis's comparison of two sort entries (before DESC is applied).
-fn compare(x: &Item, y: &Item, alpha: bool, by: bool, store: bool) -> Ordering {
+fn compare(
+    x: &Item,
+    y: &Item,
+    els: &Arena,
+    by_vals: &Arena,
+    alpha: bool,
+    by: bool,
+    store: bool,
+) -> Ordering {
     // strcoll in the C locale compares C strings byte-wise; STORE compares
     // whole binary strings so the stored list is deterministic.
     let text = |p: &[u8], q: &[u8]| {
@@ -802,16 +842,16 @@ fn compare(x: &Item, y: &Item, alpha: bool, by: bool, store: bool) -> Ordering {
         x.score
             .partial_cmp(&y.score)
             .unwrap_or(Ordering::Equal)
-            .then_with(|| x.el.cmp(&y.el))
+            .then_with(|| els.get(x.el).cmp(els.get(y.el)))
     } else if by {
-        match (&x.cmp, &y.cmp) {
+        match (x.cmp, y.cmp) {
             (None, None) => Ordering::Equal,
             (None, Some(_)) => Ordering::Less,
             (Some(_), None) => Ordering::Greater,
-            (Some(p), Some(q)) => text(p, q),
+            (Some(p), Some(q)) => text(by_vals.get(p), by_vals.get(q)),
         }
     } else {
-        text(&x.el, &y.el)
+        text(els.get(x.el), els.get(y.el))
     }
 }
 
