@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# cinnabar vs. the real redis-server on the data types (lists, sets,
+# hashes, sorted sets), side by side on this machine.
+#
+#   bench/types.sh                 # defaults: about 5-8 minutes on 2 cores
+#   bench/types.sh --quick         # smaller runs, under 2 minutes
+#   bench/types.sh --large-zsets 1000   # the full 1,000 x 100,000 dataset
+#                                  # (~10 GB RSS per server, several minutes)
+#
+# 1. Throughput: redis-benchmark -c 50 -n 100000 -r 100000 for LPUSH, RPOP,
+#    LRANGE_100, SADD, SPOP, HSET, ZADD, ZPOPMIN and the custom commands
+#    ZRANGEBYSCORE z 0 100 (1000-member z) and ZINTERSTORE of two
+#    100-member sets, at -P 1 and -P 16, cinnabar then Redis for each test;
+#    prints requests/s, the ratio cinnabar/Redis (> 1: cinnabar faster) and
+#    the geometric mean of the ratios per pipeline level.
+# 2. Memory: each dataset goes into a freshly started server (one server at
+#    a time, to halve the peak memory), loaded by `redis-cli --pipe` from
+#    bench/types_gen.py; prints VmRSS minus the empty server's VmRSS, and
+#    the ratio. Datasets: 100,000 hashes of 10 fields, 100,000 intsets of
+#    20 integers, 100,000 sorted sets of 10 members (all in their compact
+#    encodings), and large sorted sets of 100,000 members: 100 of them by
+#    default (the per-member cost is the same as with 1,000; --large-zsets
+#    sets the count, --large-members the size).
+# 3. Complexity: a sorted set of 10^4, 10^5 and 10^6 members m:<12 digits>;
+#    ZADD (score update of a random member), ZRANK of a random member and
+#    ZRANGE of one element at the middle rank (redis-benchmark cannot
+#    randomize an integer argument: __rand_int__ has leading zeros), with
+#    -P 16. Prints µs/op (1e6 / requests per second) and, when INFO
+#    commandstats is there, the server's own usec_per_call, then the growth
+#    from 10^4 to 10^6. log n alone gives 1.5x; cache misses on the larger
+#    sets add to it (Redis itself: ~2-3x); O(n) would be ~100x.
+#
+# Options: --quick, --large-zsets N, --large-members N, --skip-throughput,
+# --skip-memory, --skip-complexity.
+# Env: REDIS_SERVER (default redis-server), CINNABAR_BIN (default: release
+# build under $CARGO_TARGET_DIR or target/; set it to a redis-server to
+# check the script with Redis against itself), PORT_BASE (ports probed from
+# there; default random 20000-29999), CLIENTS (50), N (requests per test).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+
+QUICK=""
+LARGE_ZSETS=""
+LARGE_MEMBERS=""
+DO_THROUGHPUT=1
+DO_MEMORY=1
+DO_COMPLEXITY=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --large-zsets) LARGE_ZSETS=${2:?--large-zsets needs a count}; shift ;;
+    --large-members) LARGE_MEMBERS=${2:?--large-members needs a count}; shift ;;
+    --skip-throughput) DO_THROUGHPUT="" ;;
+    --skip-memory) DO_MEMORY="" ;;
+    --skip-complexity) DO_COMPLEXITY="" ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option: $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+for tool in "$REDIS_SERVER" redis-benchmark redis-cli awk python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y redis-server redis-tools python3)" >&2; exit 1; }
+done
+
+if [ -n "$QUICK" ]; then
+  N=${N:-20000}
+  SMALL_KEYS=20000
+  LARGE_ZSETS=${LARGE_ZSETS:-10}
+  CX_SIZES="10000 100000 1000000"
+  CX_N=20000
+else
+  N=${N:-100000}
+  SMALL_KEYS=100000
+  LARGE_ZSETS=${LARGE_ZSETS:-100}
+  CX_SIZES="10000 100000 1000000"
+  CX_N=200000
+fi
+LARGE_MEMBERS=${LARGE_MEMBERS:-100000}
+CLIENTS=${CLIENTS:-50}
+GEN="$ROOT/bench/types_gen.py"
+
+if [ -z "${CINNABAR_BIN:-}" ]; then
+  echo "building cinnabar-server (release)..." >&2
+  cargo build --release --quiet --bin cinnabar-server
+  target=${CARGO_TARGET_DIR:-$ROOT/target}
+  case "$target" in /*) ;; *) target="$ROOT/$target" ;; esac
+  CINNABAR_BIN="$target/release/cinnabar-server"
+fi
+[ -x "$CINNABAR_BIN" ] || { echo "no binary at $CINNABAR_BIN" >&2; exit 1; }
+REDIS_BIN=$(command -v "$REDIS_SERVER")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cinnabar-types.XXXXXX")
+PIDS=()
+# shellcheck disable=SC2317 # run by the trap
+cleanup() {
+  local p
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+NEXT_PORT=${PORT_BASE:-}
+# (Run in $(...): a port freed by a stopped server is probed again.)
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    if [ -n "$NEXT_PORT" ]; then
+      p=$NEXT_PORT
+      NEXT_PORT=$((NEXT_PORT + 1))
+    else
+      p=$((20000 + RANDOM % 10000))
+    fi
+    if ! port_busy "$p"; then echo "$p"; return 0; fi
+  done
+  echo "no free port" >&2
+  return 1
+}
+
+# The pid of the server started on a port.
+declare -A PORT_PID=()
+pid_of() { echo "${PORT_PID[$1]}"; }
+
+# start NAME BINARY -> sets START_PORT and START_PID
+start() {
+  local name=$1 bin=$2 port pid
+  mkdir -p "$WORK/$name"
+  for _ in 1 2 3; do
+    port=$(free_port)
+    (cd "$WORK/$name" && exec "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+      >"$WORK/$name/log" 2>&1) &
+    pid=$!
+    for _ in $(seq 1 200); do
+      if redis-cli -p "$port" PING 2>/dev/null | grep -q PONG; then
+        START_PORT=$port
+        START_PID=$pid
+        PIDS+=("$pid")
+        PORT_PID[$port]=$pid
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  echo "$name failed to start:" >&2
+  cat "$WORK/$name/log" >&2
+  return 1
+}
+
+# stop PID: ends a server started by start().
+stop() {
+  local pid=$1 p keep=()
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for p in "${PIDS[@]}"; do
+    [ "$p" != "$pid" ] && keep+=("$p")
+  done
+  PIDS=("${keep[@]:-}")
+}
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# Whether the server on PORT knows a command (an arity error means yes).
+knows() {
+  local out
+  out=$(redis-cli -p "$1" "$2" 2>&1 || true)
+  case "$out" in *"unknown command"*) return 1 ;; esac
+  return 0
+}
+
+# ratio A B: A/B with 3 decimals, or n/a.
+ratio() {
+  awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "n/a" }'
+}
+
+echo "cinnabar: $CINNABAR_BIN"
+echo "redis:    $REDIS_BIN ($("$REDIS_BIN" --version | awk '{print $3}'))"
+
+# ---------------------------------------------------------------- throughput
+# rps PORT PIPELINE LINE-PREFIX ARGS...: requests/s of the CSV line whose
+# test name starts with LINE-PREFIX (LRANGE_100 also reports its LPUSH
+# fill); an empty prefix takes the first line.
+rps() {
+  local port=$1 p=$2 prefix=$3
+  shift 3
+  { redis-benchmark -p "$port" -c "$CLIENTS" -n "$N" -r 100000 -P "$p" --csv "$@" 2>/dev/null || true; } |
+    awk -F'"' -v pre="$prefix" 'NR > 1 && $4 != "" && !done && index($2, pre) == 1 { print $4; done = 1 }'
+}
+
+throughput() {
+  local C R p label prefix cmd probe c r rat note port
+  start cinnabar "$CINNABAR_BIN"; C=$START_PORT
+  start redis "$REDIS_BIN"; R=$START_PORT
+  for port in "$C" "$R"; do
+    python3 "$GEN" custom | redis-cli -p "$port" --pipe >"$WORK/custom-$port.log" 2>&1 || true
+  done
+  RESULTS="$WORK/results"
+  : >"$RESULTS"
+  echo
+  echo "throughput: redis-benchmark -c $CLIENTS -n $N -r 100000"
+  printf '%-30s %3s %12s %12s %8s\n' test P cinnabar redis ratio
+  for p in 1 16; do
+    while IFS='|' read -r label prefix cmd probe; do
+      note=""
+      knows "$C" "$probe" || note=" ($probe not in cinnabar yet)"
+      c=""
+      r=""
+      if [ "$prefix" = "-" ]; then
+        # shellcheck disable=SC2086 # the command line splits into words
+        [ -z "$note" ] && c=$(rps "$C" "$p" "" $cmd)
+        # shellcheck disable=SC2086
+        r=$(rps "$R" "$p" "" $cmd)
+      else
+        [ -z "$note" ] && c=$(rps "$C" "$p" "$prefix" -t "$cmd")
+        r=$(rps "$R" "$p" "$prefix" -t "$cmd")
+      fi
+      rat=$(ratio "$c" "$r")
+      printf '%-30s %3s %12s %12s %8s%s\n' "$label" "$p" "${c:-n/a}" "${r:-n/a}" "$rat" "$note"
+      [ "$rat" != n/a ] && echo "$p $rat" >>"$RESULTS"
+    done <<'EOF'
+LPUSH|LPUSH|lpush|LPUSH
+RPOP|RPOP|rpop|RPOP
+LRANGE_100|LRANGE_100|lrange_100|LRANGE
+SADD|SADD|sadd|SADD
+SPOP|SPOP|spop|SPOP
+HSET|HSET|hset|HSET
+ZADD|ZADD|zadd|ZADD
+ZPOPMIN|ZPOPMIN|zpopmin|ZPOPMIN
+ZRANGEBYSCORE z 0 100|-|ZRANGEBYSCORE z 0 100|ZRANGEBYSCORE
+ZINTERSTORE zd 2 za zb|-|ZINTERSTORE zd 2 za zb|ZINTERSTORE
+EOF
+  done
+  echo
+  if [ -s "$RESULTS" ]; then
+    awk '{ s[$1] += log($2); n[$1]++ }
+         END { for (p in s) printf "geometric mean cinnabar/redis at -P %s: %.3f (%d tests)\n", p, exp(s[p] / n[p]), n[p] }' \
+      "$RESULTS" | sort -t' ' -k6n
+  else
+    echo "geometric mean: n/a (no test ran on both servers)"
+  fi
+  stop "$(pid_of "$C")"
+  stop "$(pid_of "$R")"
+}
+
+# -------------------------------------------------------------------- memory
+# load_one NAME BINARY DATASET ARGS...: loads a dataset into a fresh
+# server; sets LOAD_DELTA (kB), LOAD_KEYS, LOAD_ENC, LOAD_ERRS.
+load_one() {
+  local name=$1 bin=$2 ds=$3
+  shift 3
+  local port pid base after keys enc errs probe
+  start "$name" "$bin"
+  port=$START_PORT
+  pid=$START_PID
+  base=$(rss_kb "$pid")
+  python3 "$GEN" "$ds" "$@" | redis-cli -p "$port" --pipe >"$WORK/pipe-$name-$ds.log" 2>&1 || true
+  after=$(rss_kb "$pid")
+  errs=$(awk -F'[ ,]+' '/^errors:/ { print $2 }' "$WORK/pipe-$name-$ds.log")
+  keys=$(redis-cli -p "$port" DBSIZE 2>/dev/null || true)
+  case "$keys" in '' | *[!0-9]*) keys=n/a ;; esac
+  case "$ds" in
+    hashes) probe=h:0 ;;
+    intsets) probe=s:0 ;;
+    zsets) probe=z:0 ;;
+    bigzsets) probe=bz:0 ;;
+  esac
+  enc=$(redis-cli -p "$port" OBJECT ENCODING "$probe" 2>/dev/null || true)
+  case "$enc" in '' | *" "*) enc=n/a ;; esac
+  stop "$pid"
+  LOAD_DELTA=$((after - base))
+  LOAD_KEYS=$keys
+  LOAD_ENC=$enc
+  LOAD_ERRS=${errs:-?}
+}
+
+memory() {
+  local ds label args cd ck ce cerr rd rk re rerr note
+  echo
+  echo "memory: VmRSS growth over the empty server (kB), one fresh server per dataset"
+  printf '%-34s %10s %12s %12s %8s %s\n' dataset keys "cinnabar kB" "redis kB" ratio "encodings (cinnabar/redis)"
+  while IFS='|' read -r label ds args; do
+    # shellcheck disable=SC2086 # args are words
+    load_one cinnabar "$CINNABAR_BIN" "$ds" $args
+    cd=$LOAD_DELTA ck=$LOAD_KEYS ce=$LOAD_ENC cerr=$LOAD_ERRS
+    # shellcheck disable=SC2086
+    load_one redis "$REDIS_BIN" "$ds" $args
+    rd=$LOAD_DELTA rk=$LOAD_KEYS re=$LOAD_ENC rerr=$LOAD_ERRS
+    note=""
+    if [ "$cerr" != 0 ]; then
+      note=" (cinnabar: $cerr errors while loading)"
+      cd=n/a
+    fi
+    [ "$rerr" != 0 ] && note="$note (redis: $rerr errors while loading)"
+    [ "$ck" != "$rk" ] && note="$note (dbsize cinnabar $ck, redis $rk)"
+    printf '%-34s %10s %12s %12s %8s %s%s\n' "$label" "$rk" "$cd" "$rd" "$(ratio "$cd" "$rd")" "$ce/$re" "$note"
+  done <<EOF
+$SMALL_KEYS hashes x 10 fields|hashes|$SMALL_KEYS
+$SMALL_KEYS intsets x 20 ints|intsets|$SMALL_KEYS
+$SMALL_KEYS zsets x 10 members|zsets|$SMALL_KEYS
+$LARGE_ZSETS zsets x $LARGE_MEMBERS members|bigzsets|$LARGE_ZSETS $LARGE_MEMBERS
+EOF
+}
+
+# ---------------------------------------------------------------- complexity
+# usec_per_call PORT CMD: the server's own time per call, if it reports it.
+usec_per_call() {
+  redis-cli -p "$1" INFO commandstats 2>/dev/null |
+    awk -F'[:,=]' -v c="cmdstat_$2" '$1 == c { for (i = 2; i < NF; i++) if ($i == "usec_per_call") { printf "%.3f", $(i + 1); exit } }'
+}
+
+complexity() {
+  local C R n port cmd label c r cu ru first mid v u
+  start cinnabar "$CINNABAR_BIN"; C=$START_PORT
+  start redis "$REDIS_BIN"; R=$START_PORT
+  echo
+  echo "complexity: one sorted set of n members, redis-benchmark -c $CLIENTS -n $CX_N -P 16"
+  printf '%-9s %-8s %14s %14s %16s %16s\n' n command "cinnabar us/op" "redis us/op" "cinnabar usec/call" "redis usec/call"
+  for n in $CX_SIZES; do
+    for port in "$C" "$R"; do
+      redis-cli -p "$port" DEL cx:z >/dev/null 2>&1 || true
+      python3 "$GEN" cxzset cx:z "$n" | redis-cli -p "$port" --pipe >"$WORK/cx-$port-$n.log" 2>&1 || true
+    done
+    mid=$((n / 2))
+    while IFS='|' read -r label cmd; do
+      c=""
+      r=""
+      cu=""
+      ru=""
+      for port in "$C" "$R"; do
+        knows "$port" "$label" || continue
+        redis-cli -p "$port" CONFIG RESETSTAT >/dev/null 2>&1 || true
+        # shellcheck disable=SC2086 # the command line splits into words
+        v=$({ redis-benchmark -p "$port" -c "$CLIENTS" -n "$CX_N" -r "$n" -P 16 --csv $cmd 2>/dev/null || true; } |
+          awk -F'"' 'NR == 2 && $4 > 0 { printf "%.3f", 1e6 / $4 }')
+        u=$(usec_per_call "$port" "$(echo "$label" | tr '[:upper:]' '[:lower:]')")
+        if [ "$port" = "$C" ]; then c=$v; cu=$u; else r=$v; ru=$u; fi
+      done
+      printf '%-9s %-8s %14s %14s %16s %16s\n' "$n" "$label" "${c:-n/a}" "${r:-n/a}" "${cu:-n/a}" "${ru:-n/a}"
+      echo "$label $n ${c:-0} ${r:-0}" >>"$WORK/cx"
+    done <<EOF
+ZADD|ZADD cx:z __rand_int__ m:__rand_int__
+ZRANK|ZRANK cx:z m:__rand_int__
+ZRANGE|ZRANGE cx:z $mid $mid
+EOF
+  done
+  first=${CX_SIZES%% *}
+  echo
+  awk -v first="$first" '
+    { if (!($1 in lo) && $2 == first) { lo[$1] = $3; rlo[$1] = $4 } hi[$1] = $3; rhi[$1] = $4; last = $2 }
+    END {
+      for (k in hi) {
+        c = (lo[k] > 0 && hi[k] > 0) ? sprintf("%.2fx", hi[k] / lo[k]) : "n/a"
+        r = (rlo[k] > 0 && rhi[k] > 0) ? sprintf("%.2fx", rhi[k] / rlo[k]) : "n/a"
+        printf "growth of us/op from n=%s to n=%s: %-6s cinnabar %s, redis %s (O(n): ~%dx)\n", first, last, k, c, r, last / first
+      }
+    }' "$WORK/cx" | sort
+  stop "$(pid_of "$C")"
+  stop "$(pid_of "$R")"
+}
+
+[ -n "$DO_THROUGHPUT" ] && throughput
+[ -n "$DO_MEMORY" ] && memory
+[ -n "$DO_COMPLEXITY" ] && complexity
+exit 0
