@@ -11,7 +11,7 @@ use tracing::{info, warn};
 
 /// Binds every address of `bind` (a leading `-` marks one whose failure is
 /// ignored, as in Redis) on `port`.
-async fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
+fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
     let port = cfg.int("port") as u16;
     let mut out = Vec::new();
     for addr in cfg.str("bind").split_whitespace() {
@@ -29,7 +29,7 @@ async fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
         } else {
             format!("{host}:{port}")
         };
-        match TcpListener::bind(&sock).await {
+        match bind_one(&sock, cfg.int("tcp-backlog") as i32) {
             Ok(l) => out.push(l),
             Err(e) if optional => {
                 warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
@@ -45,11 +45,34 @@ async fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
     Ok(out)
 }
 
+/// A listening socket as Redis makes one: SO_REUSEADDR, `tcp-backlog`, and
+/// IPv6 sockets IPv6-only so `* ::*` can bind both families on one port.
+fn bind_one(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    use std::net::ToSocketAddrs;
+    // Host names resolve as in Redis (getaddrinfo); the first address is used.
+    let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{addr}: no address"),
+        )
+    })?;
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(true)?;
+    }
+    sock.set_reuse_address(true)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(backlog.max(1))?;
+    TcpListener::from_std(sock.into())
+}
+
 pub async fn run(cfg: Config) -> std::io::Result<()> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
-    let listeners = listen(&cfg).await?;
+    let listeners = listen(&cfg)?;
     let shared = Arc::new(Shared {
         state: Mutex::new(State::new(cfg)),
         shutdown: Notify::new(),
