@@ -11,7 +11,7 @@ use tracing::{info, warn};
 
 /// Binds every address of `bind` (a leading `-` marks one whose failure is
 /// ignored, as in Redis) on `port`.
-fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
+pub fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
     let port = cfg.int("port") as u16;
     let mut out = Vec::new();
     for addr in cfg.str("bind").split_whitespace() {
@@ -85,22 +85,11 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
             let _ = std::fs::write(&pidfile, format!("{}\n", std::process::id()));
         }
     }
-    for l in listeners {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            loop {
-                match l.accept().await {
-                    Ok((sock, peer)) => {
-                        let local = sock.local_addr().unwrap_or(peer);
-                        tokio::spawn(crate::conn::serve(shared.clone(), sock, peer, local));
-                    }
-                    Err(e) => {
-                        warn!("Accepting client connection: {e}");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        });
+    {
+        let tasks = spawn_accept(&shared, listeners);
+        let mut st = shared.state.lock();
+        st.accept_tasks = tasks;
+        st.shared = Arc::downgrade(&shared);
     }
     tokio::spawn(cron(shared.clone()));
     let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
@@ -121,6 +110,35 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     info!("Redis is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// One accept loop per listener; the handles let CONFIG SET port/bind stop
+/// them once new listeners are up.
+pub fn spawn_accept(
+    shared: &Arc<Shared>,
+    listeners: Vec<TcpListener>,
+) -> Vec<tokio::task::AbortHandle> {
+    listeners
+        .into_iter()
+        .map(|l| {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                loop {
+                    match l.accept().await {
+                        Ok((sock, peer)) => {
+                            let local = sock.local_addr().unwrap_or(peer);
+                            tokio::spawn(crate::conn::serve(shared.clone(), sock, peer, local));
+                        }
+                        Err(e) => {
+                            warn!("Accepting client connection: {e}");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+            })
+            .abort_handle()
+        })
+        .collect()
 }
 
 /// Housekeeping `hz` times a second: active expiry, incremental rehashing,

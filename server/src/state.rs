@@ -229,6 +229,10 @@ pub struct State {
     pub clock_base: (Instant, i64),
     /// When the last command ended (or the running batch started).
     pub last_tick: Instant,
+    /// The accept loops, replaced when CONFIG SET changes port or bind.
+    pub accept_tasks: Vec<tokio::task::AbortHandle>,
+    /// The state's owner, for commands that start tasks (rebinding).
+    pub shared: std::sync::Weak<Shared>,
     pub run_id: String,
     pub slowlog: VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -280,6 +284,8 @@ impl State {
             start_ms: now_ms(),
             clock_base: (Instant::now(), now_ms()),
             last_tick: Instant::now(),
+            accept_tasks: Vec::new(),
+            shared: std::sync::Weak::new(),
             run_id,
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,

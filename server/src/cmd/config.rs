@@ -125,8 +125,41 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             return Err(set_failed(name, &e));
         }
     }
+    if let Some((opt, name, _)) = opts
+        .iter()
+        .find(|(o, _, _)| matches!(o.name, "port" | "bind"))
+    {
+        if let Err(e) = rebind(c) {
+            tracing::warn!("CONFIG SET {}: {e}", opt.name);
+            c.st.cfg = backup;
+            c.st.apply_config();
+            let why = if opt.name == "port" {
+                "Unable to listen on this port. Check server logs."
+            } else {
+                "Failed to bind to specified addresses."
+            };
+            return Err(set_failed(name, why));
+        }
+    }
     c.st.apply_config();
     c.out.ok();
+    Ok(())
+}
+
+/// Listens on the new port/bind, then stops the old accept loops. The new
+/// sockets are bound while the old ones still are, so a new address that
+/// overlaps an old one on the same port fails (Redis closes first).
+fn rebind(c: &mut Ctx) -> std::io::Result<()> {
+    let listeners = crate::server::listen(&c.st.cfg)?;
+    let shared =
+        c.st.shared
+            .upgrade()
+            .ok_or(std::io::ErrorKind::NotConnected)?;
+    let tasks = crate::server::spawn_accept(&shared, listeners);
+    for t in std::mem::replace(&mut c.st.accept_tasks, tasks) {
+        t.abort();
+    }
+    c.st.tcp_port = c.st.cfg.int("port") as u16;
     Ok(())
 }
 
