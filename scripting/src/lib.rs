@@ -5,3 +5,4 @@
 //! storage: `redis.call` goes through a callback into the server's dispatcher,
 //! so scripts see exactly the command semantics clients see. It is empty until
 //! the scripting issue lands.
+pub mod libs;
