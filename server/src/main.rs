@@ -56,8 +56,8 @@ fn init_logging(cfg: &Config) {
     };
     let b = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_target(false)
-        .with_ansi(false);
+        .with_ansi(false)
+        .event_format(cinnabar_server::log::RedisFormat);
     let file = cfg.str("logfile");
     if file.is_empty() {
         b.init();

@@ -1,0 +1,85 @@
+//! Log lines in Redis's format, so tools that read Redis logs read ours:
+//! `pid:M 21 Nov 2026 07:11:01.944 * Ready to accept connections`, with
+//! the level marks `.` debug, `-` verbose, `*` notice, `#` warning.
+
+use std::fmt;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+pub struct RedisFormat;
+
+impl<S, N> FormatEvent<S, N> for RedisFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let mark = match *event.metadata().level() {
+            Level::TRACE => '.',
+            Level::DEBUG => '-',
+            Level::INFO => '*',
+            _ => '#',
+        };
+        write!(
+            w,
+            "{}:M {} {} ",
+            std::process::id(),
+            timestamp(crate::state::now_ms()),
+            mark
+        )?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+/// `21 Nov 2026 07:11:01.944` (UTC) from unix ms.
+pub fn timestamp(ms: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{:02} {} {} {:02}:{:02}:{:02}.{:03}",
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps() {
+        assert_eq!(super::timestamp(0), "01 Jan 1970 00:00:00.000");
+        assert_eq!(
+            super::timestamp(1_795_238_461_944),
+            "21 Nov 2026 05:21:01.944"
+        );
+        assert_eq!(
+            super::timestamp(951_782_400_000),
+            "29 Feb 2000 00:00:00.000"
+        );
+    }
+}
