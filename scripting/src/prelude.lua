@@ -90,6 +90,11 @@ loading.register_function = function(a, b)
       fl[#fl + 1] = f
     end
   end
+  for _, p in ipairs(pending) do
+    if p.name == name then
+      error({ err = "ERR Function already exists in the library" })
+    end
+  end
   local ok, e = R.check_function(name, fl)
   if not ok then error({ err = e }) end
   pending[#pending + 1] = { name = name, fn = fn, flags = fl, desc = desc }
@@ -150,7 +155,8 @@ end
 
 setmetatable(loading, { __index = missing, __newindex = readonly, __metatable = false })
 
-local env_mt = { __index = G, __newindex = readonly, __metatable = false }
+-- getmetatable(_G) is a table in Redis; a stand-in keeps the real one out of reach.
+local env_mt = { __index = G, __newindex = readonly, __metatable = {} }
 local env = setmetatable({}, env_mt)
 real[env] = G
 real[redis_proxy] = full
