@@ -30,23 +30,48 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         use std::os::fd::AsRawFd;
         sock.as_raw_fd()
     };
-    let admitted = {
-        let mut st = shared.state.lock();
-        st.stats.total_connections += 1;
-        if st.clients.len() >= st.tun.maxclients {
-            st.stats.rejected_connections += 1;
-            Err("-ERR max number of clients reached\r\n")
-        } else if st.tun.protected_mode && st.tun.requirepass.is_none() && !peer.ip().is_loopback()
-        {
-            Err(DENIED)
-        } else {
-            let id = st.next_client_id;
-            st.next_client_id += 1;
-            let authed = st.tun.requirepass.is_none();
-            let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
-            let wake = c.wake.clone();
-            st.clients.insert(id, c);
-            Ok((id, wake, st.tun.max_bulk, st.tun.timeout_s, authed))
+    let mut inbuf = BytesMut::with_capacity(16 * 1024);
+    let mut out = ReplyBuf::new(false);
+    // A script past busy-reply-threshold holds the lock: a new connection
+    // is still served, with -BUSY (or SCRIPT KILL), until it ends.
+    let admitted = loop {
+        if let Some(mut st) = shared.lock_or_busy().await {
+            break {
+                st.stats.total_connections += 1;
+                if st.clients.len() >= st.tun.maxclients {
+                    st.stats.rejected_connections += 1;
+                    Err("-ERR max number of clients reached\r\n")
+                } else if st.tun.protected_mode
+                    && st.tun.requirepass.is_none()
+                    && !peer.ip().is_loopback()
+                {
+                    Err(DENIED)
+                } else {
+                    let id = st.next_client_id;
+                    st.next_client_id += 1;
+                    let authed = st.tun.requirepass.is_none();
+                    let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
+                    let wake = c.wake.clone();
+                    st.clients.insert(id, c);
+                    Ok((id, wake, st.tun.max_bulk, st.tun.timeout_s, authed))
+                }
+            };
+        }
+        let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
+        let mut batch = Vec::new();
+        while let Ok(Some(args)) = dec.decode(&mut inbuf) {
+            batch.push(args);
+        }
+        busy_replies(&shared, &mut batch, &mut out);
+        if !out.is_empty() {
+            if sock.write_all(&out.buf).await.is_err() {
+                return;
+            }
+            out.buf.clear();
+        }
+        tokio::select! {
+            r = sock.read_buf(&mut inbuf) => if matches!(r, Ok(0) | Err(_)) { return },
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
     };
     let (id, wake, max_bulk, timeout_s, authenticated) = match admitted {
@@ -57,8 +82,6 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         }
     };
 
-    let mut inbuf = BytesMut::with_capacity(16 * 1024);
-    let mut out = ReplyBuf::new(false);
     let mut dec = Decoder::new(max_bulk);
     dec.unauthenticated = !authenticated;
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
@@ -117,8 +140,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 Event::Wake => {}
             }
         }
-        let close = {
-            let mut guard = shared.state.lock();
+        let guard = shared.lock_or_busy().await;
+        let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
             st.last_tick = std::time::Instant::now();
             let Some(mut cl) = st.clients.remove(&id) else {
@@ -173,6 +196,11 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             let close = cl.close_after_reply;
             st.clients.insert(id, cl);
             close
+        } else {
+            if blocked.is_none() {
+                busy_replies(&shared, &mut batch, &mut out);
+            }
+            false
         };
         if !out.is_empty() {
             if sock.write_all(&out.buf).await.is_err() {
@@ -187,7 +215,43 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             break;
         }
     }
-    shared.state.lock().remove_client(id);
+    // Not a blocking lock(): a busy script may hold it for long.
+    loop {
+        if let Some(mut st) = shared.state.try_lock_for(Duration::from_millis(2)) {
+            st.remove_client(id);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL
+/// act on it, SHUTDOWN NOSAVE exits, anything else is refused with -BUSY.
+fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf) {
+    use crate::cmd::scripting::{busy_error, kill_running};
+    let run = &shared.script;
+    for args in batch.drain(..) {
+        let is = |i: usize, w: &str| {
+            args.get(i)
+                .is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
+        };
+        let r = if args.len() == 2 && is(0, "script") && is(1, "kill") {
+            kill_running(run, false)
+        } else if args.len() == 2 && is(0, "function") && is(1, "kill") {
+            kill_running(run, true)
+        } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
+            tracing::warn!("User requested shutdown while a script was busy, exiting now.");
+            std::process::exit(0);
+        } else {
+            Err(busy_error(
+                run.function.load(std::sync::atomic::Ordering::Relaxed),
+            ))
+        };
+        match r {
+            Ok(()) => out.ok(),
+            Err(e) => out.error(e),
+        }
+    }
 }
 
 enum Event {

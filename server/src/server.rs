@@ -2,11 +2,9 @@
 
 use crate::config::Config;
 use crate::state::{now_ms, Shared, State};
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use tracing::{info, warn};
 
 /// Binds every address of `bind` (a leading `-` marks one whose failure is
@@ -73,10 +71,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         warn!("{w}");
     }
     let listeners = listen(&cfg)?;
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State::new(cfg)),
-        shutdown: Notify::new(),
-    });
+    let shared = Arc::new(Shared::new(State::new(cfg)));
     {
         let mut st = shared.state.lock();
         st.tcp_port = st.cfg.int("port") as u16;
@@ -145,9 +140,16 @@ pub fn spawn_accept(
 /// statistics samples, the end of CLIENT PAUSE.
 async fn cron(shared: Arc<Shared>) {
     loop {
-        let hz = shared.state.lock().tun.hz;
+        // Never a blocking lock(): a long script holds it, and a blocked
+        // worker would strand the tasks queued on it.
+        let Some(hz) = shared.lock_or_busy().await.map(|st| st.tun.hz) else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
         tokio::time::sleep(Duration::from_millis((1000 / hz) as u64)).await;
-        let mut st = shared.state.lock();
+        let Some(mut st) = shared.lock_or_busy().await else {
+            continue;
+        };
         let now = now_ms();
         st.clock_base = (std::time::Instant::now(), now);
         if st.active_expire {

@@ -260,6 +260,11 @@ pub struct State {
     /// Highest memory use INFO has seen, and the use at start-up.
     pub peak_memory: u64,
     pub startup_memory: u64,
+    /// The Lua interpreter, created on first use; taken out while a
+    /// script runs.
+    pub engine: Option<scripting::Engine>,
+    /// The running script's state, shared with connection tasks (`Shared::script`).
+    pub script_run: Arc<scripting::RunFlags>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -305,6 +310,8 @@ impl State {
             replid: random_hex40(),
             peak_memory: 0,
             startup_memory: crate::cmd::server::rss_bytes(),
+            engine: None,
+            script_run: Arc::default(),
         };
         st.apply_config();
         st
@@ -432,4 +439,34 @@ pub struct Shared {
     pub state: Mutex<State>,
     /// Notified when SHUTDOWN was requested.
     pub shutdown: Notify,
+    /// The same flags as `State::script_run`, read without the lock: while
+    /// a script runs past `busy-reply-threshold` the lock stays held and
+    /// connections answer -BUSY instead of waiting.
+    pub script: Arc<scripting::RunFlags>,
+}
+
+impl Shared {
+    pub fn new(st: State) -> Shared {
+        Shared {
+            script: st.script_run.clone(),
+            state: Mutex::new(st),
+            shutdown: Notify::new(),
+        }
+    }
+
+    /// The state lock, or `None` once a script has been running past
+    /// `busy-reply-threshold` (the script holds the lock meanwhile). Waits
+    /// in short blocking slices so a busy script is noticed.
+    pub async fn lock_or_busy(&self) -> Option<parking_lot::MutexGuard<'_, State>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        loop {
+            if let Some(g) = self.state.try_lock_for(std::time::Duration::from_millis(2)) {
+                return Some(g);
+            }
+            if self.script.busy.load(Relaxed) {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
 }

@@ -1,0 +1,1017 @@
+//! The Lua interpreter behind EVAL and FUNCTION: one state per server,
+//! reused by every script.
+//!
+//! Scripts are compiled once and kept by SHA1; libraries keep their
+//! registered functions. All user code runs in one read-only environment
+//! (`prelude.lua`): reading a missing global or writing any global fails as
+//! in Redis 7.0, and library tables are read-only views. Commands reach the
+//! server through a [`Host`] given per run, which answers with the RESP bytes
+//! of the reply; they are turned into Lua values, and the script's result
+//! into a reply, by Redis's documented conversion rules.
+
+use bytes::Bytes;
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState,
+};
+use protocol::{format_double, parse_reply, Frame, ReplyBuf};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Script and function flags (shebang `flags=` and `register_function`).
+pub mod flags {
+    pub const NO_WRITES: u32 = 1;
+    pub const ALLOW_OOM: u32 = 2;
+    pub const ALLOW_STALE: u32 = 4;
+    pub const NO_CLUSTER: u32 = 8;
+    pub const ALLOW_CROSS_SLOT: u32 = 16;
+    /// An EVAL script without a shebang: the pre-7.0 rules apply.
+    pub const EVAL_COMPAT: u32 = 32;
+    pub const NAMES: &[(u32, &str)] = &[
+        (NO_WRITES, "no-writes"),
+        (ALLOW_OOM, "allow-oom"),
+        (ALLOW_STALE, "allow-stale"),
+        (NO_CLUSTER, "no-cluster"),
+        (ALLOW_CROSS_SLOT, "allow-cross-slot-keys"),
+    ];
+
+    pub fn parse(name: &str) -> Option<u32> {
+        NAMES.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+    }
+}
+
+/// What other connections must know about the running script without
+/// taking the state lock (busy replies, SCRIPT KILL).
+#[derive(Default, Debug)]
+pub struct RunFlags {
+    pub running: AtomicBool,
+    /// Running longer than `busy-reply-threshold`: others get -BUSY.
+    pub busy: AtomicBool,
+    /// The running script is a function (FCALL), not EVAL.
+    pub function: AtomicBool,
+    pub kill: AtomicBool,
+    /// The running script has written: it cannot be killed.
+    pub wrote: AtomicBool,
+    pub start_ms: AtomicI64,
+    pub threshold_ms: AtomicI64,
+}
+
+pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// The server side of `redis.call`.
+pub trait Host {
+    /// Runs a command for the script and returns its reply's RESP bytes
+    /// (error replies included), in RESP3 if `resp3`.
+    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> Vec<u8>;
+}
+
+struct Script {
+    func: RegistryKey,
+    flags: u32,
+}
+
+pub struct FunctionDef {
+    pub name: String,
+    pub library: String,
+    pub description: Option<Bytes>,
+    pub flags: u32,
+    func: RegistryKey,
+}
+
+pub struct Library {
+    pub name: String,
+    pub code: Bytes,
+    /// Names of its functions, in registration order.
+    pub functions: Vec<String>,
+}
+
+pub struct Engine {
+    lua: Lua,
+    api: Table,
+    pub run: Arc<RunFlags>,
+    resp3: Arc<AtomicBool>,
+    scripts: HashMap<String, Script>,
+    pub libraries: BTreeMap<String, Library>,
+    pub functions: HashMap<String, FunctionDef>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub fn sha1_hex(b: &[u8]) -> String {
+    sha1_smol::Sha1::from(b).digest().to_string()
+}
+
+type Ret = (bool, Value);
+
+/// An error a Rust function raises into the script, its text as Redis
+/// shows it.
+#[derive(Debug)]
+struct Raised(String);
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Raised {}
+
+fn raise(msg: impl Into<String>) -> mlua::Error {
+    mlua::Error::external(Raised(msg.into()))
+}
+
+fn fail(_: &Lua, msg: &str) -> mlua::Result<Value> {
+    Err(raise(msg))
+}
+
+fn err_table(lua: &Lua, msg: &[u8]) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(msg)?)?;
+    Ok(Value::Table(t))
+}
+
+/// The message of an error raised by Rust code (SCRIPT KILL, a library).
+fn host_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => host_error_text(cause),
+        mlua::Error::RuntimeError(s) if s.starts_with("ERR ") => s.clone(),
+        mlua::Error::RuntimeError(s) => format!("ERR {s}"),
+        mlua::Error::ExternalError(x) => match x.downcast_ref::<Raised>() {
+            Some(r) => r.0.clone(),
+            None => format!("ERR {x}"),
+        },
+        other => format!("ERR {other}"),
+    }
+}
+
+fn valid_name(n: &[u8]) -> bool {
+    !n.is_empty() && n.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+const BAD_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+impl Engine {
+    pub fn new(run: Arc<RunFlags>) -> mlua::Result<Engine> {
+        let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH;
+        // SAFETY: `debug` is loaded for the error handler only; the prelude
+        // keeps it in a local and removes it from the globals.
+        let lua = unsafe { Lua::unsafe_new_with(libs | StdLib::DEBUG, LuaOptions::default()) };
+        crate::libs::register_all(&lua)?;
+        let g = lua.globals();
+        let dbg: Value = g.raw_get("debug")?;
+        // Exactly the globals Redis 7.0.15 leaves to scripts.
+        const KEEP: &[&str] = &[
+            "_G",
+            "_VERSION",
+            "assert",
+            "bit",
+            "cjson",
+            "cmsgpack",
+            "collectgarbage",
+            "coroutine",
+            "error",
+            "gcinfo",
+            "getmetatable",
+            "ipairs",
+            "load",
+            "loadstring",
+            "math",
+            "next",
+            "pairs",
+            "pcall",
+            "rawequal",
+            "rawget",
+            "rawset",
+            "select",
+            "setmetatable",
+            "string",
+            "struct",
+            "table",
+            "tonumber",
+            "tostring",
+            "type",
+            "unpack",
+            "xpcall",
+        ];
+        let names: Vec<String> = g
+            .pairs::<String, Value>()
+            .filter_map(|r| r.ok().map(|(k, _)| k))
+            .collect();
+        for n in names {
+            if !KEEP.contains(&n.as_str()) {
+                g.raw_set(n, Value::Nil)?;
+            }
+        }
+        let resp3 = Arc::new(AtomicBool::new(false));
+        let r = lua.create_table()?;
+        r.raw_set("helpers", helpers(&lua, &resp3)?)?;
+        r.raw_set("consts", consts(&lua)?)?;
+        r.raw_set(
+            "error_reply",
+            lua.create_function(|lua, v: MultiValue| {
+                let s = match (v.len(), v.front()) {
+                    (1, Some(Value::String(s))) => s.as_bytes().to_vec(),
+                    _ => return err_table(lua, b"ERR wrong number or type of arguments"),
+                };
+                let s = s.strip_prefix(b"-").unwrap_or(&s);
+                if s.contains(&b' ') {
+                    err_table(lua, s)
+                } else {
+                    err_table(lua, &[b"ERR ", s].concat())
+                }
+            })?,
+        )?;
+        r.raw_set(
+            "status_reply",
+            lua.create_function(|lua, v: MultiValue| match (v.len(), v.front()) {
+                (1, Some(Value::String(s))) => {
+                    let t = lua.create_table()?;
+                    t.raw_set("ok", s.clone())?;
+                    Ok(Value::Table(t))
+                }
+                _ => err_table(lua, b"ERR wrong number or type of arguments"),
+            })?,
+        )?;
+        r.raw_set(
+            "is_host_error",
+            lua.create_function(|_, v: Value| Ok(matches!(v, Value::Error(_))))?,
+        )?;
+        r.raw_set(
+            "is_kill",
+            lua.create_function(|_, v: Value| {
+                Ok(matches!(&v, Value::Error(e) if host_error_text(e) == KILLED))
+            })?,
+        )?;
+        r.raw_set(
+            "host_error",
+            lua.create_function(|_, v: Value| {
+                Ok(match v {
+                    Value::Error(e) => host_error_text(&e),
+                    _ => "ERR unknown error".to_string(),
+                })
+            })?,
+        )?;
+        r.raw_set(
+            "check_function",
+            lua.create_function(|lua, (name, fl): (mlua::String, Table)| {
+                if !valid_name(&name.as_bytes()) {
+                    return Ok((false, Value::String(lua.create_string(BAD_NAME)?)));
+                }
+                for f in fl.sequence_values::<mlua::String>() {
+                    if flags::parse(&f?.to_str()?).is_none() {
+                        let m = lua.create_string("ERR unknown flag given")?;
+                        return Ok((false, Value::String(m)));
+                    }
+                }
+                Ok::<Ret, mlua::Error>((true, Value::Nil))
+            })?,
+        )?;
+        let api: Table = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=cinnabar")
+            .call((g.clone(), dbg, r.clone()))?;
+        let hook_run = run.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(10_000),
+            move |_, _| {
+                let f = &hook_run;
+                if f.kill.load(Relaxed) {
+                    return Err(raise(KILLED));
+                }
+                if f.running.load(Relaxed)
+                    && !f.busy.load(Relaxed)
+                    && now_ms() - f.start_ms.load(Relaxed) >= f.threshold_ms.load(Relaxed)
+                {
+                    f.busy.store(true, Relaxed);
+                }
+                Ok(VmState::Continue)
+            },
+        );
+        Ok(Engine {
+            lua,
+            api,
+            run,
+            resp3,
+            scripts: HashMap::new(),
+            libraries: BTreeMap::new(),
+            functions: HashMap::new(),
+        })
+    }
+
+    /// Compiles `body` unless cached; its SHA1 and flags, or the error.
+    pub fn load_script(&mut self, body: &[u8]) -> Result<(String, u32), String> {
+        let sha = sha1_hex(body);
+        if let Some(s) = self.scripts.get(&sha) {
+            return Ok((sha, s.flags));
+        }
+        let (fl, src) = parse_eval_shebang(body)?;
+        let env: Table = self.api.raw_get("env").map_err(|e| e.to_string())?;
+        let func = self
+            .lua
+            .load(&src[..])
+            .set_name("@user_script")
+            .set_environment(env)
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling script (new function): {}", syntax(&e)))?;
+        let key = self
+            .lua
+            .create_registry_value(func)
+            .map_err(|e| e.to_string())?;
+        self.scripts.insert(
+            sha.clone(),
+            Script {
+                func: key,
+                flags: fl,
+            },
+        );
+        Ok((sha, fl))
+    }
+
+    /// The flags of a cached script (`sha` in lower case).
+    pub fn script_flags(&self, sha: &str) -> Option<u32> {
+        self.scripts.get(sha).map(|s| s.flags)
+    }
+
+    pub fn has_script(&self, sha: &str) -> bool {
+        self.scripts.contains_key(sha)
+    }
+
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        self.lua.expire_registry_values();
+        let _ = self.lua.gc_collect();
+    }
+
+    /// Runs the cached script `sha` with KEYS and ARGV; the reply goes to
+    /// `out`, an error (already in Redis's form) is returned.
+    pub fn run_script(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        threshold_ms: i64,
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+    ) -> Result<(), String> {
+        let Some(s) = self.scripts.get(sha) else {
+            return Err("NOSCRIPT No matching script. Please use EVAL.".into());
+        };
+        let func: Function = self
+            .lua
+            .registry_value(&s.func)
+            .map_err(|e| e.to_string())?;
+        let set_args: Function = self.api.raw_get("set_args").map_err(|e| e.to_string())?;
+        let k = self.strings(keys).map_err(|e| e.to_string())?;
+        let a = self.strings(argv).map_err(|e| e.to_string())?;
+        set_args.call::<()>((k, a)).map_err(|e| e.to_string())?;
+        let r = self.invoke(func, None, sha, false, threshold_ms, host, out);
+        let _ = set_args.call::<()>((Value::Nil, Value::Nil));
+        r
+    }
+
+    /// FCALL: runs function `name` with its keys and arguments.
+    pub fn call_function(
+        &mut self,
+        name: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        threshold_ms: i64,
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+    ) -> Result<(), String> {
+        let Some(f) = self.functions.get(name) else {
+            return Err("ERR Function not found".into());
+        };
+        let func: Function = self
+            .lua
+            .registry_value(&f.func)
+            .map_err(|e| e.to_string())?;
+        let k = self.strings(keys).map_err(|e| e.to_string())?;
+        let a = self.strings(argv).map_err(|e| e.to_string())?;
+        self.invoke(func, Some((k, a)), name, true, threshold_ms, host, out)
+    }
+
+    fn strings(&self, v: &[Bytes]) -> mlua::Result<Table> {
+        let t = self.lua.create_table_with_capacity(v.len(), 0)?;
+        for (i, b) in v.iter().enumerate() {
+            t.raw_set(i + 1, self.lua.create_string(b)?)?;
+        }
+        Ok(t)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn invoke(
+        &mut self,
+        func: Function,
+        fargs: Option<(Table, Table)>,
+        name: &str,
+        is_function: bool,
+        threshold_ms: i64,
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+    ) -> Result<(), String> {
+        let run = self.run.clone();
+        run.kill.store(false, Relaxed);
+        run.wrote.store(false, Relaxed);
+        run.busy.store(false, Relaxed);
+        run.function.store(is_function, Relaxed);
+        run.threshold_ms.store(threshold_ms, Relaxed);
+        run.start_ms.store(now_ms(), Relaxed);
+        run.running.store(true, Relaxed);
+        self.resp3.store(false, Relaxed);
+        let runner: Function = self.api.raw_get("run").map_err(|e| e.to_string())?;
+        let resp3 = self.resp3.clone();
+        let full: Table = self.api.raw_get("full").map_err(|e| e.to_string())?;
+        let not_running: Function = self.api.raw_get("not_running").map_err(|e| e.to_string())?;
+        let host = std::cell::RefCell::new(host);
+        let result = self.lua.scope(|scope| {
+            let r3 = resp3.clone();
+            let host = &host;
+            let call = scope.create_function(move |lua, args: MultiValue| {
+                let mut h = host.try_borrow_mut().map_err(|_| raise("ERR busy"))?;
+                match command(lua, args, r3.load(Relaxed), &mut **h)? {
+                    (true, v) => Ok(v),
+                    (false, Value::Table(t)) => Err(raise(
+                        t.raw_get::<mlua::String>("err")
+                            .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
+                            .unwrap_or_default(),
+                    )),
+                    (false, v) => Ok(v),
+                }
+            })?;
+            let pcall = scope.create_function(move |lua, args: MultiValue| {
+                let mut h = host.try_borrow_mut().map_err(|_| raise("ERR busy"))?;
+                Ok(command(lua, args, resp3.load(Relaxed), &mut **h)?.1)
+            })?;
+            full.raw_set("call", call)?;
+            full.raw_set("pcall", pcall)?;
+            let res = match fargs {
+                Some((k, a)) => runner.call::<MultiValue>((func, k, a)),
+                None => runner.call::<MultiValue>(func),
+            };
+            full.raw_set("call", not_running.clone())?;
+            full.raw_set("pcall", not_running.clone())?;
+            let res = res?;
+            let mut it = res.into_iter();
+            let ok = matches!(it.next(), Some(Value::Boolean(true)));
+            let v = it.next().unwrap_or(Value::Nil);
+            if ok {
+                write_reply(&v, out, self.resp3.load(Relaxed), 0);
+                Ok(None)
+            } else {
+                Ok(Some(error_text(&v, name)))
+            }
+        });
+        run.running.store(false, Relaxed);
+        run.busy.store(false, Relaxed);
+        run.kill.store(false, Relaxed);
+        match result {
+            Ok(None) => Ok(()),
+            Ok(Some(e)) => Err(e),
+            Err(e) => Err(host_error_text(&e)),
+        }
+    }
+
+    /// FUNCTION LOAD: the library's name, or the error.
+    pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, String> {
+        let (name, src) = parse_library_shebang(code)?;
+        if self.libraries.contains_key(&name) && !replace {
+            return Err(format!("ERR Library '{name}' already exists"));
+        }
+        let env: Table = self.api.raw_get("env").map_err(|e| e.to_string())?;
+        let func = self
+            .lua
+            .load(&src[..])
+            .set_name("@user_function")
+            .set_environment(env)
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling function: {}", syntax(&e)))?;
+        let loader: Function = self.api.raw_get("load").map_err(|e| e.to_string())?;
+        let (ok, v): (bool, Value) = loader.call(func).map_err(|e| host_error_text(&e))?;
+        let Value::Table(t) = v else {
+            return Err("ERR Error registering functions".into());
+        };
+        if !ok {
+            let msg: String = t.raw_get("err").unwrap_or_default();
+            return Err(format!("ERR Error registering functions: {msg}"));
+        }
+        let mut defs = Vec::new();
+        for reg in t.sequence_values::<Table>() {
+            let reg = reg.map_err(|e| e.to_string())?;
+            let fname: String = reg.raw_get("name").map_err(|e| e.to_string())?;
+            let f: Function = reg.raw_get("fn").map_err(|e| e.to_string())?;
+            let fl: Vec<String> = reg.raw_get("flags").map_err(|e| e.to_string())?;
+            let desc: Option<mlua::String> = reg.raw_get("desc").map_err(|e| e.to_string())?;
+            let flags = fl
+                .iter()
+                .filter_map(|f| flags::parse(f))
+                .fold(0, |a, b| a | b);
+            if defs.iter().any(|d: &FunctionDef| d.name == fname) {
+                return Err("ERR Function already exists in the library".into());
+            }
+            if let Some(old) = self.functions.get(&fname) {
+                if old.library != name {
+                    return Err(format!("ERR Function {fname} already exists"));
+                }
+            }
+            defs.push(FunctionDef {
+                name: fname,
+                library: name.clone(),
+                description: desc.map(|d| Bytes::copy_from_slice(&d.as_bytes())),
+                flags,
+                func: self
+                    .lua
+                    .create_registry_value(f)
+                    .map_err(|e| e.to_string())?,
+            });
+        }
+        if defs.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        self.delete_library(&name);
+        let lib = Library {
+            name: name.clone(),
+            code: code.clone(),
+            functions: defs.iter().map(|d| d.name.clone()).collect(),
+        };
+        for d in defs {
+            self.functions.insert(d.name.clone(), d);
+        }
+        self.libraries.insert(name.clone(), lib);
+        Ok(name)
+    }
+
+    /// Removes a library and its functions; false if there was none.
+    pub fn delete_library(&mut self, name: &str) -> bool {
+        let Some(lib) = self.libraries.remove(name) else {
+            return false;
+        };
+        for f in &lib.functions {
+            self.functions.remove(f);
+        }
+        self.lua.expire_registry_values();
+        true
+    }
+
+    pub fn flush_functions(&mut self) {
+        self.libraries.clear();
+        self.functions.clear();
+        self.lua.expire_registry_values();
+    }
+}
+
+fn syntax(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `msg script: name, on source:line.` from the handler's error table.
+fn error_text(v: &Value, name: &str) -> String {
+    let Value::Table(t) = v else {
+        return "ERR unknown error".into();
+    };
+    let msg: String = t
+        .raw_get::<mlua::String>("err")
+        .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
+        .unwrap_or_else(|_| "ERR unknown error".into());
+    let src: String = t.raw_get("source").unwrap_or_else(|_| "?".into());
+    let line: i64 = t.raw_get("line").unwrap_or(-1);
+    format!("{msg} script: {name}, on {src}:{line}.")
+}
+
+/// `#!lua [flags=a,b]` on the first line: the flags and the code to
+/// compile (the shebang commented out, so line numbers stay).
+fn parse_eval_shebang(body: &[u8]) -> Result<(u32, Vec<u8>), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((flags::EVAL_COMPAT, body.to_vec()));
+    }
+    let end = body.iter().position(|&c| c == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut fl = 0;
+    for p in parts {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {p}"));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            fl |= flags::parse(f)
+                .ok_or_else(|| format!("ERR Unexpected flag in script shebang: {f}"))?;
+        }
+    }
+    Ok((fl, [b"--", body].concat()))
+}
+
+/// FUNCTION LOAD's `#!lua name=<lib>` header: the name and the code.
+fn parse_library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
+    if !code.starts_with(b"#!") {
+        return Err("ERR Missing library metadata".into());
+    }
+    let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
+    let line = String::from_utf8_lossy(&code[..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("#!").trim_start_matches("#!");
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(format!("ERR Engine '{engine}' not found"));
+    }
+    let mut name = None;
+    for p in parts {
+        match p.split_once('=') {
+            Some(("name", _)) if name.is_some() => {
+                return Err(
+                    "ERR Invalid metadata value, name argument was given multiple times".into(),
+                )
+            }
+            Some(("name", v)) => name = Some(v.to_string()),
+            _ => return Err(format!("ERR Invalid metadata value given: {p}")),
+        }
+    }
+    let name = name.ok_or("ERR Library name was not given")?;
+    if !valid_name(name.as_bytes()) {
+        return Err(BAD_NAME.into());
+    }
+    Ok((name, [b"--", code].concat()))
+}
+
+/// `redis.call` / `redis.pcall`: (true, reply) or (false, error table).
+fn command(lua: &Lua, args: MultiValue, resp3: bool, host: &mut dyn Host) -> mlua::Result<Ret> {
+    if args.is_empty() {
+        let e = err_table(
+            lua,
+            b"ERR Please specify at least one argument for this redis lib call",
+        )?;
+        return Ok((false, e));
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        match a {
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(i) => argv.push(Bytes::from(i.to_string())),
+            Value::Number(n) => argv.push(Bytes::from(format_double(*n))),
+            _ => {
+                let e = err_table(
+                    lua,
+                    b"ERR Lua redis lib command arguments must be strings or integers",
+                )?;
+                return Ok((false, e));
+            }
+        }
+    }
+    let reply = host.call(argv, resp3);
+    let Some((frame, _)) = parse_reply(&reply) else {
+        return Ok((false, err_table(lua, b"ERR bad reply")?));
+    };
+    if let Frame::Error(e) = &frame {
+        return Ok((false, err_table(lua, e)?));
+    }
+    Ok((true, to_lua(lua, frame, resp3)?))
+}
+
+/// A reply as Lua sees it (Redis's RESP2/RESP3 → Lua rules).
+fn to_lua(lua: &Lua, f: Frame, resp3: bool) -> mlua::Result<Value> {
+    Ok(match f {
+        Frame::Integer(i) => Value::Number(i as f64),
+        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Frame::Simple(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(&s)?)?;
+            Value::Table(t)
+        }
+        Frame::Error(e) => err_table(lua, &e)?,
+        Frame::Null if resp3 => Value::Nil,
+        Frame::Null => Value::Boolean(false),
+        Frame::Array(v) | Frame::Push(v) => {
+            let t = lua.create_table_with_capacity(v.len(), 0)?;
+            for (i, x) in v.into_iter().enumerate() {
+                t.raw_set(i + 1, to_lua(lua, x, resp3)?)?;
+            }
+            Value::Table(t)
+        }
+        Frame::Map(pairs) => {
+            let m = lua.create_table()?;
+            for (k, v) in pairs {
+                m.raw_set(to_lua(lua, k, resp3)?, to_lua(lua, v, resp3)?)?;
+            }
+            let t = lua.create_table()?;
+            t.raw_set("map", m)?;
+            Value::Table(t)
+        }
+        Frame::Set(v) => {
+            let s = lua.create_table()?;
+            for x in v {
+                s.raw_set(to_lua(lua, x, resp3)?, true)?;
+            }
+            let t = lua.create_table()?;
+            t.raw_set("set", s)?;
+            Value::Table(t)
+        }
+        Frame::Double(d) => {
+            let t = lua.create_table()?;
+            t.raw_set("double", d)?;
+            Value::Table(t)
+        }
+        Frame::Boolean(b) => Value::Boolean(b),
+        Frame::BigNumber(b) => {
+            let t = lua.create_table()?;
+            t.raw_set("big_number", lua.create_string(&b)?)?;
+            Value::Table(t)
+        }
+        Frame::Verbatim(b) => {
+            let v = lua.create_table()?;
+            v.raw_set("format", "txt")?;
+            v.raw_set("string", lua.create_string(&b)?)?;
+            let t = lua.create_table()?;
+            t.raw_set("verbatim_string", v)?;
+            Value::Table(t)
+        }
+    })
+}
+
+/// C's `(long long)` cast as Redis does it on x86-64: out of range and NaN
+/// give the minimum.
+fn lua_number_to_int(n: f64) -> i64 {
+    if !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+fn no_crlf(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
+}
+
+/// The script's result as a reply (Lua → RESP rules; `resp3` is the
+/// script's `redis.setresp`, the client's protocol is `out.resp3`).
+fn write_reply(v: &Value, out: &mut ReplyBuf, resp3: bool, depth: usize) {
+    if depth > 1000 {
+        out.error("ERR reached lua stack limit");
+        return;
+    }
+    match v {
+        Value::String(s) => out.bulk(&s.as_bytes()),
+        Value::Integer(i) => out.int(*i),
+        Value::Number(n) => out.int(lua_number_to_int(*n)),
+        Value::Boolean(b) if resp3 => out.boolean(*b),
+        Value::Boolean(true) => out.int(1),
+        Value::Boolean(false) | Value::Nil => out.null(),
+        Value::Table(t) => {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                out.error(&String::from_utf8_lossy(&e.as_bytes()));
+                return;
+            }
+            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+                out.simple(&no_crlf(&s.as_bytes()));
+                return;
+            }
+            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
+                out.double(d);
+                return;
+            }
+            if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
+                out.double(d as f64);
+                return;
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                let pairs: Vec<(Value, Value)> = m.pairs().filter_map(Result::ok).collect();
+                out.map(pairs.len());
+                for (k, v) in &pairs {
+                    write_reply(k, out, resp3, depth + 1);
+                    write_reply(v, out, resp3, depth + 1);
+                }
+                return;
+            }
+            if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+                let keys: Vec<Value> = s
+                    .pairs::<Value, Value>()
+                    .filter_map(|r| r.ok().map(|(k, _)| k))
+                    .collect();
+                out.set(keys.len());
+                for k in &keys {
+                    write_reply(k, out, resp3, depth + 1);
+                }
+                return;
+            }
+            if let Ok(Value::String(b)) = t.raw_get::<Value>("big_number") {
+                out.big_number(&no_crlf(&b.as_bytes()));
+                return;
+            }
+            if let Ok(Value::Table(vt)) = t.raw_get::<Value>("verbatim_string") {
+                if let Ok(Value::String(s)) = vt.raw_get::<Value>("string") {
+                    out.verbatim(&s.as_bytes());
+                    return;
+                }
+            }
+            let mut items = Vec::new();
+            let mut i = 1;
+            loop {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(x) => items.push(x),
+                }
+                i += 1;
+            }
+            out.array(items.len());
+            for x in &items {
+                write_reply(x, out, resp3, depth + 1);
+            }
+        }
+        _ => out.null(),
+    }
+}
+
+fn consts(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    for (k, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+        ("REDIS_VERSION_NUM", 0x07000f),
+    ] {
+        t.raw_set(k, v)?;
+    }
+    t.raw_set("REDIS_VERSION", "7.0.15")?;
+    Ok(t)
+}
+
+/// The Rust-side `redis.*` helpers; each answers (ok, value-or-message).
+fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, v: MultiValue| {
+            if v.len() != 1 {
+                return fail(lua, "ERR wrong number of arguments");
+            }
+            let s = match v.front() {
+                Some(Value::String(s)) => s.as_bytes().to_vec(),
+                Some(Value::Integer(i)) => i.to_string().into_bytes(),
+                Some(Value::Number(n)) => lua_num_str(*n).into_bytes(),
+                _ => Vec::new(),
+            };
+            Ok(Value::String(lua.create_string(sha1_hex(&s))?))
+        })?,
+    )?;
+    t.raw_set(
+        "log",
+        lua.create_function(|lua, v: MultiValue| {
+            if v.len() < 2 {
+                return fail(lua, "ERR redis.log() requires two arguments or more.");
+            }
+            let level = match v.front() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(i)) => *i,
+                _ => return fail(lua, "ERR First argument must be a number (log level)."),
+            };
+            if !(0..=3).contains(&level) {
+                return fail(lua, "ERR Invalid debug level.");
+            }
+            let mut msg = String::new();
+            for (i, x) in v.iter().skip(1).enumerate() {
+                if i > 0 {
+                    msg.push(' ');
+                }
+                match x {
+                    Value::String(s) => msg.push_str(&String::from_utf8_lossy(&s.as_bytes())),
+                    Value::Integer(n) => msg.push_str(&n.to_string()),
+                    Value::Number(n) => msg.push_str(&lua_num_str(*n)),
+                    _ => {}
+                }
+            }
+            match level {
+                0 => tracing::debug!(target: "script", "{msg}"),
+                1 => tracing::info!(target: "script", "{msg}"),
+                2 => tracing::info!(target: "script", "{msg}"),
+                _ => tracing::warn!(target: "script", "{msg}"),
+            }
+            Ok(Value::Nil)
+        })?,
+    )?;
+    let r3 = resp3.clone();
+    t.raw_set(
+        "setresp",
+        lua.create_function(move |lua, v: MultiValue| {
+            if v.len() != 1 {
+                return fail(lua, "ERR redis.setresp() requires one argument.");
+            }
+            let n = match v.front() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(i)) => *i,
+                _ => 0,
+            };
+            if n != 2 && n != 3 {
+                return fail(lua, "ERR RESP version must be 2 or 3.");
+            }
+            r3.store(n == 3, Relaxed);
+            Ok(Value::Nil)
+        })?,
+    )?;
+    t.raw_set(
+        "set_repl",
+        lua.create_function(|lua, v: MultiValue| {
+            if v.len() != 1 {
+                return fail(lua, "ERR redis.set_repl() requires two arguments.");
+            }
+            let n = match v.front() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(i)) => *i,
+                _ => -1,
+            };
+            if !(0..=3).contains(&n) {
+                return fail(
+                    lua,
+                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                );
+            }
+            Ok(Value::Nil)
+        })?,
+    )?;
+    t.raw_set(
+        "replicate_commands",
+        lua.create_function(|_, _: MultiValue| Ok(Value::Boolean(true)))?,
+    )?;
+    t.raw_set(
+        "breakpoint",
+        lua.create_function(|_, _: MultiValue| Ok(Value::Boolean(false)))?,
+    )?;
+    t.raw_set(
+        "debug",
+        lua.create_function(|_, _: MultiValue| Ok(Value::Nil))?,
+    )?;
+    t.raw_set(
+        "acl_check_cmd",
+        lua.create_function(|lua, v: MultiValue| {
+            if v.is_empty() {
+                return fail(
+                    lua,
+                    "ERR Please specify at least one argument for this redis lib call",
+                );
+            }
+            // No ACL users: the default user may run every command.
+            Ok(Value::Boolean(true))
+        })?,
+    )?;
+    Ok(t)
+}
+
+/// A number as text: integers plainly, others as `%.17g`.
+fn lua_num_str(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        return (n as i64).to_string();
+    }
+    format_double(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoHost;
+    impl Host for NoHost {
+        fn call(&mut self, _: Vec<Bytes>, _: bool) -> Vec<u8> {
+            b"+OK\r\n".to_vec()
+        }
+    }
+
+    #[test]
+    fn runaway_script_turns_busy_and_dies_on_kill() {
+        let run = Arc::new(RunFlags::default());
+        let mut e = Engine::new(run.clone()).unwrap();
+        let (sha, _) = e.load_script(b"while true do end").unwrap();
+        let r2 = run.clone();
+        let killer = std::thread::spawn(move || {
+            while !r2.busy.load(Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r2.kill.store(true, Relaxed);
+        });
+        let mut out = ReplyBuf::new(false);
+        let err = e
+            .run_script(&sha, &[], &[], 50, &mut NoHost, &mut out)
+            .unwrap_err();
+        killer.join().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:1."
+            )
+        );
+        assert!(!run.running.load(Relaxed));
+    }
+}

@@ -1,0 +1,199 @@
+-- The sandbox and the Lua half of the `redis` table, loaded once per
+-- interpreter as the chunk "=cinnabar" (frames from it are skipped when an
+-- error is attributed to a script line).
+local G, dbg, R = ...
+local error, type, tostring, select, unpack, rawset, rawget, setmetatable =
+  error, type, tostring, select, unpack, rawset, rawget, setmetatable
+local native_pcall, xpcall = pcall, xpcall
+
+local function readonly()
+  error("Attempt to modify a readonly table", 2)
+end
+
+local function missing(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+
+-- A read-only view of `t`: reads go through, writes fail.
+local real_of
+local function protect(t)
+  local p = setmetatable({}, { __index = t, __newindex = readonly, __metatable = false })
+  real_of(p, t)
+  return p
+end
+
+-- Runtime `redis` API (filled below) and the one FUNCTION LOAD code sees.
+local full = {}
+local loading = {}
+local redis_mt = { __index = full, __newindex = readonly, __metatable = false }
+local redis_proxy = setmetatable({}, redis_mt)
+local redis_proxy_target = full
+
+-- redis.call and redis.pcall are Rust functions installed for each run
+-- (they reach the host); outside a run they fail.
+local function not_running()
+  error({ err = "ERR redis.call is not available now" })
+end
+full.call = not_running
+full.pcall = not_running
+for k, f in pairs(R.helpers) do
+  full[k] = f
+end
+full.error_reply = R.error_reply
+full.status_reply = R.status_reply
+for k, v in pairs(R.consts) do
+  full[k] = v
+  loading[k] = v
+end
+loading.log = full.log
+
+-- redis.register_function, only while a library loads.
+local pending
+loading.register_function = function(a, b)
+  local name, fn, flags, desc
+  if type(a) == "table" then
+    if b ~= nil then
+      error({ err = "ERR wrong number of arguments to redis.register_function" })
+    end
+    for k, v in pairs(a) do
+      if k == "function_name" then name = v
+      elseif k == "callback" then fn = v
+      elseif k == "flags" then flags = v
+      elseif k == "description" then desc = v
+      else error({ err = "ERR unknown argument given to redis.register_function" }) end
+    end
+    if type(name) ~= "string" then
+      error({ err = "ERR function_name argument given to redis.register_function must be a string" })
+    end
+    if type(fn) ~= "function" then
+      error({ err = "ERR callback argument given to redis.register_function must be a function" })
+    end
+    if desc ~= nil and type(desc) ~= "string" then
+      error({ err = "ERR description argument given to redis.register_function must be a string" })
+    end
+    if flags ~= nil and type(flags) ~= "table" then
+      error({ err = "ERR flags argument to redis.register_function must be a table representing function flags" })
+    end
+  else
+    if type(a) ~= "string" then
+      error({ err = "ERR first argument to redis.register_function must be a string" })
+    end
+    if type(b) ~= "function" then
+      error({ err = "ERR second argument to redis.register_function must be a function" })
+    end
+    name, fn = a, b
+  end
+  local fl = {}
+  if flags then
+    for _, f in ipairs(flags) do
+      if type(f) ~= "string" then error({ err = "ERR unknown flag given" }) end
+      fl[#fl + 1] = f
+    end
+  end
+  for _, p in ipairs(pending) do
+    if p.name == name then
+      error({ err = "ERR Function already exists in the library" })
+    end
+  end
+  local ok, e = R.check_function(name, fl)
+  if not ok then error({ err = e }) end
+  pending[#pending + 1] = { name = name, fn = fn, flags = fl, desc = desc }
+end
+
+-- Lua's pcall, but an error table is caught as its message (as Redis 7.0);
+-- a host error (SCRIPT KILL) is never caught.
+local function pack(...) return { n = select("#", ...), ... } end
+G.pcall = function(...)
+  local r = pack(native_pcall(...))
+  if not r[1] then
+    local e = r[2]
+    if type(e) == "table" and e.err ~= nil then
+      r[2] = e.err
+    elseif R.is_host_error(e) then
+      if R.is_kill(e) then error(e, 0) end
+      r[2] = R.host_error(e)
+    end
+  end
+  return unpack(r, 1, r.n)
+end
+
+-- pairs() sees through the read-only views.
+local real = setmetatable({}, { __mode = "k" })
+real_of = function(p, t) real[p] = t end
+local native_pairs = pairs
+G.pairs = function(t)
+  local o = real[t]
+  if o then return next, o, nil end
+  return native_pairs(t)
+end
+
+-- The message handler: the error as a table with the script line it came from.
+local function handler(e)
+  local level, info = 2, nil
+  repeat
+    info = dbg.getinfo(level, "Sl")
+    level = level + 1
+  until info == nil or (info.what ~= "C" and info.source:sub(1, 1) == "@")
+  local src, line = "?", -1
+  if info then src, line = info.source, info.currentline end
+  local msg
+  if type(e) == "table" then
+    if e.err == nil then
+      msg = "ERR unknown error"
+    else
+      msg = tostring(e.err)
+    end
+  elseif type(e) == "string" then
+    msg = "ERR " .. e
+  elseif R.is_host_error(e) then
+    msg = R.host_error(e)
+  else
+    msg = "ERR " .. tostring(e)
+  end
+  return { err = msg, source = src, line = line }
+end
+
+setmetatable(loading, { __index = missing, __newindex = readonly, __metatable = false })
+
+-- getmetatable(_G) is a table in Redis; a stand-in keeps the real one out of reach.
+local env_mt = { __index = G, __newindex = readonly, __metatable = {} }
+local env = setmetatable({}, env_mt)
+real[env] = G
+real[redis_proxy] = full
+
+setmetatable(G, { __index = missing, __newindex = readonly, __metatable = false })
+for _, name in ipairs({ "string", "math", "table", "coroutine", "bit", "cjson", "cmsgpack", "struct" }) do
+  local t = rawget(G, name)
+  if type(t) == "table" then rawset(G, name, protect(t)) end
+end
+rawset(G, "redis", redis_proxy)
+rawset(G, "_G", env)
+rawset(G, "__redis__err__handler", handler)
+
+local api = {}
+api.env = env
+api.full = full
+api.not_running = not_running
+-- Runs `f` (with `keys`, `args` for FCALL): true, result or false, error table.
+api.run = function(f, keys, args)
+  if keys then
+    return xpcall(function() return f(keys, args) end, handler)
+  end
+  return xpcall(f, handler)
+end
+-- Runs a library's top-level code: true, registrations or false, error table.
+api.load = function(f)
+  pending = {}
+  redis_mt.__index = loading
+  local ok, e = xpcall(f, handler)
+  redis_mt.__index = full
+  local p = pending
+  pending = nil
+  if ok then return true, p end
+  return false, e
+end
+api.set_args = function(keys, argv)
+  rawset(G, "KEYS", keys)
+  rawset(G, "ARGV", argv)
+end
+return api

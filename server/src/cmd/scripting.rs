@@ -1,0 +1,808 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, FUNCTION, FCALL, FCALL_RO.
+//!
+//! Scripts run under the state lock like any command, through the
+//! interpreter in `State::engine`, taken out for the run (scripts cannot
+//! nest: these commands are NOSCRIPT). Each command a script calls goes
+//! through the normal dispatcher with a client of its own (the caller's
+//! database, blocking denied), so it behaves exactly as for a client. The
+//! run happens inside `block_in_place` so the runtime keeps serving other
+//! connections, which answer -BUSY once the script passes
+//! `busy-reply-threshold` (see `conn`).
+
+use super::flags::*;
+use super::server::help_reply;
+use super::{execute, int_arg, is, resolve, Command, Ctx};
+use crate::error::{CmdResult, Error};
+use crate::state::{Client, State};
+use bytes::Bytes;
+use protocol::ReplyBuf;
+use scripting::{flags as sflags, Engine, Host, RunFlags};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+const G: &str = "scripting";
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("eval", -3, EVAL_FLAGS, G, (0, 0, 0), eval),
+    Command::new("evalsha", -3, EVAL_FLAGS, G, (0, 0, 0), evalsha),
+    Command::new("eval_ro", -3, EVAL_FLAGS | READONLY, G, (0, 0, 0), eval_ro),
+    Command::new(
+        "evalsha_ro",
+        -3,
+        EVAL_FLAGS | READONLY,
+        G,
+        (0, 0, 0),
+        evalsha_ro,
+    ),
+    Command::new("fcall", -3, EVAL_FLAGS, G, (0, 0, 0), fcall),
+    Command::new(
+        "fcall_ro",
+        -3,
+        EVAL_FLAGS | READONLY,
+        G,
+        (0, 0, 0),
+        fcall_ro,
+    ),
+    Command::parent("script", -2, 0, G, SCRIPT_SUBS),
+    Command::parent("function", -2, 0, G, FUNCTION_SUBS),
+];
+
+static SCRIPT_SUBS: &[Command] = &[
+    Command::new(
+        "script|load",
+        3,
+        NOSCRIPT | STALE,
+        G,
+        (0, 0, 0),
+        script_load,
+    ),
+    Command::new(
+        "script|exists",
+        -3,
+        NOSCRIPT | STALE,
+        G,
+        (0, 0, 0),
+        script_exists,
+    ),
+    Command::new(
+        "script|flush",
+        -2,
+        NOSCRIPT | STALE,
+        G,
+        (0, 0, 0),
+        script_flush,
+    ),
+    Command::new(
+        "script|kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        script_kill,
+    ),
+    Command::new("script|debug", 3, NOSCRIPT, G, (0, 0, 0), script_debug),
+    Command::new("script|help", 2, LOADING | STALE, G, (0, 0, 0), script_help),
+];
+
+static FUNCTION_SUBS: &[Command] = &[
+    Command::new(
+        "function|load",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        G,
+        (0, 0, 0),
+        function_load,
+    ),
+    Command::new(
+        "function|delete",
+        3,
+        WRITE | NOSCRIPT,
+        G,
+        (0, 0, 0),
+        function_delete,
+    ),
+    Command::new(
+        "function|flush",
+        -2,
+        WRITE | NOSCRIPT,
+        G,
+        (0, 0, 0),
+        function_flush,
+    ),
+    Command::new("function|list", -2, NOSCRIPT, G, (0, 0, 0), function_list),
+    Command::new(
+        "function|stats",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        function_stats,
+    ),
+    Command::new(
+        "function|kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        G,
+        (0, 0, 0),
+        function_kill,
+    ),
+    Command::new("function|dump", 2, NOSCRIPT, G, (0, 0, 0), function_dump),
+    Command::new(
+        "function|restore",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        G,
+        (0, 0, 0),
+        function_restore,
+    ),
+    Command::new(
+        "function|help",
+        2,
+        LOADING | STALE,
+        G,
+        (0, 0, 0),
+        function_help,
+    ),
+];
+
+pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
+
+/// The -BUSY text for a script (`function` = an FCALL) past the threshold.
+pub fn busy_error(function: bool) -> &'static str {
+    if function {
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+    } else {
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    }
+}
+
+/// SCRIPT KILL / FUNCTION KILL against the running script, answered
+/// without the state lock (the script holds it): the reply's error text or
+/// `None` for OK.
+pub fn kill_running(run: &RunFlags, function_kill: bool) -> Result<(), &'static str> {
+    if !run.running.load(Relaxed) {
+        return Err(NOTBUSY);
+    }
+    if run.wrote.load(Relaxed) {
+        return Err(UNKILLABLE);
+    }
+    if run.function.load(Relaxed) != function_kill {
+        return Err(busy_error(run.function.load(Relaxed)));
+    }
+    run.kill.store(true, Relaxed);
+    Ok(())
+}
+
+fn engine(st: &mut State) -> Result<Engine, Error> {
+    match st.engine.take() {
+        Some(e) => Ok(e),
+        None => Engine::new(st.script_run.clone())
+            .map_err(|e| Error::other(format!("ERR Lua initialization failed: {e}"))),
+    }
+}
+
+/// Redis's numkeys checks: the keys and the arguments after them.
+fn split_keys(a: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Error> {
+    let n = int_arg(&a[2])?;
+    let rest = &a[3..];
+    if n > rest.len() as i64 {
+        return Err(Error::other(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    if n < 0 {
+        return Err(Error::other("ERR Number of keys can't be negative"));
+    }
+    Ok(rest.split_at(n as usize))
+}
+
+/// Commands from a script go through the dispatcher with this client.
+struct ScriptHost<'a> {
+    st: &'a mut State,
+    cl: Client,
+    read_only: bool,
+    run: Arc<RunFlags>,
+}
+
+fn err_bytes(s: &str) -> Vec<u8> {
+    format!("-{s}\r\n").into_bytes()
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> Vec<u8> {
+        let cmd = match resolve(&args) {
+            Ok(c) => c,
+            Err(Error::Arity(_)) => {
+                return err_bytes("ERR Wrong number of args calling Redis command from script")
+            }
+            Err(_) => return err_bytes("ERR Unknown Redis command called from script"),
+        };
+        if !cmd.arity_ok(args.len()) {
+            return err_bytes("ERR Wrong number of args calling Redis command from script");
+        }
+        if cmd.has(NOSCRIPT) {
+            return err_bytes("ERR This Redis command is not allowed from script");
+        }
+        if cmd.has(WRITE) {
+            if self.read_only {
+                return err_bytes("ERR Write commands are not allowed from read-only scripts.");
+            }
+            self.run.wrote.store(true, Relaxed);
+        }
+        self.cl.resp3 = resp3;
+        let mut out = ReplyBuf::new(resp3);
+        execute(self.st, &mut self.cl, &mut out, &args);
+        out.buf.to_vec()
+    }
+}
+
+/// Runs `f` off the async worker when there is one, so other connections
+/// are served (with -BUSY) while a long script holds the lock.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+enum Target<'a> {
+    Script(&'a str),
+    Function(&'a str),
+}
+
+fn run(
+    c: &mut Ctx,
+    eng: &mut Engine,
+    target: Target,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    read_only: bool,
+) -> CmdResult {
+    let threshold = c.st.cfg.int("busy-reply-threshold");
+    let mut cl = Client::new(0, String::new(), String::new(), -1, true);
+    cl.db = c.cl.db;
+    cl.deny_blocking = true;
+    cl.name = Some(Bytes::from_static(b"lua"));
+    let run = c.st.script_run.clone();
+    let mut host = ScriptHost {
+        st: c.st,
+        cl,
+        read_only,
+        run,
+    };
+    let out = &mut *c.out;
+    let res = blocking(|| match target {
+        Target::Script(sha) => eng.run_script(sha, keys, argv, threshold, &mut host, out),
+        Target::Function(name) => eng.call_function(name, keys, argv, threshold, &mut host, out),
+    });
+    res.map_err(Error::Other)
+}
+
+fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
+    let (keys, argv) = split_keys(a)?;
+    let mut eng = engine(c.st)?;
+    let res = (|| {
+        let (sha, fl) = if by_sha {
+            let sha = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
+            match eng.script_flags(&sha) {
+                Some(fl) => (sha, fl),
+                None => {
+                    return Err(Error::other(
+                        "NOSCRIPT No matching script. Please use EVAL.",
+                    ))
+                }
+            }
+        } else {
+            eng.load_script(&a[1]).map_err(Error::Other)?
+        };
+        let compat = fl & sflags::EVAL_COMPAT != 0;
+        let no_writes = fl & sflags::NO_WRITES != 0;
+        if ro && !compat && !no_writes {
+            return Err(Error::other(RO_WITH_WRITE_FLAG));
+        }
+        run(
+            c,
+            &mut eng,
+            Target::Script(&sha),
+            keys,
+            argv,
+            ro || no_writes,
+        )
+    })();
+    c.st.engine = Some(eng);
+    res
+}
+
+/// EVAL script numkeys [key ...] [arg ...]
+fn eval(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    eval_generic(c, a, false, false)
+}
+
+/// EVALSHA sha1 numkeys [key ...] [arg ...]
+fn evalsha(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    eval_generic(c, a, true, false)
+}
+
+/// EVAL_RO script numkeys [key ...] [arg ...]
+fn eval_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    eval_generic(c, a, false, true)
+}
+
+/// EVALSHA_RO sha1 numkeys [key ...] [arg ...]
+fn evalsha_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    eval_generic(c, a, true, true)
+}
+
+fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
+    let (keys, argv) = split_keys(a)?;
+    let mut eng = engine(c.st)?;
+    let name = String::from_utf8_lossy(&a[1]).into_owned();
+    let res = (|| {
+        let Some(f) = eng.functions.get(&name) else {
+            return Err(Error::other("ERR Function not found"));
+        };
+        let no_writes = f.flags & sflags::NO_WRITES != 0;
+        if ro && !no_writes {
+            return Err(Error::other(RO_WITH_WRITE_FLAG));
+        }
+        run(
+            c,
+            &mut eng,
+            Target::Function(&name),
+            keys,
+            argv,
+            ro || no_writes,
+        )
+    })();
+    c.st.engine = Some(eng);
+    res
+}
+
+/// FCALL function numkeys [key ...] [arg ...]
+fn fcall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    fcall_generic(c, a, false)
+}
+
+/// FCALL_RO function numkeys [key ...] [arg ...]
+fn fcall_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    fcall_generic(c, a, true)
+}
+
+/// Runs `f` with the interpreter out of the state.
+fn with_engine<R>(c: &mut Ctx, f: impl FnOnce(&mut Engine) -> R) -> Result<R, Error> {
+    let mut eng = engine(c.st)?;
+    let r = f(&mut eng);
+    c.st.engine = Some(eng);
+    Ok(r)
+}
+
+/// SCRIPT LOAD script
+fn script_load(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (sha, _) = with_engine(c, |e| e.load_script(&a[2]))?.map_err(Error::Other)?;
+    c.out.bulk(sha.as_bytes());
+    Ok(())
+}
+
+/// SCRIPT EXISTS sha1 [sha1 ...]
+fn script_exists(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let found: Vec<bool> = match &c.st.engine {
+        Some(e) => a[2..]
+            .iter()
+            .map(|s| e.has_script(&String::from_utf8_lossy(s).to_ascii_lowercase()))
+            .collect(),
+        None => vec![false; a.len() - 2],
+    };
+    c.out.array(found.len());
+    for f in found {
+        c.out.int(f as i64);
+    }
+    Ok(())
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC]
+fn script_flush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 || (a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync")) {
+        return Err(Error::other(
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+        ));
+    }
+    if let Some(e) = &mut c.st.engine {
+        e.flush_scripts();
+    }
+    c.out.ok();
+    Ok(())
+}
+
+/// SCRIPT KILL (a running script is killed from the connection task; here
+/// nothing runs).
+fn script_kill(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    Err(Error::other(NOTBUSY))
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO
+fn script_debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if is(&a[2], "no") {
+        c.out.ok();
+        return Ok(());
+    }
+    if is(&a[2], "yes") || is(&a[2], "sync") {
+        return Err(Error::other("ERR SCRIPT DEBUG is not supported"));
+    }
+    Err(Error::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+}
+
+/// SCRIPT HELP
+fn script_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    help_reply(
+        c,
+        "SCRIPT",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+    Ok(())
+}
+
+/// FUNCTION LOAD [REPLACE] function-code
+fn function_load(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let mut replace = false;
+    let mut i = 2;
+    while i < a.len() - 1 {
+        if is(&a[i], "replace") {
+            replace = true;
+        } else {
+            return Err(Error::other(format!(
+                "ERR Unknown option given: {}",
+                String::from_utf8_lossy(&a[i])
+            )));
+        }
+        i += 1;
+    }
+    let code = a[a.len() - 1].clone();
+    let name = with_engine(c, |e| e.load_library(&code, replace))?.map_err(Error::Other)?;
+    c.st.dirty += 1;
+    c.out.bulk(name.as_bytes());
+    Ok(())
+}
+
+/// FUNCTION DELETE library-name
+fn function_delete(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let name = String::from_utf8_lossy(&a[2]).into_owned();
+    let found =
+        c.st.engine
+            .as_mut()
+            .is_some_and(|e| e.delete_library(&name));
+    if !found {
+        return Err(Error::other("ERR Library not found"));
+    }
+    c.st.dirty += 1;
+    c.out.ok();
+    Ok(())
+}
+
+/// FUNCTION FLUSH [ASYNC|SYNC]
+fn function_flush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 || (a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync")) {
+        return Err(Error::other(
+            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+        ));
+    }
+    if let Some(e) = &mut c.st.engine {
+        e.flush_functions();
+    }
+    c.st.dirty += 1;
+    c.out.ok();
+    Ok(())
+}
+
+/// FUNCTION LIST [LIBRARYNAME library-name-pattern] [WITHCODE]
+fn function_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let mut pattern: Option<&[u8]> = None;
+    let mut withcode = false;
+    let mut i = 2;
+    while i < a.len() {
+        if is(&a[i], "withcode") && !withcode {
+            withcode = true;
+        } else if is(&a[i], "libraryname") && pattern.is_none() {
+            let Some(p) = a.get(i + 1) else {
+                return Err(Error::other("ERR library name argument was not given"));
+            };
+            pattern = Some(p);
+            i += 1;
+        } else {
+            return Err(Error::other(format!(
+                "ERR Unknown argument {}",
+                String::from_utf8_lossy(&a[i])
+            )));
+        }
+        i += 1;
+    }
+    let Some(eng) = &c.st.engine else {
+        c.out.array(0);
+        return Ok(());
+    };
+    let libs: Vec<_> = eng
+        .libraries
+        .values()
+        .filter(|l| pattern.is_none_or(|p| storage::glob::matches(p, l.name.as_bytes(), false)))
+        .collect();
+    c.out.array(libs.len());
+    for lib in libs {
+        c.out.map(if withcode { 4 } else { 3 });
+        c.out.bulk(b"library_name");
+        c.out.bulk(lib.name.as_bytes());
+        c.out.bulk(b"engine");
+        c.out.bulk(b"LUA");
+        c.out.bulk(b"functions");
+        c.out.array(lib.functions.len());
+        for f in lib.functions.iter().rev() {
+            let Some(def) = eng.functions.get(f) else {
+                continue;
+            };
+            c.out.map(3);
+            c.out.bulk(b"name");
+            c.out.bulk(def.name.as_bytes());
+            c.out.bulk(b"description");
+            match &def.description {
+                Some(d) => c.out.bulk(d),
+                None => c.out.null(),
+            }
+            c.out.bulk(b"flags");
+            let names: Vec<&str> = sflags::NAMES
+                .iter()
+                .filter(|(f, _)| def.flags & f != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            c.out.set(names.len());
+            for n in names {
+                c.out.simple(n);
+            }
+        }
+        if withcode {
+            c.out.bulk(b"library_code");
+            c.out.bulk(&lib.code);
+        }
+    }
+    Ok(())
+}
+
+/// FUNCTION STATS (while a function runs, other clients are answered
+/// -BUSY by their connection task, so nothing is running here).
+fn function_stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let (libs, funcs) =
+        c.st.engine
+            .as_ref()
+            .map_or((0, 0), |e| (e.libraries.len(), e.functions.len()));
+    c.out.map(2);
+    c.out.bulk(b"running_script");
+    c.out.null();
+    c.out.bulk(b"engines");
+    c.out.map(1);
+    c.out.bulk(b"LUA");
+    c.out.map(2);
+    c.out.bulk(b"libraries_count");
+    c.out.int(libs as i64);
+    c.out.bulk(b"functions_count");
+    c.out.int(funcs as i64);
+    Ok(())
+}
+
+/// FUNCTION KILL
+fn function_kill(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    Err(Error::other(NOTBUSY))
+}
+
+/// FUNCTION DUMP: the libraries' code in Redis's payload layout (one
+/// function-library opcode and string per library, RDB version, CRC64).
+fn function_dump(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let mut p = Vec::new();
+    if let Some(e) = &c.st.engine {
+        for lib in e.libraries.values() {
+            p.push(0xf5);
+            rdb_len(&mut p, lib.code.len() as u64);
+            p.extend_from_slice(&lib.code);
+        }
+    }
+    p.extend_from_slice(&[10, 0]);
+    let crc = crc64(0, &p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    c.out.bulk(&p);
+    Ok(())
+}
+
+/// FUNCTION RESTORE serialized-value [FLUSH|APPEND|REPLACE]
+fn function_restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    #[derive(PartialEq)]
+    enum Policy {
+        Flush,
+        Append,
+        Replace,
+    }
+    let policy =
+        match a.get(3) {
+            None => Policy::Append,
+            Some(p) if a.len() == 4 && is(p, "flush") => Policy::Flush,
+            Some(p) if a.len() == 4 && is(p, "append") => Policy::Append,
+            Some(p) if a.len() == 4 && is(p, "replace") => Policy::Replace,
+            _ => return Err(Error::other(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            )),
+        };
+    let libs = parse_dump(&a[2])
+        .ok_or_else(|| Error::other("ERR DUMP payload version or checksum are wrong"))?;
+    let mut eng = engine(c.st)?;
+    let res = (|| -> CmdResult {
+        if policy == Policy::Flush {
+            eng.flush_functions();
+        }
+        for code in libs {
+            let code = Bytes::from(code);
+            if policy == Policy::Append {
+                eng.load_library(&code, false).map_err(Error::Other)?;
+            } else {
+                eng.load_library(&code, true).map_err(Error::Other)?;
+            }
+        }
+        Ok(())
+    })();
+    c.st.engine = Some(eng);
+    res?;
+    c.st.dirty += 1;
+    c.out.ok();
+    Ok(())
+}
+
+fn rdb_len(p: &mut Vec<u8>, n: u64) {
+    if n < 64 {
+        p.push(n as u8);
+    } else if n < 16384 {
+        p.push(0x40 | (n >> 8) as u8);
+        p.push(n as u8);
+    } else if n <= u32::MAX as u64 {
+        p.push(0x80);
+        p.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        p.push(0x81);
+        p.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// The libraries' code from a FUNCTION DUMP payload (uncompressed strings).
+fn parse_dump(p: &[u8]) -> Option<Vec<Vec<u8>>> {
+    if p.len() < 10 {
+        return None;
+    }
+    let (body, crc) = p.split_at(p.len() - 8);
+    let ver = u16::from_le_bytes([body[body.len() - 2], body[body.len() - 1]]);
+    if ver > 10 || crc64(0, body).to_le_bytes() != crc {
+        return None;
+    }
+    let mut data = &body[..body.len() - 2];
+    let mut out = Vec::new();
+    while let Some((&op, rest)) = data.split_first() {
+        if op != 0xf5 {
+            return None;
+        }
+        let (&b0, rest) = rest.split_first()?;
+        let (n, rest) = match b0 >> 6 {
+            0 => ((b0 & 0x3f) as usize, rest),
+            1 => {
+                let (&b1, rest) = rest.split_first()?;
+                ((((b0 & 0x3f) as usize) << 8) | b1 as usize, rest)
+            }
+            2 if b0 == 0x80 => {
+                let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+                (n as usize, &rest[4..])
+            }
+            _ => return None,
+        };
+        out.push(rest.get(..n)?.to_vec());
+        data = &rest[n..];
+    }
+    Some(out)
+}
+
+/// CRC-64/Jones (reflected, poly 0xad93d23594c935a9), Redis's checksum.
+fn crc64(mut crc: u64, data: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
+    for &b in data {
+        crc ^= b as u64;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// FUNCTION HELP
+fn function_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    help_reply(
+        c,
+        "FUNCTION",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
+        ],
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64_matches_redis() {
+        // Redis's crc64 test vector.
+        assert_eq!(crc64(0, b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+    }
+
+    #[test]
+    fn dump_round_trip() {
+        let mut p = vec![0xf5];
+        rdb_len(&mut p, 3);
+        p.extend_from_slice(b"abc");
+        p.extend_from_slice(&[10, 0]);
+        let crc = crc64(0, &p);
+        p.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(parse_dump(&p), Some(vec![b"abc".to_vec()]));
+        p[2] ^= 1;
+        assert_eq!(parse_dump(&p), None);
+    }
+}
