@@ -54,7 +54,14 @@ pub struct RunFlags {
     pub wrote: AtomicBool,
     pub start_ms: AtomicI64,
     pub threshold_ms: AtomicI64,
+    /// Called every few ms while a script runs long, so the host can keep
+    /// serving its other clients (the server wakes an idle worker thread).
+    pub nudge: std::sync::OnceLock<fn()>,
+    pub last_nudge_ms: AtomicI64,
 }
+
+/// How long a script runs before the host is nudged, and how often.
+const NUDGE_MS: i64 = 2;
 
 pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
@@ -283,11 +290,19 @@ impl Engine {
                 if f.kill.load(Relaxed) {
                     return Err(raise(KILLED));
                 }
-                if f.running.load(Relaxed)
-                    && !f.busy.load(Relaxed)
-                    && now_ms() - f.start_ms.load(Relaxed) >= f.threshold_ms.load(Relaxed)
-                {
+                if !f.running.load(Relaxed) {
+                    return Ok(VmState::Continue);
+                }
+                let now = now_ms();
+                let ran = now - f.start_ms.load(Relaxed);
+                if !f.busy.load(Relaxed) && ran >= f.threshold_ms.load(Relaxed) {
                     f.busy.store(true, Relaxed);
+                }
+                if ran >= NUDGE_MS && now - f.last_nudge_ms.load(Relaxed) >= NUDGE_MS {
+                    f.last_nudge_ms.store(now, Relaxed);
+                    if let Some(nudge) = f.nudge.get() {
+                        nudge();
+                    }
                 }
                 Ok(VmState::Continue)
             },

@@ -33,7 +33,13 @@ fn main() {
         }
     };
     init_logging(&cfg);
+    // At least two workers: while a long script holds one, the other serves
+    // everyone else (-BUSY replies, SCRIPT KILL).
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .max(2);
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
         .enable_all()
         .build()
         .expect("tokio runtime");

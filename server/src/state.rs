@@ -313,6 +313,7 @@ impl State {
             engine: None,
             script_run: Arc::default(),
         };
+        let _ = st.script_run.nudge.set(wake_idle_worker);
         st.apply_config();
         st
     }
@@ -431,6 +432,16 @@ impl State {
             c.killed = true;
             c.wake.notify_one();
         }
+    }
+}
+
+/// Spawns an empty task from a long-running script. Tokio wakes a parked
+/// worker to take it (on the second spawn: the first sits in the LIFO
+/// slot); that worker then finds the I/O driver free and serves the other
+/// connections, which would otherwise wait for the script to end.
+fn wake_idle_worker() {
+    if let Ok(h) = tokio::runtime::Handle::try_current() {
+        h.spawn(async {});
     }
 }
 

@@ -1,0 +1,84 @@
+# Shared by the bench/*.sh scripts (sourced, not run): the release build,
+# a scratch directory cleaned up on exit, free ports, and starting a
+# cinnabar or redis-server on one.
+#
+# After `bench_init`: ROOT, REDIS_BIN, CINNABAR_BIN, WORK.
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# A free port: random in 20000-29999 (below the ephemeral range), probed.
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 10000))
+    if ! port_busy "$p"; then echo "$p"; return 0; fi
+  done
+  echo "no free port" >&2
+  return 1
+}
+
+# shellcheck disable=SC2317 # run by the trap
+bench_cleanup() {
+  local p
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+  done
+  rm -rf "$WORK"
+}
+
+# bench_init TOOL... : checks the tools, builds the release binaries.
+bench_init() {
+  ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  cd "$ROOT" || exit 1
+  REDIS_SERVER=${REDIS_SERVER:-redis-server}
+  local tool
+  for tool in "$REDIS_SERVER" redis-benchmark redis-cli awk "$@"; do
+    command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y redis-server redis-tools)" >&2; exit 1; }
+  done
+  REDIS_BIN=$(command -v "$REDIS_SERVER")
+  local target=${CARGO_TARGET_DIR:-$ROOT/target}
+  case "$target" in /*) ;; *) target="$ROOT/$target" ;; esac
+  TARGET="$target/release"
+  if [ -z "${CINNABAR_BIN:-}" ]; then
+    echo "building cinnabar-server (release)..." >&2
+    cargo build --release --quiet --bin cinnabar-server
+    CINNABAR_BIN="$TARGET/cinnabar-server"
+  fi
+  [ -x "$CINNABAR_BIN" ] || { echo "no binary at $CINNABAR_BIN" >&2; exit 1; }
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/cinnabar-bench.XXXXXX")
+  PIDS=()
+  trap bench_cleanup EXIT INT TERM
+}
+
+# start NAME BINARY [ARGS...] -> sets START_PORT and START_PID
+start() {
+  local name=$1 bin=$2 port pid
+  shift 2
+  mkdir -p "$WORK/$name"
+  for _ in 1 2 3; do
+    port=$(free_port)
+    (cd "$WORK/$name" && exec "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no "$@" \
+      >"$WORK/$name/log" 2>&1) &
+    pid=$!
+    for _ in $(seq 1 200); do
+      if redis-cli -p "$port" PING 2>/dev/null | grep -q PONG; then
+        START_PORT=$port
+        START_PID=$pid
+        PIDS+=("$pid")
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+  done
+  echo "$name failed to start:" >&2
+  cat "$WORK/$name/log" >&2
+  return 1
+}
+
+# ratio A B: A/B with 3 decimals, or n/a.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "n/a" }'; }
+
+# geomean X...: geometric mean of positive numbers (n/a entries skipped).
+geomean() { printf '%s\n' "$@" | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f (%d tests)", exp(s / n), n; else print "n/a" }'; }
