@@ -420,6 +420,12 @@ impl Skiplist {
         &mut self.up[u + i - 1]
     }
 
+    /// Whether node `a` sorts before node `b`.
+    fn node_before(&self, a: u32, b: u32) -> bool {
+        let b = &self.nodes[b as usize];
+        self.before(a, b.score, &b.member)
+    }
+
     /// Whether node `x` sorts before (score, member).
     fn before(&self, x: u32, score: f64, member: &[u8]) -> bool {
         let n = &self.nodes[x as usize];
@@ -503,22 +509,31 @@ impl Skiplist {
     /// bug.
     pub fn insert(&mut self, score: f64, member: CBytes) -> NodeId {
         debug_assert!(!score.is_nan());
+        let level = self.random_level();
+        let x = self.alloc(level, score, member);
+        self.link(x);
+        x
+    }
+
+    /// Links the unlinked node `x` into the levels at its (score, member)
+    /// position, with its own height.
+    fn link(&mut self, x: u32) {
+        let level = self.nodes[x as usize].height as usize;
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
-        let mut x = HEAD;
+        let mut p = HEAD;
         for i in (0..self.level).rev() {
             rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
             loop {
-                let f = self.fwd(x, i);
-                if f == NIL || !self.before(f, score, &member) {
+                let f = self.fwd(p, i);
+                if f == NIL || !self.node_before(f, x) {
                     break;
                 }
-                rank[i] += self.span(x, i);
-                x = f;
+                rank[i] += self.span(p, i);
+                p = f;
             }
-            update[i] = x;
+            update[i] = p;
         }
-        let level = self.random_level();
         if level > self.level {
             for i in self.level..level {
                 rank[i] = 0;
@@ -527,7 +542,6 @@ impl Skiplist {
             }
             self.level = level;
         }
-        let x = self.alloc(level, score, member);
         for i in 0..level {
             let u = update[i];
             let ufwd = self.fwd(u, i);
@@ -553,7 +567,6 @@ impl Skiplist {
             self.tail = x;
         }
         self.len += 1;
-        x
     }
 
     /// Path of last nodes before (score, member) on each level.
@@ -651,9 +664,11 @@ impl Skiplist {
             self.nodes[x as usize].score = new;
             return x;
         }
+        // Relinked in place: the slot, its height and its index entry stay.
         self.unlink(x, &update);
-        let m = self.release(x);
-        self.insert(new, m)
+        self.nodes[x as usize].score = new;
+        self.link(x);
+        x
     }
 
     /// 0-based rank of (score, member), if present.
