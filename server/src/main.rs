@@ -33,6 +33,7 @@ fn main() {
         }
     };
     init_logging(&cfg);
+    disable_thp(&cfg);
     // At least two workers: while a long script holds one, the other serves
     // everyone else (-BUSY replies, SCRIPT KILL).
     let workers = std::thread::available_parallelism()
@@ -48,6 +49,21 @@ fn main() {
         std::process::exit(1);
     }
     std::process::exit(0);
+}
+
+/// `disable-thp yes` (the default), as Redis: transparent huge pages off for
+/// this process. mimalloc advises huge pages on its arenas, which makes
+/// resident memory grow in 2MB steps wherever a page is first touched.
+fn disable_thp(cfg: &Config) {
+    #[cfg(target_os = "linux")]
+    if cfg.flag("disable-thp") {
+        // SAFETY: prctl with integer arguments only; failure is harmless.
+        unsafe {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cfg;
 }
 
 /// `loglevel` and `logfile` as Redis: debug/verbose/notice/warning, stdout

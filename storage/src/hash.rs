@@ -14,7 +14,9 @@
 //! Measured (test `bytes_per_element`): 10 fields "fieldN" → "valueN" take
 //! 160 bytes of listpack, 16 bytes per field/value pair (8 per string:
 //! 6 bytes + header + backlen); 167 with the 7 header bytes, exactly Redis
-//! 7.0.15's DEBUG LISTPACK total for the same hash.
+//! 7.0.15's DEBUG LISTPACK total for the same hash. Stored as one exact
+//! allocation of 164 bytes (entries + 4-byte count), held unboxed in the
+//! `Value`.
 
 use crate::listpack::{Listpack, LpVal};
 use crate::{CBytes, Dict};
@@ -174,18 +176,6 @@ impl Hash {
         added
     }
 
-    /// Trims a listpack's spare capacity after a command's writes: growth
-    /// doubles the buffer, and for many small hashes that slack would be a
-    /// third of their memory. A clone allocates exactly the used bytes (a
-    /// shrinking realloc may keep the old block), once per command.
-    pub fn fit(&mut self) {
-        if let Hash::Listpack(lp) = self {
-            if lp.heap_size() > lp.as_bytes().len() {
-                *lp = lp.clone();
-            }
-        }
-    }
-
     /// Every (field, value), borrowed: the base for random picks by index.
     pub fn entries(&self) -> Vec<(LpVal<'_>, LpVal<'_>)> {
         self.iter().collect()
@@ -279,10 +269,10 @@ mod tests {
                 &lim,
             );
         }
-        h.fit();
         let lp = h.as_listpack().unwrap();
         assert_eq!(lp.as_bytes().len(), 160);
-        assert_eq!(lp.heap_size(), 160);
+        // One allocation: the entries and the 4-byte count.
+        assert_eq!(lp.heap_size(), 164);
         assert_eq!(lp.lp_bytes(), 167);
     }
 

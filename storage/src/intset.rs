@@ -2,10 +2,15 @@
 //! width (2, 4 or 8 bytes) that holds all of them, as Redis's small sets of
 //! integers.
 //!
-//! Layout: `data` holds `len * width` bytes, little-endian, ascending.
+//! Layout: one exact-size `Box<[u8]>` (16-byte handle, no allocation when
+//! empty): `len * width` bytes of elements, little-endian, ascending, and
+//! for widths 4 and 8 one trailing byte holding the width. The length's
+//! parity tells which: even means width 2 and no marker (the common case
+//! pays nothing), odd means the last byte is the width. So a small set of
+//! integers is one allocation of exactly its elements' bytes.
 //! Invariants: strictly ascending; `width` is the smallest of 2/4/8 that
 //! fits every element (it only grows: like Redis, removing the one wide
-//! value does not narrow the set back).
+//! value does not narrow the set back — an emptied set keeps its width).
 //!
 //! Complexity: contains O(log n) (binary search); add/remove O(n) (a
 //! memmove; upgrading the width rewrites the array once, and the new value,
@@ -15,15 +20,17 @@
 //! Measured (test `bytes_per_element`): an intset of 20 small ints is 40
 //! bytes of data, 2 bytes per element (Redis: 8-byte header + 40 = 48).
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Intset {
-    width: u8,
-    data: Vec<u8>,
+    buf: Box<[u8]>,
 }
 
-impl Default for Intset {
-    fn default() -> Self {
-        Intset::new()
+/// Reads one element; the slice's length is the width.
+fn read(b: &[u8]) -> i64 {
+    match b.len() {
+        2 => i16::from_le_bytes([b[0], b[1]]) as i64,
+        4 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
+        _ => i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
     }
 }
 
@@ -39,32 +46,72 @@ fn width_for(v: i64) -> u8 {
 
 impl Intset {
     pub fn new() -> Self {
-        Intset {
-            width: 2,
-            data: Vec::new(),
+        Intset::default()
+    }
+
+    fn width_u8(&self) -> u8 {
+        if self.buf.len() % 2 == 1 {
+            self.buf[self.buf.len() - 1]
+        } else {
+            2
         }
     }
 
+    /// The element bytes (without the width marker).
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.buf.len() & !1]
+    }
+
     pub fn len(&self) -> usize {
-        self.data.len() / self.width as usize
+        self.data().len() / self.width()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.data().is_empty()
     }
 
     /// Element width in bytes (2, 4 or 8).
     pub fn width(&self) -> usize {
-        self.width as usize
+        self.width_u8() as usize
     }
 
     /// Bytes as Redis counts an intset (8-byte header + data).
     pub fn blob_len(&self) -> usize {
-        8 + self.data.len()
+        8 + self.data().len()
     }
 
     pub fn heap_size(&self) -> usize {
-        self.data.capacity()
+        self.buf.len()
+    }
+
+    /// Rebuilds the buffer at its exact size: `n` elements of width `w`,
+    /// `fill` writing the element bytes into the vector it gets.
+    fn rebuild(&mut self, w: u8, n: usize, fill: impl FnOnce(&[u8], &mut Vec<u8>)) {
+        let old = std::mem::take(&mut self.buf);
+        let old_data = &old[..old.len() & !1];
+        let mut v = Vec::with_capacity(n * w as usize + usize::from(w != 2));
+        fill(old_data, &mut v);
+        debug_assert_eq!(v.len(), n * w as usize);
+        if w != 2 {
+            v.push(w);
+        }
+        self.buf = v.into_boxed_slice();
+    }
+
+    /// Replaces element bytes `a..b` by `with` at the current width,
+    /// resizing the buffer exactly (a `realloc`, in place while the block's
+    /// size class allows: fewer allocations than building a copy).
+    fn splice(&mut self, a: usize, b: usize, with: &[u8]) {
+        let mut v = std::mem::take(&mut self.buf).into_vec();
+        let marker = (v.len() % 2 == 1).then(|| v.pop());
+        if with.len() > b - a {
+            v.reserve_exact(with.len() - (b - a));
+        }
+        v.splice(a..b, with.iter().copied());
+        if let Some(Some(w)) = marker {
+            v.push(w);
+        }
+        self.buf = v.into_boxed_slice();
     }
 
     /// The element at sorted position `i`.
@@ -73,25 +120,21 @@ impl Intset {
     }
 
     fn at(&self, i: usize) -> i64 {
-        let w = self.width as usize;
-        let b = &self.data[i * w..i * w + w];
-        match w {
-            2 => i16::from_le_bytes([b[0], b[1]]) as i64,
-            4 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
-            _ => i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        }
+        let w = self.width();
+        read(&self.data()[i * w..i * w + w])
     }
+}
 
-    fn put(&mut self, i: usize, v: i64) {
-        let w = self.width as usize;
-        let b = &mut self.data[i * w..i * w + w];
-        match w {
-            2 => b.copy_from_slice(&(v as i16).to_le_bytes()),
-            4 => b.copy_from_slice(&(v as i32).to_le_bytes()),
-            _ => b.copy_from_slice(&v.to_le_bytes()),
-        }
+/// Appends `v` at width `w`.
+fn put(out: &mut Vec<u8>, w: u8, v: i64) {
+    match w {
+        2 => out.extend_from_slice(&(v as i16).to_le_bytes()),
+        4 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+        _ => out.extend_from_slice(&v.to_le_bytes()),
     }
+}
 
+impl Intset {
     /// `Ok(pos)` if present, else `Err(insertion point)`.
     fn search(&self, v: i64) -> Result<usize, usize> {
         let n = self.len();
@@ -123,54 +166,50 @@ impl Intset {
     }
 
     pub fn contains(&self, v: i64) -> bool {
-        width_for(v) <= self.width && self.search(v).is_ok()
+        width_for(v) <= self.width_u8() && self.search(v).is_ok()
     }
 
     /// Adds `v`; false if it was already present.
     pub fn add(&mut self, v: i64) -> bool {
-        let w = width_for(v);
-        if w > self.width {
-            self.upgrade_and_add(v, w);
+        let w = self.width_u8();
+        let nw = width_for(v);
+        let n = self.len();
+        if nw > w {
+            // Wider than every element: it goes below all or above all.
+            self.rebuild(nw, n + 1, |old, out| {
+                if v < 0 {
+                    put(out, nw, v);
+                }
+                for c in old.chunks_exact(w as usize) {
+                    put(out, nw, read(c));
+                }
+                if v >= 0 {
+                    put(out, nw, v);
+                }
+            });
             return true;
         }
         match self.search(v) {
             Ok(_) => false,
             Err(pos) => {
-                let ww = self.width as usize;
-                let at = pos * ww;
-                // Exact growth: a small intset is the whole value, and
-                // doubling would leave up to half of it unused.
-                self.data.reserve_exact(ww);
-                self.data.splice(at..at, std::iter::repeat_n(0, ww));
-                self.put(pos, v);
+                let at = pos * w as usize;
+                // Little-endian: the low `w` bytes are the narrow form.
+                self.splice(at, at, &v.to_le_bytes()[..w as usize]);
                 true
             }
         }
     }
 
-    fn upgrade_and_add(&mut self, v: i64, w: u8) {
-        let n = self.len();
-        let old: Vec<i64> = (0..n).map(|i| self.at(i)).collect();
-        self.width = w;
-        self.data = vec![0; (n + 1) * w as usize];
-        // Wider than every element: either below all or above all.
-        let off = usize::from(v < 0);
-        for (i, x) in old.into_iter().enumerate() {
-            self.put(i + off, x);
-        }
-        self.put(if v < 0 { 0 } else { n }, v);
-    }
-
     /// Removes `v`; false if absent.
     pub fn remove(&mut self, v: i64) -> bool {
-        if width_for(v) > self.width {
+        let w = self.width_u8();
+        if width_for(v) > w {
             return false;
         }
         match self.search(v) {
             Ok(pos) => {
-                let w = self.width as usize;
-                self.data.drain(pos * w..pos * w + w);
-                self.data.shrink_to_fit();
+                let w = w as usize;
+                self.splice(pos * w, (pos + 1) * w, &[]);
                 true
             }
             Err(_) => false,

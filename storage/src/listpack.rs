@@ -1,9 +1,14 @@
 //! A listpack: a sequence of small integers and byte strings packed in one
 //! contiguous buffer, walkable in both directions.
 //!
-//! Layout of `buf` (the entry count lives in the struct, not in the buffer,
-//! so no 6-byte header or end marker is stored; [`Listpack::lp_bytes`] adds
-//! those 7 bytes back so size thresholds match Redis's accounting):
+//! Layout: one exact-size heap buffer, `[count: u32 LE][entries…]`, held
+//! by a 16-byte `Box<[u8]>` (an empty listpack owns no allocation at all),
+//! so a small hash or sorted set is a single allocation of its exact size,
+//! as Redis's listpack (whose header holds total bytes + count). Every
+//! write reallocates to the new exact size; the allocator resizes in place
+//! while the block's size class still fits, and Redis reallocates on every
+//! listpack write too. Offsets in the API are relative to the first entry
+//! (`as_bytes()` is the entries without the count). Entry layout:
 //!
 //! ```text
 //! entry := header data backlen
@@ -40,6 +45,9 @@ use crate::num::parse_i64;
 /// Bytes Redis's listpack spends on its header (total bytes + count) and
 /// end marker; counted by [`Listpack::lp_bytes`] so limits match Redis.
 pub const LP_HEADER_OVERHEAD: usize = 7;
+
+/// Our own header: the entry count.
+const HDR: usize = 4;
 
 /// One listpack element, borrowed from the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,8 +107,8 @@ impl<'a> LpVal<'a> {
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Listpack {
-    buf: Vec<u8>,
-    len: usize,
+    /// Empty, or the count header followed by the entries.
+    buf: Box<[u8]>,
 }
 
 fn backlen_size(l: usize) -> usize {
@@ -238,35 +246,77 @@ impl Listpack {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        match self.buf.get(..HDR) {
+            Some(h) => u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize,
+            None => 0,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Size as Redis counts a listpack (header and end marker included).
     pub fn lp_bytes(&self) -> usize {
-        self.buf.len() + LP_HEADER_OVERHEAD
+        self.data().len() + LP_HEADER_OVERHEAD
     }
 
     /// The raw entry bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf
+        self.data()
     }
 
-    /// Heap bytes owned (allocated capacity).
+    fn data(&self) -> &[u8] {
+        self.buf.get(HDR..).unwrap_or(&[])
+    }
+
+    /// Heap bytes owned (the buffer is always exact-size).
     pub fn heap_size(&self) -> usize {
-        self.buf.capacity()
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.buf.shrink_to_fit()
+        self.buf.len()
     }
 
     pub fn clear(&mut self) {
-        self.buf.clear();
-        self.len = 0;
+        self.buf = Box::default();
+    }
+
+    /// The one write primitive: replaces the entry bytes in `range` with
+    /// what `fill` appends to the vector it gets (which holds everything
+    /// before `range`), changes the count by `delta`, and reallocates the
+    /// buffer to the exact new size. Returns the offset just past the new
+    /// bytes.
+    fn edit(
+        &mut self,
+        range: std::ops::Range<usize>,
+        delta: isize,
+        add: usize,
+        fill: impl FnOnce(&mut Vec<u8>),
+    ) -> usize {
+        let count = (self.len() as isize + delta) as usize;
+        if count == 0 {
+            self.buf = Box::default();
+            return 0;
+        }
+        let mut v = std::mem::take(&mut self.buf).into_vec();
+        if v.is_empty() {
+            v.extend_from_slice(&[0; HDR]);
+        }
+        let (a, b) = (range.start + HDR, range.end + HDR);
+        if b == v.len() {
+            // At the end (pushes, pops, the last entry): no tail to move.
+            v.truncate(a);
+            v.reserve_exact(add);
+            fill(&mut v);
+        } else {
+            let mut ins = Vec::with_capacity(add);
+            fill(&mut ins);
+            v.reserve_exact(add.saturating_sub(b - a));
+            v.splice(a..b, ins);
+        }
+        debug_assert!(v.len() > HDR);
+        v[..HDR].copy_from_slice(&u32::try_from(count).expect("listpack count").to_le_bytes());
+        let end = a + add - HDR;
+        self.buf = v.into_boxed_slice();
+        end
     }
 
     // ---- offset-level primitives: an offset is the start of an entry, or
@@ -274,39 +324,39 @@ impl Listpack {
 
     /// Offset of the first entry.
     pub fn first(&self) -> Option<usize> {
-        (self.len > 0).then_some(0)
+        (!self.is_empty()).then_some(0)
     }
 
     /// Offset of the last entry.
     pub fn last(&self) -> Option<usize> {
-        self.prev(self.buf.len())
+        self.prev(self.data().len())
     }
 
     /// Offset of the entry after the one at `off`.
     pub fn next(&self, off: usize) -> Option<usize> {
         let n = self.next_raw(off);
-        (n < self.buf.len()).then_some(n)
+        (n < self.data().len()).then_some(n)
     }
 
     fn next_raw(&self, off: usize) -> usize {
-        let (_, e) = decode(&self.buf, off);
+        let (_, e) = decode(self.data(), off);
         off + e + backlen_size(e)
     }
 
     /// Offset of the entry before `off` (which may be the end offset).
     pub fn prev(&self, off: usize) -> Option<usize> {
-        (off > 0).then(|| prev_off(&self.buf, off))
+        (off > 0).then(|| prev_off(self.data(), off))
     }
 
     /// The entry at `off`.
     pub fn get_at(&self, off: usize) -> LpVal<'_> {
-        decode(&self.buf, off).0
+        decode(self.data(), off).0
     }
 
     /// Offset of entry `index`; negative counts from the end (-1 = last).
     /// Walks from whichever end is nearer.
     pub fn seek(&self, index: isize) -> Option<usize> {
-        let len = self.len as isize;
+        let len = self.len() as isize;
         let i = if index < 0 { len + index } else { index };
         if i < 0 || i >= len {
             return None;
@@ -318,7 +368,7 @@ impl Listpack {
             }
             Some(off)
         } else {
-            let mut off = self.buf.len();
+            let mut off = self.data().len();
             for _ in i..len {
                 off = self.prev(off)?;
             }
@@ -328,38 +378,31 @@ impl Listpack {
 
     /// Inserts before the entry at `off` (`off == as_bytes().len()` appends).
     pub fn insert_at(&mut self, off: usize, v: LpVal) {
-        let mut tmp = Vec::with_capacity(entry_size(v));
-        encode(v, &mut tmp);
-        self.buf.splice(off..off, tmp);
-        self.len += 1;
+        self.edit(off..off, 1, entry_size(v), |out| encode(v, out));
     }
 
     /// Deletes the entry at `off`; the following entry (if any) now starts
     /// at `off`.
     pub fn delete_at(&mut self, off: usize) {
         let end = self.next_raw(off);
-        self.buf.drain(off..end);
-        self.len -= 1;
+        self.edit(off..end, -1, 0, |_| {});
     }
 
     /// Deletes `count` entries starting at `off`.
     pub fn delete_run_at(&mut self, off: usize, count: usize) {
         let mut end = off;
         let mut n = 0;
-        while n < count && end < self.buf.len() {
+        while n < count && end < self.data().len() {
             end = self.next_raw(end);
             n += 1;
         }
-        self.buf.drain(off..end);
-        self.len -= n;
+        self.edit(off..end, -(n as isize), 0, |_| {});
     }
 
     /// Replaces the entry at `off` with `v`.
     pub fn replace_at(&mut self, off: usize, v: LpVal) {
         let end = self.next_raw(off);
-        let mut tmp = Vec::with_capacity(entry_size(v));
-        encode(v, &mut tmp);
-        self.buf.splice(off..end, tmp);
+        self.edit(off..end, 0, entry_size(v), |out| encode(v, out));
     }
 
     // ---- index-level API over user bytes.
@@ -369,8 +412,19 @@ impl Listpack {
     }
 
     pub fn push_back_val(&mut self, v: LpVal) {
-        encode(v, &mut self.buf);
-        self.len += 1;
+        let end = self.data().len();
+        self.insert_at(end, v);
+    }
+
+    /// Appends several entries with one reallocation.
+    pub fn extend_vals<'v>(&mut self, vals: &[LpVal<'v>]) {
+        let end = self.data().len();
+        let add = vals.iter().map(|v| entry_size(*v)).sum();
+        self.edit(end..end, vals.len() as isize, add, |out| {
+            for v in vals {
+                encode(*v, out);
+            }
+        });
     }
 
     pub fn push_front(&mut self, b: &[u8]) {
@@ -391,8 +445,7 @@ impl Listpack {
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
         let off = self.last()?;
         let v = self.get_at(off).to_vec();
-        self.buf.truncate(off);
-        self.len -= 1;
+        self.delete_at(off);
         Some(v)
     }
 
@@ -404,8 +457,8 @@ impl Listpack {
     /// Inserts so the new entry has index `index` (0..=len). False if out
     /// of range.
     pub fn insert(&mut self, index: usize, b: &[u8]) -> bool {
-        let off = if index == self.len {
-            self.buf.len()
+        let off = if index == self.len() {
+            self.data().len()
         } else {
             match self.seek(index as isize) {
                 Some(o) => o,
@@ -446,9 +499,9 @@ impl Listpack {
     /// Entries front to back; `.rev()` walks back to front.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            buf: &self.buf,
+            buf: self.data(),
             front: 0,
-            back: self.buf.len(),
+            back: self.data().len(),
         }
     }
 

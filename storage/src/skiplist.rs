@@ -3,30 +3,45 @@
 //! [`crate::zset`]).
 //!
 //! Layout: nodes live in an arena (`Vec<Node>`) and link by `u32` index
-//! (`NIL` = none), so there is no unsafe code and a node is one slot plus
-//! its level array. Slot 0 is the header with `MAX_LEVEL` levels; freed
-//! slots are reused. Each level link carries a `span`: how many rank
-//! positions the link jumps (for a link to NIL, the distance past the
+//! (`NIL` = none), so there is no unsafe code and no per-node allocation.
+//! Slot 0 is the header with `MAX_LEVEL` levels; freed slots are chained
+//! through `next` and reused. Each level link carries a `span`: how many
+//! rank positions the link jumps (for a link to NIL, the distance past the
 //! tail), which gives O(log n) rank and rank → node. `back` links level 0
-//! backwards for reverse walks (NIL for the first node).
+//! backwards for reverse walks (NIL for the first node). Level 0 is inside
+//! the node; a node's levels 1.. (a quarter of the nodes have any) are a
+//! block of `height - 1` entries in the shared `up` array, recycled through
+//! per-height free lists.
+//!
+//! The list is also its own member index (what Redis keeps as a separate
+//! member → score dict): a chained hash table whose `buckets` hold node
+//! indices and whose chains run through the nodes' `next` field, so the
+//! member is stored once and the index costs 4 bytes per bucket. Buckets
+//! are a power of two, at least `len` (grown ×2 when an insert passes it,
+//! shrunk when under 1/8 full); ZSCAN walks them with Redis's reverse-binary
+//! cursor, which returns every member present for the whole scan across
+//! resizes. A resize rehashes all members at once (a sequential pass over
+//! the arena: O(n) once per doubling, amortized O(1) per insert, unlike
+//! Redis's incremental rehash — a 1M-member resize takes a few ms).
 //!
 //! Invariants: level-0 order is strictly ascending by (score, member)
 //! (scores compare numerically, members bytewise; NaN is never stored);
 //! the sum of spans along any level from the header is `len`; `level` is the
 //! highest level in use (≥ 1); a node's level is 1 + geometric(p = 1/4),
-//! capped at 32.
+//! capped at 32; `height == 0` marks a free slot; every live node other
+//! than the header is in exactly one bucket chain, the one of its member's
+//! hash; members are unique.
 //!
 //! Complexity: insert, delete, score update, rank, node-by-rank and the
-//! first/last node of a score or lex range are O(log n) expected; walks are
-//! O(1) per step.
+//! first/last node of a score or lex range are O(log n) expected; member
+//! lookup O(1) expected; walks are O(1) per step.
 //!
 //! Memory (measured by `node_size` test, 64-bit): a node is a 56-byte slot
-//! (24-byte inline member up to 22 bytes, f64 score, back link, level
-//! pointer) plus a level array of 8 bytes per level (1.33 levels on
-//! average) — about 67 bytes per element before allocator rounding; the
-//! member → score dict node adds 40 bytes + 8 per bucket. So a skiplist
-//! sorted set costs ~115-130 bytes per short member, against ~6-12 in a
-//! listpack.
+//! (24-byte inline member up to 22 bytes, f64 score, back link, level 0,
+//! up-block index, chain link, height), plus 8 bytes per extra level (1/3
+//! extra level on average: ~2.7 bytes), plus 4-8 bytes of buckets: about
+//! 65 bytes per element with a short member, against Redis's skiplist node
+//! + sds + dict entry + bucket (~106 bytes measured).
 
 use crate::CBytes;
 use std::cmp::Ordering;
@@ -46,7 +61,15 @@ struct Node {
     member: CBytes,
     score: f64,
     back: u32,
-    levels: Box<[Level]>,
+    /// Level 0, which every node has.
+    l0: Level,
+    /// Start of levels 1.. in `Skiplist::up` (NIL when `height` is 1).
+    up: u32,
+    /// Next node in the member's bucket chain; for a free slot, the next
+    /// free slot.
+    next: u32,
+    /// Number of levels; 0 for a free slot.
+    height: u8,
 }
 
 /// A score interval with inclusive or exclusive ends (`(1.5`, `-inf`, …).
@@ -210,7 +233,16 @@ impl LexRange {
 #[derive(Clone)]
 pub struct Skiplist {
     nodes: Vec<Node>,
-    free: Vec<u32>,
+    /// Levels 1.. of every node, in blocks of `height - 1`.
+    up: Vec<Level>,
+    /// Free `up` blocks by node height, chained through their first
+    /// entry's `fwd`.
+    up_free: [u32; MAX_LEVEL + 1],
+    /// First free node slot (chained through `next`).
+    free: u32,
+    /// The member index: bucket → first node of its chain.
+    buckets: Vec<u32>,
+    hasher: ahash::RandomState,
     tail: u32,
     len: usize,
     level: usize,
@@ -226,20 +258,29 @@ impl Default for Skiplist {
 /// Handle to a node, valid until the next mutation.
 pub type NodeId = u32;
 
+const MIN_BUCKETS: usize = 4;
+
 impl Skiplist {
     pub fn new() -> Self {
         let head = Node {
             member: CBytes::new(b""),
             score: 0.0,
             back: NIL,
-            levels: vec![Level { fwd: NIL, span: 0 }; MAX_LEVEL].into_boxed_slice(),
+            l0: Level { fwd: NIL, span: 0 },
+            up: 0,
+            next: NIL,
+            height: MAX_LEVEL as u8,
         };
         // Any odd seed works for xorshift; vary it per list so level shapes
         // differ between keys.
         let seed = rand::random::<u64>() | 1;
         Skiplist {
             nodes: vec![head],
-            free: Vec::new(),
+            up: vec![Level { fwd: NIL, span: 0 }; MAX_LEVEL - 1],
+            up_free: [NIL; MAX_LEVEL + 1],
+            free: NIL,
+            buckets: Vec::new(),
+            hasher: ahash::RandomState::new(),
             tail: NIL,
             len: 0,
             level: 1,
@@ -258,12 +299,86 @@ impl Skiplist {
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.up.capacity() * std::mem::size_of::<Level>()
+            + self.buckets.capacity() * 4
             + self
                 .nodes
                 .iter()
-                .map(|n| n.levels.len() * std::mem::size_of::<Level>() + n.member.heap_size())
+                .map(|n| n.member.heap_size())
                 .sum::<usize>()
-            + self.free.capacity() * 4
+    }
+
+    // ---- member index
+
+    fn bucket_of(&self, member: &[u8]) -> usize {
+        self.hasher.hash_one(member) as usize & (self.buckets.len() - 1)
+    }
+
+    /// The node holding `member`.
+    pub fn find(&self, member: &[u8]) -> Option<NodeId> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mut x = self.buckets[self.bucket_of(member)];
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if &*n.member == member {
+                return Some(x);
+            }
+            x = n.next;
+        }
+        None
+    }
+
+    /// The score of `member`, if present.
+    pub fn get_score(&self, member: &[u8]) -> Option<f64> {
+        self.find(member).map(|x| self.nodes[x as usize].score)
+    }
+
+    /// Rebuilds the index with `size` buckets (a power of two).
+    fn resize_index(&mut self, size: usize) {
+        self.buckets = vec![NIL; size];
+        for x in 1..self.nodes.len() {
+            if self.nodes[x].height != 0 {
+                self.link_index(x as u32);
+            }
+        }
+    }
+
+    fn link_index(&mut self, x: u32) {
+        let b = self.bucket_of(&self.nodes[x as usize].member);
+        self.nodes[x as usize].next = self.buckets[b];
+        self.buckets[b] = x;
+    }
+
+    fn unlink_index(&mut self, x: u32) {
+        let b = self.bucket_of(&self.nodes[x as usize].member);
+        let after = self.nodes[x as usize].next;
+        if self.buckets[b] == x {
+            self.buckets[b] = after;
+            return;
+        }
+        let mut p = self.buckets[b];
+        while self.nodes[p as usize].next != x {
+            p = self.nodes[p as usize].next;
+        }
+        self.nodes[p as usize].next = after;
+    }
+
+    /// Visits the bucket at `cursor` and returns the next cursor (0 when
+    /// the scan is complete): Redis's `dictScan` on one table.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&CBytes, f64)) -> u64 {
+        if self.len == 0 {
+            return 0;
+        }
+        let m = (self.buckets.len() - 1) as u64;
+        let mut x = self.buckets[(cursor & m) as usize];
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            f(&n.member, n.score);
+            x = n.next;
+        }
+        (cursor | !m).reverse_bits().wrapping_add(1).reverse_bits()
     }
 
     fn random_level(&mut self) -> usize {
@@ -280,16 +395,35 @@ impl Skiplist {
         }
     }
 
+    fn level(&self, x: u32, i: usize) -> Level {
+        let n = &self.nodes[x as usize];
+        if i == 0 {
+            n.l0
+        } else {
+            self.up[n.up as usize + i - 1]
+        }
+    }
+
     fn fwd(&self, x: u32, i: usize) -> u32 {
-        self.nodes[x as usize].levels[i].fwd
+        self.level(x, i).fwd
     }
 
     fn span(&self, x: u32, i: usize) -> u32 {
-        self.nodes[x as usize].levels[i].span
+        self.level(x, i).span
     }
 
     fn lvl(&mut self, x: u32, i: usize) -> &mut Level {
-        &mut self.nodes[x as usize].levels[i]
+        if i == 0 {
+            return &mut self.nodes[x as usize].l0;
+        }
+        let u = self.nodes[x as usize].up as usize;
+        &mut self.up[u + i - 1]
+    }
+
+    /// Whether node `a` sorts before node `b`.
+    fn node_before(&self, a: u32, b: u32) -> bool {
+        let b = &self.nodes[b as usize];
+        self.before(a, b.score, &b.member)
     }
 
     /// Whether node `x` sorts before (score, member).
@@ -325,43 +459,81 @@ impl Skiplist {
         (b != NIL).then_some(b)
     }
 
+    /// Takes a node slot (and an `up` block when `level > 1`) and links
+    /// the member into the index.
     fn alloc(&mut self, level: usize, score: f64, member: CBytes) -> u32 {
+        if self.len + 1 > self.buckets.len() {
+            let size = (self.len + 1).next_power_of_two().max(MIN_BUCKETS);
+            self.resize_index(size);
+        }
+        let up = if level > 1 { self.alloc_up(level) } else { NIL };
         let node = Node {
             member,
             score,
             back: NIL,
-            levels: vec![Level { fwd: NIL, span: 0 }; level].into_boxed_slice(),
+            l0: Level { fwd: NIL, span: 0 },
+            up,
+            next: NIL,
+            height: level as u8,
         };
-        if let Some(i) = self.free.pop() {
-            self.nodes[i as usize] = node;
-            i
+        let x = if self.free != NIL {
+            let x = self.free;
+            self.free = self.nodes[x as usize].next;
+            self.nodes[x as usize] = node;
+            x
         } else {
             assert!(self.nodes.len() < NIL as usize, "skiplist full");
             self.nodes.push(node);
             (self.nodes.len() - 1) as u32
+        };
+        self.link_index(x);
+        x
+    }
+
+    /// A block for levels 1..`height` (cleared).
+    fn alloc_up(&mut self, height: usize) -> u32 {
+        let b = self.up_free[height];
+        let clear = Level { fwd: NIL, span: 0 };
+        if b != NIL {
+            self.up_free[height] = self.up[b as usize].fwd;
+            self.up[b as usize..b as usize + height - 1].fill(clear);
+            return b;
         }
+        let b = self.up.len();
+        assert!(b + height < NIL as usize, "skiplist full");
+        self.up.resize(b + height - 1, clear);
+        b as u32
     }
 
     /// Inserts a member known to be absent. NaN scores are the caller's
     /// bug.
     pub fn insert(&mut self, score: f64, member: CBytes) -> NodeId {
         debug_assert!(!score.is_nan());
+        let level = self.random_level();
+        let x = self.alloc(level, score, member);
+        self.link(x);
+        x
+    }
+
+    /// Links the unlinked node `x` into the levels at its (score, member)
+    /// position, with its own height.
+    fn link(&mut self, x: u32) {
+        let level = self.nodes[x as usize].height as usize;
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
-        let mut x = HEAD;
+        let mut p = HEAD;
         for i in (0..self.level).rev() {
             rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
             loop {
-                let f = self.fwd(x, i);
-                if f == NIL || !self.before(f, score, &member) {
+                let f = self.fwd(p, i);
+                if f == NIL || !self.node_before(f, x) {
                     break;
                 }
-                rank[i] += self.span(x, i);
-                x = f;
+                rank[i] += self.span(p, i);
+                p = f;
             }
-            update[i] = x;
+            update[i] = p;
         }
-        let level = self.random_level();
         if level > self.level {
             for i in self.level..level {
                 rank[i] = 0;
@@ -370,7 +542,6 @@ impl Skiplist {
             }
             self.level = level;
         }
-        let x = self.alloc(level, score, member);
         for i in 0..level {
             let u = update[i];
             let ufwd = self.fwd(u, i);
@@ -396,7 +567,6 @@ impl Skiplist {
             self.tail = x;
         }
         self.len += 1;
-        x
     }
 
     /// Path of last nodes before (score, member) on each level.
@@ -419,7 +589,7 @@ impl Skiplist {
     fn unlink(&mut self, x: u32, update: &[u32; MAX_LEVEL]) {
         for (i, &u) in update.iter().enumerate().take(self.level) {
             if self.fwd(u, i) == x {
-                let Level { fwd, span } = self.nodes[x as usize].levels[i];
+                let Level { fwd, span } = self.level(x, i);
                 let l = self.lvl(u, i);
                 l.span = l.span + span - 1;
                 l.fwd = fwd;
@@ -440,12 +610,30 @@ impl Skiplist {
         self.len -= 1;
     }
 
-    /// Frees slot `x`, returning its member.
+    /// Frees slot `x` (already unlinked from the levels), taking it out of
+    /// the index; returns its member.
     fn release(&mut self, x: u32) -> CBytes {
+        self.unlink_index(x);
+        let (h, up) = {
+            let n = &self.nodes[x as usize];
+            (n.height as usize, n.up)
+        };
+        if h > 1 {
+            self.up[up as usize].fwd = self.up_free[h];
+            self.up_free[h] = up;
+        }
+        let free = self.free;
         let n = &mut self.nodes[x as usize];
-        n.levels = Box::new([]);
-        self.free.push(x);
-        std::mem::replace(&mut n.member, CBytes::new(b""))
+        n.height = 0;
+        n.up = NIL;
+        n.next = free;
+        self.free = x;
+        let m = std::mem::replace(&mut n.member, CBytes::new(b""));
+        if self.len * 8 < self.buckets.len() && self.buckets.len() > MIN_BUCKETS {
+            let size = self.len.next_power_of_two().max(MIN_BUCKETS);
+            self.resize_index(size);
+        }
+        m
     }
 
     /// Deletes (score, member); returns the member if it was present.
@@ -476,9 +664,11 @@ impl Skiplist {
             self.nodes[x as usize].score = new;
             return x;
         }
+        // Relinked in place: the slot, its height and its index entry stay.
         self.unlink(x, &update);
-        let m = self.release(x);
-        self.insert(new, m)
+        self.nodes[x as usize].score = new;
+        self.link(x);
+        x
     }
 
     /// 0-based rank of (score, member), if present.
@@ -641,11 +831,22 @@ impl Skiplist {
                 let p = &self.nodes[prev as usize];
                 assert!((p.score, &p.member) < (n.score, &n.member));
             }
+            assert_eq!(self.find(&n.member), Some(x));
             prev = x;
-            x = n.levels[0].fwd;
+            x = n.l0.fwd;
             count += 1;
         }
         assert_eq!(count, self.len);
+        let mut indexed = 0;
+        for &b in &self.buckets {
+            let mut x = b;
+            while x != NIL {
+                indexed += 1;
+                x = self.nodes[x as usize].next;
+            }
+        }
+        assert_eq!(indexed, self.len);
+        assert!(self.buckets.len() >= self.len);
         assert_eq!(self.tail, prev);
         for i in 0..self.level {
             let mut x = HEAD;

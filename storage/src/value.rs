@@ -3,6 +3,18 @@
 //! Each type is one enum whose variants are its encodings, named as Redis
 //! 7.0 reports them in OBJECT ENCODING; callers use the type's methods and
 //! do not match on the encoding.
+//!
+//! Layout (checked by the `handles_stay_small` test): `Value` is 24 bytes,
+//! so a keyspace dict node (key 24 + value 24 + next 8 + access clock 4)
+//! fits a 64-byte allocation. `StrValue` is the largest variant: a
+//! `CBytes` (inline up to 22 bytes), whose tag byte leaves room for the
+//! enum tags; everything else is at most 16 bytes and sits after it. The
+//! compact encodings are held directly — `Hash`, `Set` and `SortedSet` are
+//! 16-byte enums whose small form is an exact-size `Box<[u8]>` (listpack or
+//! intset) and whose large form a box — so a small hash, set or sorted set
+//! costs the node plus one allocation of exactly its bytes, as in Redis
+//! (dict entry + robj + listpack). The rare growable string (`Raw`) and
+//! the quicklist are boxed.
 
 use crate::num::parse_i64;
 use crate::{CBytes, Hash, Quicklist, Set, SortedSet};
@@ -10,15 +22,14 @@ use crate::{CBytes, Hash, Quicklist, Set, SortedSet};
 /// Longest string Redis stores as `embstr`.
 const EMBSTR_MAX: usize = 44;
 
-/// A stored value. Aggregates are boxed so a dict node stays small and a
-/// string (the common case) needs no second allocation.
+/// A stored value (24 bytes; see the module comment).
 #[derive(Clone)]
 pub enum Value {
     Str(StrValue),
     List(Box<Quicklist>),
-    Hash(Box<Hash>),
-    Set(Box<Set>),
-    ZSet(Box<SortedSet>),
+    Hash(Hash),
+    Set(Set),
+    ZSet(SortedSet),
 }
 
 /// The Rust type behind each Redis type, so callers can ask for "the list
@@ -59,12 +70,13 @@ typed!(SortedSet, ZSet);
 /// - `Emb`: a string written whole (SET, GETSET, …): `embstr` up to 44 bytes,
 ///   `raw` above;
 /// - `Raw`: a string modified in place (APPEND, SETRANGE, SETBIT), kept in a
-///   growable buffer so repeated appends are amortized O(1), always `raw`.
+///   growable buffer so repeated appends are amortized O(1), always `raw`
+///   (boxed: a 24-byte `Vec` would make every `Value` 32 bytes).
 #[derive(Clone)]
 pub enum StrValue {
     Int(i64),
     Emb(CBytes),
-    Raw(Vec<u8>),
+    Raw(Box<Vec<u8>>),
 }
 
 impl StrValue {
@@ -91,6 +103,11 @@ impl StrValue {
         self.as_bytes(&mut itoa::Buffer::new()).to_vec()
     }
 
+    /// A `raw` string owning `v` (for in-place edits to come).
+    pub fn raw(v: Vec<u8>) -> Self {
+        StrValue::Raw(Box::new(v))
+    }
+
     pub fn len(&self) -> usize {
         match self {
             StrValue::Int(n) => itoa::Buffer::new().format(*n).len(),
@@ -115,7 +132,7 @@ impl StrValue {
     /// The growable buffer for in-place edits, converting to `raw` first.
     pub fn make_raw(&mut self) -> &mut Vec<u8> {
         if !matches!(self, StrValue::Raw(_)) {
-            *self = StrValue::Raw(self.to_vec());
+            *self = StrValue::raw(self.to_vec());
         }
         match self {
             StrValue::Raw(v) => v,
@@ -175,7 +192,7 @@ impl Value {
         match self {
             Value::Str(StrValue::Int(_)) => 0,
             Value::Str(StrValue::Emb(b)) => b.heap_size(),
-            Value::Str(StrValue::Raw(v)) => v.capacity(),
+            Value::Str(StrValue::Raw(v)) => v.capacity() + std::mem::size_of::<Vec<u8>>(),
             Value::List(l) => l.heap_size(),
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
@@ -202,10 +219,11 @@ mod tests {
 
     #[test]
     fn handles_stay_small() {
-        assert!(
-            std::mem::size_of::<Value>() <= 32,
-            "{}",
-            std::mem::size_of::<Value>()
-        );
+        use std::mem::size_of;
+        assert_eq!(size_of::<Value>(), 24);
+        assert_eq!(size_of::<StrValue>(), 24);
+        assert_eq!(size_of::<Hash>(), 16);
+        assert_eq!(size_of::<Set>(), 16);
+        assert_eq!(size_of::<SortedSet>(), 16);
     }
 }

@@ -6,11 +6,11 @@
 //!   round-trip decimal text (Redis writes `%.17g`, e.g. 21 bytes for 0.1
 //!   where we write 3; both read back to the same double). Every operation is a linear walk, fine while
 //!   the set has at most `zset-max-listpack-entries` members.
-//! - `Skiplist`: a [`Skiplist`] ordered by (score, member) with spans, plus
-//!   a member → score [`Dict`] for O(1) ZSCORE and membership.
+//! - `Skiplist`: a [`Skiplist`] ordered by (score, member) with spans, which
+//!   is also a hash index of its members (O(1) ZSCORE and membership; the
+//!   member is stored once, where Redis keeps a second dict).
 //!
-//! Invariants: no NaN score is stored; members are unique; in the skiplist
-//! encoding the dict and the skiplist hold the same (member, score) pairs.
+//! Invariants: no NaN score is stored; members are unique.
 //! Encoding changes: listpack → skiplist when an insert makes the set
 //! exceed `max_listpack_entries` or brings a member longer than
 //! `max_listpack_value`; never back on its own — only a command creating a
@@ -28,12 +28,13 @@
 //! Measured (test `bytes_per_element`): 10 members "member:N" with integer
 //! scores take 120 bytes of listpack, 12 bytes per element; with the 7
 //! header bytes that is 127, exactly what Redis 7.0.15's DEBUG LISTPACK
-//! reports for the same set (its entries are byte-identical). A skiplist element: see [`crate::skiplist`]
-//! (~115-130 bytes with the dict node).
+//! reports for the same set (its entries are byte-identical); stored as one
+//! exact allocation of 124 bytes held unboxed in the `Value`. A skiplist
+//! element: ~65 bytes with a short member, see [`crate::skiplist`].
 
 use crate::listpack::{Listpack, LpVal};
 use crate::skiplist::{LexRange, ScoreRange, Skiplist};
-use crate::{CBytes, Dict};
+use crate::CBytes;
 
 /// `zset-max-listpack-entries` / `zset-max-listpack-value`.
 #[derive(Clone, Copy, Debug)]
@@ -76,15 +77,10 @@ pub enum ZaddOutcome {
 }
 
 #[derive(Clone)]
-pub struct SkipZset {
-    dict: Dict<f64>,
-    zsl: Skiplist,
-}
-
-#[derive(Clone)]
 pub enum SortedSet {
     Listpack(Listpack),
-    Skiplist(Box<SkipZset>),
+    /// The skiplist is also the member index (see [`crate::skiplist`]).
+    Skiplist(Box<Skiplist>),
 }
 
 /// One result element: member and score.
@@ -268,10 +264,7 @@ impl SortedSet {
     }
 
     pub fn new_skiplist() -> Self {
-        SortedSet::Skiplist(Box::new(SkipZset {
-            dict: Dict::new(),
-            zsl: Skiplist::new(),
-        }))
+        SortedSet::Skiplist(Box::default())
     }
 
     /// The encoding a new set of about `size` members, the longest
@@ -298,7 +291,7 @@ impl SortedSet {
     pub fn len(&self) -> usize {
         match self {
             SortedSet::Listpack(lp) => lp.len() / 2,
-            SortedSet::Skiplist(z) => z.zsl.len(),
+            SortedSet::Skiplist(z) => z.len(),
         }
     }
 
@@ -310,13 +303,7 @@ impl SortedSet {
     pub fn heap_size(&self) -> usize {
         match self {
             SortedSet::Listpack(lp) => lp.heap_size(),
-            SortedSet::Skiplist(z) => {
-                std::mem::size_of::<SkipZset>()
-                    + z.zsl.heap_size()
-                    + z.dict.buckets() * 8
-                    + z.dict.len() * 40
-                    + z.dict.iter().map(|(k, _)| k.heap_size()).sum::<usize>()
-            }
+            SortedSet::Skiplist(z) => std::mem::size_of::<Skiplist>() + z.heap_size(),
         }
     }
 
@@ -351,7 +338,7 @@ impl SortedSet {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match self {
             SortedSet::Listpack(lp) => Self::lp_find(lp, member).map(|x| x.2),
-            SortedSet::Skiplist(z) => z.dict.get(member).copied(),
+            SortedSet::Skiplist(z) => z.get_score(member),
         }
     }
 
@@ -364,14 +351,11 @@ impl SortedSet {
         let SortedSet::Listpack(lp) = self else {
             return;
         };
-        let mut dict = Dict::new();
-        let mut zsl = Skiplist::new();
+        let mut zsl = Box::<Skiplist>::default();
         for (m, s) in lp_pairs(lp) {
-            let m = CBytes::new(m.bytes(&mut itoa::Buffer::new()));
-            dict.insert_new(m.clone(), s);
-            zsl.insert(s, m);
+            zsl.insert(s, CBytes::new(m.bytes(&mut itoa::Buffer::new())));
         }
-        *self = SortedSet::Skiplist(Box::new(SkipZset { dict, zsl }));
+        *self = SortedSet::Skiplist(zsl);
     }
 
     /// Back to a listpack if the set is within the limits (used by commands
@@ -380,11 +364,11 @@ impl SortedSet {
         let SortedSet::Skiplist(z) = self else {
             return;
         };
-        if z.zsl.len() > lim.max_listpack_entries {
+        if z.len() > lim.max_listpack_entries {
             return;
         }
         let mut lp = Listpack::new();
-        for (m, s) in z.zsl.walk(z.zsl.first(), true) {
+        for (m, s) in z.walk(z.first(), true) {
             if m.len() > lim.max_listpack_value {
                 return;
             }
@@ -426,8 +410,7 @@ impl SortedSet {
                     Self::lp_insert(lp, member, new);
                 }
                 SortedSet::Skiplist(z) => {
-                    z.zsl.update_score(cur, member, new);
-                    *z.dict.get_mut(member).expect("present") = new;
+                    z.update_score(cur, member, new);
                 }
             }
             return ZaddOutcome::Updated(new);
@@ -444,9 +427,7 @@ impl SortedSet {
         match self {
             SortedSet::Listpack(lp) => Self::lp_insert(lp, member, score),
             SortedSet::Skiplist(z) => {
-                let m = CBytes::new(member);
-                z.dict.insert_new(m.clone(), score);
-                z.zsl.insert(score, m);
+                z.insert(score, CBytes::new(member));
             }
         }
         ZaddOutcome::Added(score)
@@ -462,11 +443,8 @@ impl SortedSet {
                 }
                 None => false,
             },
-            SortedSet::Skiplist(z) => match z.dict.remove(member) {
-                Some((_, s)) => {
-                    z.zsl.delete(s, member);
-                    true
-                }
+            SortedSet::Skiplist(z) => match z.get_score(member) {
+                Some(s) => z.delete(s, member).is_some(),
                 None => false,
             },
         }
@@ -478,8 +456,8 @@ impl SortedSet {
         let (r, s) = match self {
             SortedSet::Listpack(lp) => Self::lp_find(lp, member).map(|(_, i, s)| (i, s))?,
             SortedSet::Skiplist(z) => {
-                let s = *z.dict.get(member)?;
-                (z.zsl.rank(s, member).expect("dict and skiplist agree"), s)
+                let x = z.find(member)?;
+                (z.rank_of(x), z.score(x))
             }
         };
         Some((if rev { self.len() - 1 - r } else { r }, s))
@@ -512,10 +490,10 @@ impl SortedSet {
                 }
             }
             SortedSet::Skiplist(z) => {
-                let (Some(x), Some(y)) = (z.zsl.first_in_range(r), z.zsl.last_in_range(r)) else {
+                let (Some(x), Some(y)) = (z.first_in_range(r), z.last_in_range(r)) else {
                     return (0, 0);
                 };
-                (z.zsl.rank_of(x), z.zsl.rank_of(y) + 1)
+                (z.rank_of(x), z.rank_of(y) + 1)
             }
         }
     }
@@ -574,10 +552,10 @@ impl SortedSet {
                 }
             }
             SortedSet::Skiplist(z) => {
-                let (Some(x), Some(y)) = (z.zsl.first_in_lex(r), z.zsl.last_in_lex(r)) else {
+                let (Some(x), Some(y)) = (z.first_in_lex(r), z.last_in_lex(r)) else {
                     return (0, 0);
                 };
-                let (a, b) = (z.zsl.rank_of(x), z.zsl.rank_of(y) + 1);
+                let (a, b) = (z.rank_of(x), z.rank_of(y) + 1);
                 if b > a {
                     (a, b)
                 } else {
@@ -625,8 +603,7 @@ impl SortedSet {
             SortedSet::Skiplist(z) => {
                 let start = if rev { b - 1 } else { a };
                 out.extend(
-                    z.zsl
-                        .walk(z.zsl.by_rank(start), !rev)
+                    z.walk(z.by_rank(start), !rev)
                         .take(n)
                         .map(|(m, s)| (m.clone(), s)),
                 );
@@ -703,10 +680,7 @@ impl SortedSet {
         match self {
             SortedSet::Listpack(lp) => lp.delete_range(2 * a, 2 * (b - a)),
             SortedSet::Skiplist(z) => {
-                let dict = &mut z.dict;
-                z.zsl.delete_ranks(a, b, |m, _| {
-                    dict.remove(&m);
-                });
+                z.delete_ranks(a, b, |_, _| {});
             }
         }
         b - a
@@ -773,7 +747,7 @@ impl SortedSet {
                 }
             }
             SortedSet::Skiplist(z) => {
-                for (m, s) in z.zsl.walk(z.zsl.first(), true) {
+                for (m, s) in z.walk(z.first(), true) {
                     f(m, s);
                 }
             }
@@ -788,7 +762,7 @@ impl SortedSet {
                 self.for_each(f);
                 0
             }
-            SortedSet::Skiplist(z) => z.dict.scan(cursor, |m, s| f(m, *s)),
+            SortedSet::Skiplist(z) => z.scan(cursor, |m, s| f(m, s)),
         }
     }
 
@@ -1091,8 +1065,7 @@ mod tests {
                 }
                 assert_eq!(z.len(), m.len());
                 if let SortedSet::Skiplist(s) = &z {
-                    s.zsl.check();
-                    assert_eq!(s.dict.len(), m.len());
+                    s.check();
                 }
                 // Conversion happens on the insert that crosses a limit.
                 if let SortedSet::Listpack(_) = &z {

@@ -77,7 +77,7 @@ fn string_for_write<'a>(
     let db = c.cl.db;
     let mut grown = false;
     if c.st.write_str(db, key, c.now)?.is_none() {
-        c.st.dbs[db].add(key, Value::Str(StrValue::Raw(Vec::new())));
+        c.st.dbs[db].add(key, Value::Str(StrValue::raw(Vec::new())));
         grown = true;
     }
     match c.st.dbs[db].get_mut(key) {
@@ -341,7 +341,7 @@ fn bitop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
     c.st.expire_if_needed(db, &a[2], c.now);
     if maxlen > 0 {
-        c.st.dbs[db].set(&a[2], Value::Str(StrValue::Raw(res)), false);
+        c.st.dbs[db].set(&a[2], Value::Str(StrValue::raw(res)), false);
         c.st.changed(CLASS, "set", db, &a[2]);
     } else if c.st.dbs[db].remove(&a[2]).is_some() {
         c.st.changed(GENERIC, "del", db, &a[2]);

@@ -49,7 +49,7 @@ pub static COMMANDS: &[Command] = &[
 ];
 
 fn new_hash() -> Value {
-    Value::Hash(Box::default())
+    Value::Hash(Hash::default())
 }
 
 /// Writes one listpack/table element as a bulk string.
@@ -81,7 +81,6 @@ fn hset_generic(c: &mut Ctx, a: &[Bytes], name: &str) -> Result<i64, Error> {
     for p in a[2..].chunks_exact(2) {
         added += h.set(&p[0], &p[1], &lim) as i64;
     }
-    h.fit();
     c.st.changed(CLASS, "hset", db, &a[1]);
     Ok(added)
 }
@@ -95,7 +94,6 @@ fn hsetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     h.set(&a[2], &a[3], &lim);
-    h.fit();
     c.st.changed(CLASS, "hset", db, &a[1]);
     c.out.int(1);
     Ok(())
@@ -178,7 +176,6 @@ fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        h.fit();
         c.st.changed(CLASS, "hdel", db, &a[1]);
         c.st.delete_if_empty(db, &a[1]);
     }
@@ -223,7 +220,6 @@ fn hincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .ok_or(Error::Storage(storage::Error::Overflow))?;
     let text = itoa::Buffer::new().format(new).as_bytes().to_vec();
     h.set(&a[2], &text, &lim);
-    h.fit();
     c.st.changed(CLASS, "hincrby", db, &a[1]);
     c.out.int(new);
     Ok(())
@@ -248,7 +244,6 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let text = sum.to_human();
     h.set(&a[2], text.as_bytes(), &lim);
-    h.fit();
     c.st.changed(CLASS, "hincrbyfloat", db, &a[1]);
     c.out.bulk(text.as_bytes());
     Ok(())

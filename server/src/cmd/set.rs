@@ -71,9 +71,8 @@ fn bulk_val(out: &mut protocol::ReplyBuf, v: LpVal) {
 fn sadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (db, max) = (c.cl.db, c.st.tun.set_max_intset);
     let first = a[2].clone();
-    let s = c.st.write_or_create::<Set>(db, &a[1], c.now, || {
-        Value::Set(Box::new(Set::new_for(&first)))
-    })?;
+    let s =
+        c.st.write_or_create::<Set>(db, &a[1], c.now, || Value::Set(Set::new_for(&first)))?;
     let mut added = 0;
     for m in &a[2..] {
         added += s.add(m, max) as i64;
@@ -307,7 +306,7 @@ fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.st.changed(CLASS, "srem", db, src);
     c.st.delete_if_empty(db, src);
     let s =
-        c.st.write_or_create::<Set>(db, dst, now, || Value::Set(Box::new(Set::new_for(m))))?;
+        c.st.write_or_create::<Set>(db, dst, now, || Value::Set(Set::new_for(m)))?;
     if s.add(m, max) {
         c.st.changed(CLASS, "sadd", db, dst);
     }
@@ -328,7 +327,7 @@ fn check_sets(c: &mut Ctx, keys: &[Bytes]) -> CmdResult {
 fn sets_at<'a>(d: &'a storage::Db, keys: &[Bytes]) -> Vec<Option<&'a Set>> {
     keys.iter()
         .map(|k| match d.get(k) {
-            Some(Value::Set(s)) => Some(&**s),
+            Some(Value::Set(s)) => Some(s),
             _ => None,
         })
         .collect()
@@ -364,7 +363,7 @@ fn store(c: &mut Ctx, dst: &[u8], set: Set, event: &str) {
         c.out.int(0);
     } else {
         let n = set.len();
-        c.st.dbs[db].set(dst, Value::Set(Box::new(set)), false);
+        c.st.dbs[db].set(dst, Value::Set(set), false);
         c.st.changed(CLASS, event, db, dst);
         c.out.int(n as i64);
     }

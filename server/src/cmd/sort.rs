@@ -984,21 +984,21 @@ mod tests {
             for e in els {
                 s.add(e.as_bytes(), 512);
             }
-            self.put(k, Value::Set(Box::new(s)));
+            self.put(k, Value::Set(s));
         }
         fn hash(&mut self, k: &str, fv: &[(&str, &str)]) {
             let mut h = Hash::new();
             for (f, v) in fv {
                 h.set(f.as_bytes(), v.as_bytes(), &Default::default());
             }
-            self.put(k, Value::Hash(Box::new(h)));
+            self.put(k, Value::Hash(h));
         }
         fn zset(&mut self, k: &str, m: &[(f64, &str)]) {
             let mut z = SortedSet::new_listpack();
             for (s, e) in m {
                 z.add(e.as_bytes(), *s, Default::default(), &Default::default());
             }
-            self.put(k, Value::ZSet(Box::new(z)));
+            self.put(k, Value::ZSet(z));
         }
         fn run(&mut self, cmd: &str) -> Frame {
             let args: Vec<Bytes> = cmd

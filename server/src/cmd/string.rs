@@ -409,7 +409,7 @@ fn setrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     check_len(c, off as u64, val.len() as u64)?;
     if !exists {
-        c.st.dbs[db].add(&a[1], Value::Str(StrValue::Raw(Vec::new())));
+        c.st.dbs[db].add(&a[1], Value::Str(StrValue::raw(Vec::new())));
     }
     let Some(s) = c.st.write_str(db, &a[1], c.now)? else {
         return Ok(());

@@ -195,7 +195,7 @@ fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
     let n = z.len();
     if n > 0 {
         c.st.expire_if_needed(db, dst, c.now);
-        c.st.dbs[db].set(dst, Value::ZSet(Box::new(z)), false);
+        c.st.dbs[db].set(dst, Value::ZSet(z), false);
         c.st.changed(CLASS, event, db, dst);
     } else {
         c.st.expire_if_needed(db, dst, c.now);
@@ -284,7 +284,7 @@ fn zadd_generic(c: &mut Ctx, key: &[u8], pairs: &[Bytes], f: ZaddFlags, ch: bool
         // Redis picks the encoding of a new set from its first member only.
         let first = pairs[1].len();
         c.st.write_or_create::<SortedSet>(db, key, c.now, || {
-            Value::ZSet(Box::new(SortedSet::with_hint(1, first, &lim)))
+            Value::ZSet(SortedSet::with_hint(1, first, &lim))
         })?
     };
     let (mut added, mut updated) = (0i64, 0i64);
