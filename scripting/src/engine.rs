@@ -68,8 +68,9 @@ pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 /// The server side of `redis.call`.
 pub trait Host {
     /// Runs a command for the script and returns its reply's RESP bytes
-    /// (error replies included), in RESP3 if `resp3`.
-    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> Vec<u8>;
+    /// (error replies included), in RESP3 if `resp3`. The bytes may live in
+    /// a buffer the host reuses for the next call.
+    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> &[u8];
 }
 
 struct Script {
@@ -683,7 +684,7 @@ fn command(lua: &Lua, args: MultiValue, resp3: bool, host: &mut dyn Host) -> mlu
         }
     }
     let reply = host.call(argv, resp3);
-    let Some((frame, _)) = parse_reply(&reply) else {
+    let Some((frame, _)) = parse_reply(reply) else {
         return Ok((false, err_table(lua, b"ERR bad reply")?));
     };
     if let Frame::Error(e) = &frame {
@@ -999,8 +1000,8 @@ mod tests {
 
     struct NoHost;
     impl Host for NoHost {
-        fn call(&mut self, _: Vec<Bytes>, _: bool) -> Vec<u8> {
-            b"+OK\r\n".to_vec()
+        fn call(&mut self, _: Vec<Bytes>, _: bool) -> &[u8] {
+            b"+OK\r\n"
         }
     }
 

@@ -206,37 +206,47 @@ struct ScriptHost<'a> {
     cl: Client,
     read_only: bool,
     run: Arc<RunFlags>,
+    /// Reused for every call's reply.
+    out: ReplyBuf,
 }
 
-fn err_bytes(s: &str) -> Vec<u8> {
-    format!("-{s}\r\n").into_bytes()
-}
-
-impl Host for ScriptHost<'_> {
-    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> Vec<u8> {
-        let cmd = match resolve(&args) {
+impl ScriptHost<'_> {
+    /// Why a script may not run this command, if it may not.
+    fn refuse(&self, args: &[Bytes]) -> Option<&'static str> {
+        const ARGS: &str = "ERR Wrong number of args calling Redis command from script";
+        let cmd = match resolve(args) {
             Ok(c) => c,
-            Err(Error::Arity(_)) => {
-                return err_bytes("ERR Wrong number of args calling Redis command from script")
-            }
-            Err(_) => return err_bytes("ERR Unknown Redis command called from script"),
+            Err(Error::Arity(_)) => return Some(ARGS),
+            Err(_) => return Some("ERR Unknown Redis command called from script"),
         };
         if !cmd.arity_ok(args.len()) {
-            return err_bytes("ERR Wrong number of args calling Redis command from script");
+            return Some(ARGS);
         }
         if cmd.has(NOSCRIPT) {
-            return err_bytes("ERR This Redis command is not allowed from script");
+            return Some("ERR This Redis command is not allowed from script");
         }
         if cmd.has(WRITE) {
             if self.read_only {
-                return err_bytes("ERR Write commands are not allowed from read-only scripts.");
+                return Some("ERR Write commands are not allowed from read-only scripts.");
             }
             self.run.wrote.store(true, Relaxed);
         }
-        self.cl.resp3 = resp3;
-        let mut out = ReplyBuf::new(resp3);
-        execute(self.st, &mut self.cl, &mut out, &args);
-        out.buf.to_vec()
+        None
+    }
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> &[u8] {
+        self.out.buf.clear();
+        self.out.resp3 = resp3;
+        match self.refuse(&args) {
+            Some(e) => self.out.error(e),
+            None => {
+                self.cl.resp3 = resp3;
+                execute(self.st, &mut self.cl, &mut self.out, &args);
+            }
+        }
+        &self.out.buf
     }
 }
 
@@ -264,6 +274,7 @@ fn run(
         cl,
         read_only,
         run,
+        out: ReplyBuf::new(false),
     };
     let out = &mut *c.out;
     let res = match target {
