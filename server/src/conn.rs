@@ -11,10 +11,12 @@ use crate::state::{now_ms, Client, Shared};
 use bytes::{Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
@@ -52,8 +54,9 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                     let authed = st.tun.requirepass.is_none();
                     let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
                     let wake = c.wake.clone();
+                    let unsent = c.out_unsent.clone();
                     st.clients.insert(id, c);
-                    Ok((id, wake, st.tun.max_bulk, st.tun.timeout_s, authed))
+                    Ok((id, wake, unsent, st.tun.max_bulk, st.tun.timeout_s, authed))
                 }
             };
         }
@@ -74,7 +77,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             _ = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
     };
-    let (id, wake, max_bulk, timeout_s, authenticated) = match admitted {
+    let (id, wake, unsent, max_bulk, timeout_s, authenticated) = match admitted {
         Ok(x) => x,
         Err(msg) => {
             let _ = sock.write_all(msg.as_bytes()).await;
@@ -203,7 +206,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             false
         };
         if !out.is_empty() {
-            if sock.write_all(&out.buf).await.is_err() {
+            if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
                 break;
             }
             out.buf.clear();
@@ -252,6 +255,52 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
             Err(e) => out.error(e),
         }
     }
+}
+
+/// Writes `buf` while staying responsive to wake-ups: a client that does
+/// not read must still notice CLIENT KILL or an output limit, and its
+/// unsent bytes (`unsent`) are what the limit counts. Output others queue
+/// meanwhile is appended to `buf`. False when the connection must close.
+async fn write_out(
+    sock: &mut TcpStream,
+    buf: &mut BytesMut,
+    shared: &Shared,
+    id: u64,
+    wake: &Notify,
+    unsent: &AtomicUsize,
+) -> bool {
+    let mut off = 0;
+    let mut woken = false;
+    let ok = loop {
+        if off == buf.len() {
+            break true;
+        }
+        unsent.store(buf.len() - off, Ordering::Relaxed);
+        tokio::select! {
+            r = sock.write(&buf[off..]) => match r {
+                Ok(0) | Err(_) => break false,
+                Ok(n) => off += n,
+            },
+            _ = wake.notified() => {
+                let mut st = shared.state.lock();
+                match st.clients.get_mut(&id) {
+                    Some(cl) if !cl.killed => {
+                        buf.extend_from_slice(&cl.pending);
+                        cl.pending.clear();
+                        woken = true;
+                    }
+                    _ => break false,
+                }
+            }
+        }
+    };
+    unsent.store(0, Ordering::Relaxed);
+    if woken {
+        // The main loop may be waiting for this wake-up (a served blocked
+        // client): hand it on.
+        wake.notify_one();
+    }
+    ok
 }
 
 enum Event {

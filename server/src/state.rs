@@ -90,6 +90,13 @@ pub struct Client {
     /// Blocking commands must not block (inside MULTI/EXEC and scripts):
     /// they answer as if their timeout had passed.
     pub deny_blocking: bool,
+    /// Pub/Sub subscriptions.
+    pub subs: crate::pubsub::Subs,
+    /// Output the connection task holds but the socket has not taken yet,
+    /// counted with `pending` against `client-output-buffer-limit`.
+    pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
+    /// When the output first exceeded the soft limit (ms), if it still does.
+    pub obuf_soft_since: Option<i64>,
 }
 
 /// What a blocked client waits for.
@@ -142,6 +149,9 @@ impl Client {
             multi_error: false,
             watched: Vec::new(),
             dirty_cas: false,
+            subs: Default::default(),
+            out_unsent: Default::default(),
+            obuf_soft_since: None,
         }
     }
 }
@@ -209,6 +219,7 @@ pub struct Tuning {
     /// class if negative.
     pub list_fill: i32,
     pub set_max_intset: usize,
+    pub obuf_limits: crate::pubsub::ObufLimits,
 }
 
 pub struct State {
@@ -265,6 +276,8 @@ pub struct State {
     pub engine: Option<scripting::Engine>,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
+    /// Pub/Sub subscriptions of all clients (see `pubsub`).
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -312,6 +325,7 @@ impl State {
             startup_memory: crate::cmd::server::rss_bytes(),
             engine: None,
             script_run: Arc::default(),
+            pubsub: Default::default(),
         };
         let _ = st.script_run.nudge.set(wake_idle_worker);
         st.apply_config();
@@ -348,6 +362,7 @@ impl State {
             },
             list_fill: c.int("list-max-listpack-size") as i32,
             set_max_intset: c.int("set-max-intset-entries") as usize,
+            obuf_limits: crate::pubsub::parse_limits(c.str("client-output-buffer-limit")),
         };
         // Accesses keep the LFU counter only under an LFU policy (OBJECT FREQ).
         let lfu = self.cfg.str("maxmemory-policy").contains("lfu");
@@ -373,13 +388,6 @@ impl State {
         self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
     }
 
-    /// Keyspace notification hook. Delivery arrives with pub/sub.
-    pub fn notify(&mut self, class: u32, _event: &str, _db: usize, _key: &[u8]) {
-        if self.tun.notify_flags & class == 0 {
-            // Nothing subscribed to this class.
-        }
-    }
-
     /// Forgets a disconnected client and every wait it had registered.
     pub fn remove_client(&mut self, id: u64) {
         if let Some(mut c) = self.clients.remove(&id) {
@@ -390,6 +398,7 @@ impl State {
                 self.unregister_blocked(id, &b);
             }
             self.unwatch_all(&mut c);
+            self.unsubscribe_all(&mut c);
         }
     }
 

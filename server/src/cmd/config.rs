@@ -71,7 +71,7 @@ fn get(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.map(out.len());
     for (n, v) in &out {
         c.out.bulk(n.as_bytes());
-        c.out.bulk(v.as_bytes());
+        c.out.bulk(crate::config::display_value(n, v).as_bytes());
     }
     Ok(())
 }

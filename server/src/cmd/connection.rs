@@ -86,6 +86,7 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     cl.multi = None;
     cl.multi_error = false;
     c.st.unwatch_all(c.cl);
+    c.st.unsubscribe_all(c.cl);
     c.out.resp3 = false;
     c.out.simple("RESET");
     Ok(())

@@ -16,6 +16,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -186,6 +187,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             sort::COMMANDS,
             transaction::COMMANDS,
             scripting::COMMANDS,
+            pubsub::COMMANDS,
         ];
         families
             .iter()
@@ -528,6 +530,7 @@ impl State {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
+            self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
         }
         self.dbs[db].get(key)
     }
@@ -663,9 +666,29 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     let now = st.wall_ms(start);
     let mark = out.len();
     out.resp3 = cl.resp3;
+    // A RESP2 subscriber's PING answers in the message format.
+    let handler = if cmd.name == "ping" && !cl.resp3 && cl.subs.any() {
+        pubsub::subscribed_ping
+    } else {
+        cmd.handler
+    };
+    // Messages this command sends to its own client go before its reply.
+    let outer_running = std::mem::replace(&mut st.pubsub.running, cl.id);
+    let outer_new = if cmd.has(flags::WRITE) {
+        st.note_new_candidates(cl.db, args, now)
+    } else {
+        std::mem::take(&mut st.pubsub.new_keys)
+    };
+    st.pubsub.running_resp3 = cl.resp3;
     let mut ctx = Ctx { st, cl, out, now };
-    let res = (cmd.handler)(&mut ctx, args);
+    let res = handler(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
+    if !st.pubsub.self_out.is_empty() {
+        let mine = std::mem::take(&mut st.pubsub.self_out);
+        let reply = out.buf.split_off(mark);
+        out.buf.extend_from_slice(&mine);
+        out.buf.unsplit(reply);
+    }
     if std::mem::take(&mut st.dirty_cas_running) {
         cl.dirty_cas = true;
     }
@@ -696,7 +719,14 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     // Inside EXEC or a script, waiters are served when the whole block ends.
     if !st.ready_keys.is_empty() && !cl.deny_blocking {
         st.serve_blocked();
+        // Events of the commands served come after this command's reply.
+        if !st.pubsub.self_out.is_empty() {
+            let events = std::mem::take(&mut st.pubsub.self_out);
+            out.buf.extend_from_slice(&events);
+        }
     }
+    st.pubsub.running = outer_running;
+    st.pubsub.new_keys = outer_new;
     if st.tun.slowlog_slower_than >= 0
         && dur as i64 >= st.tun.slowlog_slower_than
         && !cmd.has(flags::SKIP_SLOWLOG)
@@ -723,6 +753,9 @@ fn check(
         }
         // The password was removed since this client connected.
         cl.authenticated = true;
+    }
+    if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
+        return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
     }
     Ok(cmd)
 }

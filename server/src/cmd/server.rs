@@ -514,9 +514,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("current_eviction_exceeded_time:0");
             f!("keyspace_hits:{}", s.keyspace_hits);
             f!("keyspace_misses:{}", s.keyspace_misses);
-            f!("pubsub_channels:0");
-            f!("pubsub_patterns:0");
-            f!("pubsubshard_channels:0");
+            f!("pubsub_channels:{}", st.pubsub.channels.len());
+            f!("pubsub_patterns:{}", st.pubsub.patterns.len());
+            f!("pubsubshard_channels:{}", st.pubsub.shard.len());
             f!("latest_fork_usec:0");
             f!("total_forks:0");
             f!("migrate_cached_sockets:0");
@@ -1013,14 +1013,23 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         }
         None => (cl.qbuf, 0),
     };
-    let flags = if cl.monitor { "O" } else { "N" };
+    let mut flags = String::new();
+    if cl.monitor {
+        flags.push('O');
+    }
+    if cl.subs.any() {
+        flags.push('P');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
     let name = cl
         .name
         .as_ref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
         cl.id,
         cl.addr,
         cl.laddr,
@@ -1035,6 +1044,9 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         },
         flags,
         cl.db,
+        cl.subs.channels.len(),
+        cl.subs.patterns.len(),
+        cl.subs.shard.len(),
         qbuf,
         20474usize.saturating_sub(qbuf),
         argv_mem,
@@ -1069,6 +1081,8 @@ fn client_type_ok(t: &[u8]) -> Result<&'static str, Error> {
 fn client_type(cl: &Client) -> &'static str {
     if cl.monitor {
         "replica"
+    } else if cl.subs.any() {
+        "pubsub"
     } else {
         "normal"
     }

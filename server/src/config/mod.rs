@@ -253,14 +253,39 @@ pub fn notify_flags(s: &str) -> Option<u32> {
     Some(f)
 }
 
+/// The stored form: as Redis 7.0 prints it (`m` last), except that `n`
+/// is kept next to `A` (see [`notify_display`]).
 pub fn notify_string(f: u32) -> String {
+    let mut s = notify_display(f);
+    let new = NOTIFY_CLASSES[11].1;
+    if f & NOTIFY_ALL == NOTIFY_ALL && f & new != 0 {
+        s.insert(1, 'n');
+    }
+    s
+}
+
+/// A stored value as CONFIG GET shows it.
+pub fn display_value(name: &str, v: &str) -> String {
+    if name.eq_ignore_ascii_case("notify-keyspace-events") {
+        if let Some(f) = notify_flags(v) {
+            return notify_display(f);
+        }
+    }
+    v.to_string()
+}
+
+/// As CONFIG GET shows it: Redis 7.0 writes `A` for its classes and then
+/// omits `n` too (a quirk kept for identical replies); `m` comes last.
+pub fn notify_display(f: u32) -> String {
+    let miss = NOTIFY_CLASSES[9].1;
     let mut s = String::new();
     if f & NOTIFY_ALL == NOTIFY_ALL {
         s.push('A');
-    }
-    for &(c, bit) in NOTIFY_CLASSES {
-        if f & bit != 0 && (f & NOTIFY_ALL != NOTIFY_ALL || NOTIFY_ALL & bit == 0) {
-            s.push(c);
+    } else {
+        for &(c, bit) in NOTIFY_CLASSES {
+            if f & bit != 0 && bit != miss {
+                s.push(c);
+            }
         }
     }
     if f & NOTIFY_KEYSPACE != 0 {
@@ -268,6 +293,9 @@ pub fn notify_string(f: u32) -> String {
     }
     if f & NOTIFY_KEYEVENT != 0 {
         s.push('E');
+    }
+    if f & miss != 0 {
+        s.push('m');
     }
     s
 }

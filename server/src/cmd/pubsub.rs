@@ -1,0 +1,263 @@
+//! Pub/Sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH
+//! SSUBSCRIBE SUNSUBSCRIBE SPUBLISH PUBSUB. Delivery lives in
+//! `crate::pubsub`; sharded channels have standalone semantics (one shard).
+
+use super::flags::*;
+use super::server::help_reply;
+use super::{Command, Ctx};
+use crate::error::{CmdResult, Error};
+use crate::pubsub::Kind;
+use bytes::Bytes;
+
+const G: &str = "pubsub";
+
+/// The flags every (un)subscribe command carries.
+const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new("subscribe", -2, SUB, G, (0, 0, 0), subscribe),
+    Command::new("unsubscribe", -1, SUB, G, (0, 0, 0), unsubscribe),
+    Command::new("psubscribe", -2, SUB, G, (0, 0, 0), psubscribe),
+    Command::new("punsubscribe", -1, SUB, G, (0, 0, 0), punsubscribe),
+    Command::new("ssubscribe", -2, SUB, G, (1, -1, 1), ssubscribe),
+    Command::new("sunsubscribe", -1, SUB, G, (1, -1, 1), sunsubscribe),
+    Command::new(
+        "publish",
+        3,
+        PUBSUB | LOADING | STALE | FAST,
+        G,
+        (0, 0, 0),
+        publish,
+    ),
+    Command::new(
+        "spublish",
+        3,
+        PUBSUB | LOADING | STALE | FAST,
+        G,
+        (1, 1, 1),
+        spublish,
+    ),
+    Command::parent("pubsub", -2, 0, G, PUBSUB_SUBS),
+];
+
+static PUBSUB_SUBS: &[Command] = &[
+    Command::new(
+        "pubsub|channels",
+        -2,
+        PUBSUB | LOADING | STALE,
+        G,
+        (0, 0, 0),
+        pubsub_channels,
+    ),
+    Command::new(
+        "pubsub|numsub",
+        -2,
+        PUBSUB | LOADING | STALE,
+        G,
+        (0, 0, 0),
+        pubsub_numsub,
+    ),
+    Command::new(
+        "pubsub|numpat",
+        2,
+        PUBSUB | LOADING | STALE,
+        G,
+        (0, 0, 0),
+        pubsub_numpat,
+    ),
+    Command::new(
+        "pubsub|shardchannels",
+        -2,
+        PUBSUB | LOADING | STALE,
+        G,
+        (0, 0, 0),
+        pubsub_shardchannels,
+    ),
+    Command::new(
+        "pubsub|shardnumsub",
+        -2,
+        PUBSUB | LOADING | STALE,
+        G,
+        (0, 0, 0),
+        pubsub_shardnumsub,
+    ),
+    Command::new("pubsub|help", 2, LOADING | STALE, G, (0, 0, 0), pubsub_help),
+];
+
+/// Commands a RESP2 client may run while subscribed.
+pub fn allowed_in_subscribed_mode(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// The error for any other command there.
+pub fn subscribed_mode_error(name: &str) -> Error {
+    Error::other(format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    ))
+}
+
+/// PING [message], as a RESP2 subscriber gets it: `["pong", message]`.
+pub fn subscribed_ping(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 2 {
+        return Err(Error::Arity("ping".into()));
+    }
+    c.out.array(2);
+    c.out.bulk(b"pong");
+    c.out.bulk(a.get(1).map_or(&b""[..], |m| &m[..]));
+    Ok(())
+}
+
+fn sub(c: &mut Ctx, a: &[Bytes], kind: Kind) -> CmdResult {
+    c.st.subscribe(c.cl, c.out, kind, &a[1..]);
+    Ok(())
+}
+
+fn unsub(c: &mut Ctx, a: &[Bytes], kind: Kind) -> CmdResult {
+    c.st.unsubscribe(c.cl, Some(c.out), kind, &a[1..]);
+    Ok(())
+}
+
+/// SUBSCRIBE channel [channel ...]
+fn subscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    sub(c, a, Kind::Channel)
+}
+
+/// UNSUBSCRIBE [channel [channel ...]]
+fn unsubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    unsub(c, a, Kind::Channel)
+}
+
+/// PSUBSCRIBE pattern [pattern ...]
+fn psubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    sub(c, a, Kind::Pattern)
+}
+
+/// PUNSUBSCRIBE [pattern [pattern ...]]
+fn punsubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    unsub(c, a, Kind::Pattern)
+}
+
+/// SSUBSCRIBE shardchannel [shardchannel ...]
+fn ssubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    sub(c, a, Kind::Shard)
+}
+
+/// SUNSUBSCRIBE [shardchannel [shardchannel ...]]
+fn sunsubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    unsub(c, a, Kind::Shard)
+}
+
+/// PUBLISH channel message
+fn publish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let n = c.st.publish(false, &a[1], &a[2]);
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// SPUBLISH shardchannel message
+fn spublish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let n = c.st.publish(true, &a[1], &a[2]);
+    c.out.int(n as i64);
+    Ok(())
+}
+
+fn bad_sub(a: &[Bytes]) -> Error {
+    Error::other(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+        String::from_utf8_lossy(&a[1])
+    ))
+}
+
+/// Active channels of a map matching the optional pattern in `a[2]`.
+fn list_channels(
+    c: &mut Ctx,
+    a: &[Bytes],
+    map: fn(&crate::pubsub::PubSub) -> &std::collections::HashMap<Bytes, Vec<u64>>,
+) -> CmdResult {
+    if a.len() > 3 {
+        return Err(bad_sub(a));
+    }
+    let pat = a.get(2);
+    let names: Vec<&Bytes> = map(&c.st.pubsub)
+        .keys()
+        .filter(|ch| pat.is_none_or(|p| storage::glob::matches(p, ch, false)))
+        .collect();
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n);
+    }
+    Ok(())
+}
+
+fn num_subs(
+    c: &mut Ctx,
+    a: &[Bytes],
+    map: fn(&crate::pubsub::PubSub) -> &std::collections::HashMap<Bytes, Vec<u64>>,
+) -> CmdResult {
+    c.out.array((a.len() - 2) * 2);
+    for ch in &a[2..] {
+        let n = map(&c.st.pubsub).get(ch).map_or(0, Vec::len);
+        c.out.bulk(ch);
+        c.out.int(n as i64);
+    }
+    Ok(())
+}
+
+/// PUBSUB CHANNELS [pattern]
+fn pubsub_channels(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    list_channels(c, a, |p| &p.channels)
+}
+
+/// PUBSUB SHARDCHANNELS [pattern]
+fn pubsub_shardchannels(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    list_channels(c, a, |p| &p.shard)
+}
+
+/// PUBSUB NUMSUB [channel [channel ...]]
+fn pubsub_numsub(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    num_subs(c, a, |p| &p.channels)
+}
+
+/// PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]
+fn pubsub_shardnumsub(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    num_subs(c, a, |p| &p.shard)
+}
+
+/// PUBSUB NUMPAT
+fn pubsub_numpat(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    c.out.int(c.st.pubsub.patterns.len() as i64);
+    Ok(())
+}
+
+/// PUBSUB HELP
+fn pubsub_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    help_reply(
+        c,
+        "PUBSUB",
+        &[
+            "CHANNELS [<pattern>]",
+            "    Return the currently active channels matching a <pattern> (default: '*').",
+            "NUMPAT",
+            "    Return number of subscriptions to patterns.",
+            "NUMSUB [<channel> ...]",
+            "    Return the number of subscribers for the specified channels, excluding",
+            "    pattern subscriptions(default: no channels).",
+            "SHARDCHANNELS [<pattern>]",
+            "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+            "SHARDNUMSUB [<shardchannel> ...]",
+            "    Return the number of subscribers for the specified shard level channel(s)",
+        ],
+    );
+    Ok(())
+}
