@@ -16,6 +16,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod persist;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -184,6 +185,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             zset::COMMANDS,
             sort::COMMANDS,
             transaction::COMMANDS,
+            persist::COMMANDS,
         ];
         families
             .iter()
