@@ -450,10 +450,9 @@ pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Value, RestoreError> {
     if crc64(0, &p[..body + 2]) != u64::from_le_bytes(c) {
         return Err(RestoreError::Checksum);
     }
-    let mut r = Reader {
-        d: &p[..body],
-        p: 0,
-    };
+    // The reader sees the footer too, as Redis's does: a string whose
+    // length runs into it is read, not refused.
+    let mut r = Reader { d: p, p: 0 };
     let bad = RestoreError::BadFormat;
     let t = r.byte().map_err(bad)?;
     match read_value(&mut r, t, lim).map_err(bad)? {
