@@ -180,21 +180,24 @@ pub fn load_bytes_mode(
         }
         Ok(())
     });
-    sum.map_err(|mut e| {
-        // A flipped byte usually shows up as a parse error first; say
-        // whether the checksum agrees that the file is damaged.
-        if data.len() > 8 {
-            let (body, tail) = data.split_at(data.len() - 8);
-            let mut a = [0u8; 8];
-            a.copy_from_slice(tail);
-            let stored = u64::from_le_bytes(a);
-            if stored != 0 && rdb::crc64::crc64(0, body) != stored && !e.msg.contains("checksum") {
-                e.msg
-                    .push_str(" (the file's checksum does not match either)");
-            }
+    sum
+}
+
+/// The error for the log: what and where, and whether the checksum agrees
+/// the file is damaged (a flipped byte usually shows up as a parse error
+/// first).
+pub fn describe(e: &rdb::LoadError, data: &[u8]) -> String {
+    let mut s = e.to_string();
+    if data.len() > 8 && !e.msg.contains("checksum") && !e.msg.contains("end of file") {
+        let (body, tail) = data.split_at(data.len() - 8);
+        let mut a = [0u8; 8];
+        a.copy_from_slice(tail);
+        let stored = u64::from_le_bytes(a);
+        if stored != 0 && rdb::crc64::crc64(0, body) != stored {
+            s.push_str(" (the file's checksum does not match either)");
         }
-        e
-    })
+    }
+    s
 }
 
 /// Loads `dir/dbfilename` if it exists, logging as Redis does. An error
@@ -228,8 +231,9 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
             Ok(())
         }
         Err(e) => Err(format!(
-            "Fatal error loading the DB ({}): {e}. Exiting.",
-            path.display()
+            "Fatal error loading the DB ({}): {}. Exiting.",
+            path.display(),
+            describe(&e, &data)
         )),
     }
 }

@@ -132,3 +132,134 @@ mod tests {
         assert_eq!(d2string(f64::INFINITY), "inf");
     }
 }
+
+#[cfg(test)]
+mod roundtrip_tests {
+    use super::*;
+    use crate::{Hash, Quicklist, Set, SortedSet, Value, ZaddFlags};
+
+    fn sample() -> Vec<(&'static [u8], Value, Option<i64>)> {
+        let lim = Limits::default();
+        let mut q = Quicklist::new(-2);
+        for i in 0..1200 {
+            q.push_back(format!("e{i}").as_bytes());
+        }
+        let mut h = Hash::new();
+        for i in 0..5 {
+            h.set(format!("f{i}").as_bytes(), b"v", &lim.hash);
+        }
+        let mut ht = Hash::new();
+        for i in 0..300 {
+            ht.set(format!("f{i}").as_bytes(), b"v", &lim.hash);
+        }
+        let mut si = Set::new_for(b"1");
+        for i in [-5i64, 1, 70000, 5_000_000_000] {
+            si.add(i.to_string().as_bytes(), 512);
+        }
+        let mut st = Set::new_for(b"a");
+        st.add(b"a", 512);
+        st.add(b"b", 512);
+        let mut z = SortedSet::new_listpack();
+        let mut zs = SortedSet::new_skiplist();
+        for i in 0..200 {
+            let m = format!("m{i}");
+            if i < 10 {
+                z.add(
+                    m.as_bytes(),
+                    i as f64 / 7.0,
+                    ZaddFlags::default(),
+                    &lim.zset,
+                );
+            }
+            zs.add(
+                m.as_bytes(),
+                -(i as f64) * 1.5,
+                ZaddFlags::default(),
+                &lim.zset,
+            );
+        }
+        vec![
+            (b"s", Value::str(b"hello"), None),
+            (b"i", Value::str(b"-123456"), Some(4_102_444_800_000)),
+            (b"c", Value::str(&b"ab".repeat(50)), None),
+            (b"l", Value::List(Box::new(q)), None),
+            (b"h", Value::Hash(Box::new(h)), None),
+            (b"ht", Value::Hash(Box::new(ht)), None),
+            (b"si", Value::Set(Box::new(si)), None),
+            (b"st", Value::Set(Box::new(st)), None),
+            (b"z", Value::ZSet(Box::new(z)), None),
+            (b"zs", Value::ZSet(Box::new(zs)), Some(4_102_444_800_000)),
+        ]
+    }
+
+    #[test]
+    fn file_round_trip_and_corruption() {
+        let keys = sample();
+        let mut w = Writer::new(Vec::new(), SaveOpts::default());
+        w.header("7.0.15", 0, 0).unwrap();
+        w.select_db(3, keys.len(), 2).unwrap();
+        for (k, v, e) in &keys {
+            w.key(k, v, *e, None, None).unwrap();
+        }
+        let file = w.finish().unwrap();
+        let mut got = Vec::new();
+        let sum = load(&file, &Limits::default(), 0, true, |k| {
+            got.push(k);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(sum.keys, keys.len());
+        for ((k, v, e), l) in keys.iter().zip(&got) {
+            assert_eq!(&l.key[..], *k);
+            assert_eq!(l.db, 3);
+            assert_eq!(l.expire_ms, *e);
+            assert_eq!(
+                l.value.encoding(),
+                v.encoding(),
+                "{}",
+                String::from_utf8_lossy(k)
+            );
+            assert_eq!(
+                dump_payload(&l.value, &SaveOpts::default()).len(),
+                dump_payload(v, &SaveOpts::default()).len()
+            );
+        }
+        // Every truncation and many single-byte flips are errors (or, for
+        // flips the format cannot see, a checksum error), never panics.
+        let step = (file.len() / 400).max(1);
+        for cut in (0..file.len()).step_by(step) {
+            assert!(load(&file[..cut], &Limits::default(), 0, true, |_| Ok(())).is_err());
+        }
+        for pos in (0..file.len()).step_by(step + 2) {
+            let mut bad = file.clone();
+            bad[pos] ^= 0xa5;
+            assert!(
+                load(&bad, &Limits::default(), 0, true, |_| Ok(())).is_err(),
+                "{pos}"
+            );
+        }
+    }
+
+    #[test]
+    fn payloads_match_redis() {
+        // DUMP outputs of Redis 7.0.15.
+        let lim = Limits::default();
+        let cases: &[&[u8]] = &[
+            b"\x00\x05hello\n\x00cr\xdfve4 \n",
+            b"\x10\x16\x16\x00\x00\x00\x04\x00\x81a\x02\x01\x01\x81b\x02\x85hello\x06\xff\n\x00\xe8\xc5\xfe\x99\xee\x07\x95]",
+            b"\x12\x01\x02\x0e\x0e\x00\x00\x00\x03\x00\x81a\x02\x01\x01\x02\x01\xff\n\x00\xb0\xe3\xd3\xd1\xe5\xdag\xec",
+            b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00\n\x00\xa5\x02\\\xe2mnM\x1b",
+            b"\x00\x0c123456789012\n\x00\x91\x10\x01\xb1\xd1\x16\xe7\xac",
+        ];
+        for p in cases {
+            let v = restore_payload(p, &lim).unwrap();
+            assert_eq!(&dump_payload(&v, &SaveOpts::default())[..], *p);
+        }
+        let mut bad = cases[0].to_vec();
+        bad[3] ^= 1;
+        assert_eq!(
+            restore_payload(&bad, &lim).err(),
+            Some(RestoreError::Checksum)
+        );
+    }
+}
