@@ -46,6 +46,12 @@ pub enum AccessMeta {
     Lfu,
 }
 
+impl AccessMeta {
+    pub fn is_lfu(self) -> bool {
+        matches!(self, AccessMeta::Lfu)
+    }
+}
+
 pub fn access_meta(st: &State) -> AccessMeta {
     let p = st.cfg.str("maxmemory-policy");
     if p.contains("lfu") {
@@ -174,9 +180,13 @@ pub fn load_bytes_mode(
                 k.db
             ));
         }
+        db.set_clock(now);
         db.add(&k.key, k.value);
         if let Some(t) = k.expire_ms {
             db.set_expire(&k.key, t);
+        }
+        if k.idle_s.is_some() || k.freq.is_some() {
+            db.set_access(&k.key, k.idle_s, k.freq);
         }
         Ok(())
     });

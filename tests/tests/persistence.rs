@@ -448,3 +448,19 @@ fn debug_reload_keeps_the_dataset() {
     assert_eq!(cmd(&mut c, &["DEBUG", "RELOAD"]), ok());
     assert_eq!(fingerprint(&mut c), before);
 }
+
+#[test]
+fn restore_idletime_sets_the_access_clock() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    must(&mut c, &["SET", "k", "v"]);
+    let RespFrame::Bulk(p) = c.cmd(&["DUMP", "k"]) else {
+        panic!("DUMP")
+    };
+    let r = c.cmd(&[&b"RESTORE"[..], b"k2", b"0", &p, b"IDLETIME", b"100"]);
+    assert_eq!(r, ok());
+    match c.cmd(&["OBJECT", "IDLETIME", "k2"]) {
+        RespFrame::Integer(n) => assert!((100..=102).contains(&n), "{n}"),
+        f => panic!("{f:?}"),
+    }
+}

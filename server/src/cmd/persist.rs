@@ -109,14 +109,19 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.ok();
         return Ok(());
     }
-    let d = &mut c.st.dbs[db];
-    d.add(key, value);
+    c.st.dbs[db].set_clock(c.now);
+    c.st.dbs[db].add(key, value);
     if ttl > 0 {
-        d.set_expire(key, ttl);
+        c.st.dbs[db].set_expire(key, ttl);
     }
-    // IDLETIME / FREQ are validated; the access clock of a new key starts
-    // now (storage has no setter for a past access time yet).
-    let _ = (idle, freq);
+    // As Redis: FREQ counts under an LFU policy, IDLETIME under the others.
+    let lfu = persist::access_meta(c.st).is_lfu();
+    let (idle, freq) = if lfu {
+        (None, freq.map(|f| f as u8))
+    } else {
+        (idle.map(|i| i as u64), None)
+    };
+    c.st.dbs[db].set_access(key, idle, freq);
     c.st.changed(GENERIC, "restore", db, key);
     c.out.ok();
     Ok(())

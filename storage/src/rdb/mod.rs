@@ -263,3 +263,135 @@ mod roundtrip_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod legacy_tests {
+    use super::crc64::crc64;
+    use super::encode::put_string;
+    use super::*;
+    use crate::Value;
+
+    /// A ziplist of `items` (strings, or integers in the given encodings),
+    /// laid out as Redis < 7 wrote them.
+    fn ziplist(items: &[(&[u8], u8)]) -> Vec<u8> {
+        let mut body = Vec::new();
+        let mut prev = 0usize;
+        let mut tail = 10;
+        for (s, enc) in items {
+            let start = body.len();
+            tail = 10 + start;
+            body.push(prev as u8);
+            match enc {
+                0 => {
+                    body.push(s.len() as u8);
+                    body.extend_from_slice(s);
+                }
+                0xf1..=0xfd => body.push(*enc),
+                0xc0 => {
+                    body.push(0xc0);
+                    let v: i16 = std::str::from_utf8(s).unwrap().parse().unwrap();
+                    body.extend_from_slice(&v.to_le_bytes());
+                }
+                _ => unreachable!(),
+            }
+            prev = body.len() - start;
+        }
+        let mut zl = Vec::new();
+        zl.extend_from_slice(&((body.len() + 11) as u32).to_le_bytes());
+        zl.extend_from_slice(&(tail as u32).to_le_bytes());
+        zl.extend_from_slice(&(items.len() as u16).to_le_bytes());
+        zl.extend_from_slice(&body);
+        zl.push(0xff);
+        zl
+    }
+
+    fn payload(t: u8, body: &[u8], ver: u16) -> Vec<u8> {
+        let mut p = vec![t];
+        p.extend_from_slice(body);
+        p.extend_from_slice(&ver.to_le_bytes());
+        let c = crc64(0, &p);
+        p.extend_from_slice(&c.to_le_bytes());
+        p
+    }
+
+    fn blob(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_string(&mut out, b, false);
+        out
+    }
+
+    fn contents(v: &Value) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        match v {
+            Value::List(l) => out.extend(l.iter().map(|e| e.to_vec())),
+            Value::Hash(h) => {
+                for (f, v) in h.iter() {
+                    out.push(f.to_vec());
+                    out.push(v.to_vec());
+                }
+            }
+            Value::ZSet(z) => z.for_each(|m, s| {
+                out.push(m.to_vec());
+                out.push(d2string(s).into_bytes());
+            }),
+            Value::Set(s) => {
+                out.extend(s.iter().map(|e| e.to_vec()));
+                out.sort();
+            }
+            Value::Str(s) => out.push(s.to_vec()),
+        }
+        out
+    }
+
+    fn strs(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn older_encodings_load() {
+        let lim = Limits::default();
+        let zl = ziplist(&[(b"a", 0), (b"1", 0xf2), (b"300", 0xc0), (b"hello", 0)]);
+        // LIST_ZIPLIST, LIST_QUICKLIST (v1: ziplist nodes), HASH_ZIPLIST.
+        let v = restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&zl), 9), &lim).unwrap();
+        assert_eq!(contents(&v), strs(&["a", "1", "300", "hello"]));
+        let mut ql = vec![2u8];
+        ql.extend(blob(&zl));
+        ql.extend(blob(&zl));
+        let v = restore_payload(&payload(TYPE_LIST_QUICKLIST, &ql, 9), &lim).unwrap();
+        assert_eq!(contents(&v).len(), 8);
+        let v = restore_payload(&payload(TYPE_HASH_ZIPLIST, &blob(&zl), 9), &lim).unwrap();
+        assert_eq!(v.encoding(), "listpack");
+        assert_eq!(contents(&v), strs(&["a", "1", "300", "hello"]));
+        // ZSET_ZIPLIST: member, score pairs.
+        let zz = ziplist(&[(b"m", 0), (b"2", 0xf3), (b"n", 0), (b"1.5", 0)]);
+        let v = restore_payload(&payload(TYPE_ZSET_ZIPLIST, &blob(&zz), 9), &lim).unwrap();
+        assert_eq!(contents(&v), strs(&["n", "1.5", "m", "2"]));
+        // ZSET with text doubles, including the inf markers.
+        let mut z = vec![3u8];
+        z.extend(blob(b"a"));
+        z.extend([3, b'2', b'.', b'5']);
+        z.extend(blob(b"b"));
+        z.push(255);
+        z.extend(blob(b"c"));
+        z.push(254);
+        let v = restore_payload(&payload(TYPE_ZSET, &z, 6), &lim).unwrap();
+        assert_eq!(contents(&v), strs(&["b", "-inf", "a", "2.5", "c", "inf"]));
+        // Zipmap hash: zmlen, (len key len free value)*, end.
+        let zm = b"\x02\x01f\x01\x00v\x02ab\x03\x01xyz\x00\xff";
+        let v = restore_payload(&payload(TYPE_HASH_ZIPMAP, &blob(zm), 3), &lim).unwrap();
+        assert_eq!(contents(&v), strs(&["f", "v", "ab", "xyz"]));
+        // Plain linked list and plain set.
+        let mut l = vec![2u8];
+        l.extend(blob(b"x"));
+        l.extend(blob(b"12"));
+        let v = restore_payload(&payload(TYPE_LIST, &l, 6), &lim).unwrap();
+        assert_eq!(contents(&v), strs(&["x", "12"]));
+        let v = restore_payload(&payload(TYPE_SET, &l, 6), &lim).unwrap();
+        assert_eq!(v.encoding(), "hashtable");
+        // Refused types name themselves.
+        let e = restore_payload(&payload(TYPE_STREAM_LISTPACKS, b"\x00", 10), &lim);
+        assert!(matches!(e, Err(RestoreError::BadFormat(ref e)) if e.msg.contains("stream")));
+        let e = restore_payload(&payload(TYPE_MODULE_2, b"\x00", 10), &lim);
+        assert!(matches!(e, Err(RestoreError::BadFormat(ref e)) if e.msg.contains("module")));
+    }
+}
