@@ -16,6 +16,7 @@ pub mod config;
 pub mod conn;
 pub mod error;
 pub mod log;
+pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod state;

@@ -70,8 +70,12 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
-    let listeners = listen(&cfg)?;
-    let shared = Arc::new(Shared::new(State::new(cfg)));
+    let mut state = State::new(cfg);
+    // The dataset is in memory before any client can connect.
+    crate::persist::load_at_startup(&mut state)
+        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
+    let listeners = listen(&state.cfg)?;
+    let shared = Arc::new(Shared::new(state));
     {
         let mut st = shared.state.lock();
         st.tcp_port = st.cfg.int("port") as u16;
@@ -92,11 +96,24 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    tokio::select! {
-        _ = shared.shutdown.notified() => {}
-        _ = shutdown_cmd.notified() => warn!("User requested shutdown..."),
-        _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
-        _ = int.recv() => warn!("Received SIGINT scheduling shutdown..."),
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.notified() => {}
+            _ = shutdown_cmd.notified() => warn!("User requested shutdown..."),
+            _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
+            _ = int.recv() => warn!("Received SIGINT scheduling shutdown..."),
+        }
+        let mut st = shared.state.lock();
+        let save = st.shutdown.take().and_then(|r| r.save);
+        if crate::persist::shutdown_saves(&st, save) {
+            info!("Saving the final RDB snapshot before exiting.");
+            if crate::persist::save(&mut st).is_err() {
+                // As Redis: refuse to exit and lose the dataset.
+                warn!("Error trying to save the DB, can't exit.");
+                continue;
+            }
+        }
+        break;
     }
     let st = shared.state.lock();
     let pidfile = st.cfg.str("pidfile");

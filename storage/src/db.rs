@@ -173,6 +173,26 @@ impl Db {
         Some(decayed(a, self.access_clock(), self.lfu))
     }
 
+    /// Sets `key`'s access clock to `idle_s` seconds ago and/or its LFU
+    /// counter (RESTORE IDLETIME / FREQ, the RDB IDLE / FREQ opcodes).
+    pub fn set_access(&mut self, key: &[u8], idle_s: Option<u64>, freq: Option<u8>) {
+        let now = self.access_clock();
+        if let Some((_, a)) = self.keys.get_mut_meta(key) {
+            let clock = match idle_s {
+                Some(i) => {
+                    let i = i.min(CLOCK_MAX as u64 - 1) as u32;
+                    if i <= now {
+                        now - i
+                    } else {
+                        now + (CLOCK_MAX - i)
+                    }
+                }
+                None => a.clock(),
+            };
+            a.store(clock, freq.unwrap_or_else(|| a.counter()));
+        }
+    }
+
     pub fn contains(&self, key: &[u8]) -> bool {
         self.keys.contains_key(key)
     }

@@ -16,6 +16,7 @@ pub mod intset;
 pub mod listpack;
 pub mod num;
 pub mod quicklist;
+pub mod rdb;
 pub mod set;
 pub mod skiplist;
 mod value;

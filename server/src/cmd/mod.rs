@@ -16,6 +16,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod persist;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -188,6 +189,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             transaction::COMMANDS,
             scripting::COMMANDS,
             pubsub::COMMANDS,
+            persist::COMMANDS,
         ];
         families
             .iter()

@@ -811,6 +811,9 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         ("object", 3) => debug_object(c, &a[2])?,
         ("protocol", 3) => debug_protocol(c, &a[2])?,
         ("populate", 3..=5) => debug_populate(c, a)?,
+        ("reload", _) => super::persist::debug_reload(c, a)?,
+        ("digest", 2) => super::persist::debug_digest(c)?,
+        ("digest-value", _) => super::persist::debug_digest_value(c, a)?,
         ("log", 3) => {
             tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&a[2]));
             c.out.ok();

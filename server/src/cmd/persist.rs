@@ -1,0 +1,275 @@
+//! Persistence commands: SAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
+//! DIGEST-VALUE helpers the DEBUG dispatcher calls.
+
+use super::flags::*;
+use super::string::GENERIC;
+use super::{int_arg, is, Command, Ctx};
+use crate::error::{CmdResult, Error};
+use crate::persist;
+use bytes::Bytes;
+use storage::listpack::LpVal;
+use storage::rdb::{self, RestoreError};
+use storage::Value;
+
+pub static COMMANDS: &[Command] = &[
+    Command::new(
+        "save",
+        1,
+        ADMIN | NOSCRIPT | NO_MULTI,
+        "admin",
+        (0, 0, 0),
+        save,
+    ),
+    Command::new("dump", 2, READONLY, "keyspace", (1, 1, 1), dump),
+    Command::new(
+        "restore",
+        -4,
+        WRITE | DENYOOM,
+        "keyspace",
+        (1, 1, 1),
+        restore,
+    ),
+];
+
+/// SAVE
+fn save(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    persist::save(c.st).map_err(|_| Error::other("ERR"))?;
+    c.out.ok();
+    Ok(())
+}
+
+/// DUMP key
+fn dump(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let opts = persist::save_opts(c.st);
+    match c.st.lookup_read(c.cl.db, &a[1], c.now) {
+        Some(v) => {
+            let p = rdb::dump_payload(v, &opts);
+            c.out.bulk(&p);
+        }
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let mut j = 4;
+    while j < a.len() {
+        let more = j + 1 < a.len();
+        if is(&a[j], "replace") {
+            replace = true;
+        } else if is(&a[j], "absttl") {
+            absttl = true;
+        } else if is(&a[j], "idletime") && more && freq.is_none() {
+            let v = int_arg(&a[j + 1])?;
+            if v < 0 {
+                return Err(Error::other("ERR Invalid IDLETIME value, must be >= 0"));
+            }
+            idle = Some(v);
+            j += 1;
+        } else if is(&a[j], "freq") && more && idle.is_none() {
+            let v = int_arg(&a[j + 1])?;
+            if !(0..=255).contains(&v) {
+                return Err(Error::other(
+                    "ERR Invalid FREQ value, must be >= 0 and <= 255",
+                ));
+            }
+            freq = Some(v);
+            j += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let db = c.cl.db;
+    let key = &a[1];
+    if !replace && c.st.lookup_write(db, key, c.now).is_some() {
+        return Err(Error::other("BUSYKEY Target key name already exists."));
+    }
+    let mut ttl = int_arg(&a[2])?;
+    if ttl < 0 {
+        return Err(Error::other("ERR Invalid TTL value, must be >= 0"));
+    }
+    let lim = persist::limits(c.st);
+    let value = rdb::restore_payload(&a[3], &lim).map_err(|e| match e {
+        RestoreError::Checksum => Error::other("ERR DUMP payload version or checksum are wrong"),
+        RestoreError::BadFormat(_) => Error::other("ERR Bad data format"),
+    })?;
+    let deleted = replace && c.st.dbs[db].remove(key).is_some();
+    if ttl > 0 && !absttl {
+        ttl = ttl.saturating_add(c.now);
+    }
+    if ttl > 0 && ttl <= c.now {
+        // Already expired: the key is gone (a replaced one deleted).
+        if deleted {
+            c.st.changed(GENERIC, "del", db, key);
+        }
+        c.out.ok();
+        return Ok(());
+    }
+    c.st.dbs[db].set_clock(c.now);
+    c.st.dbs[db].add(key, value);
+    if ttl > 0 {
+        c.st.dbs[db].set_expire(key, ttl);
+    }
+    // As Redis: FREQ counts under an LFU policy, IDLETIME under the others.
+    let lfu = persist::access_meta(c.st).is_lfu();
+    let (idle, freq) = if lfu {
+        (None, freq.map(|f| f as u8))
+    } else {
+        (idle.map(|i| i as u64), None)
+    };
+    c.st.dbs[db].set_access(key, idle, freq);
+    c.st.changed(GENERIC, "restore", db, key);
+    c.out.ok();
+    Ok(())
+}
+
+// ------------------------------------------------------------ DEBUG helpers
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty the keyspace and
+/// load the file back.
+pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for o in &a[2..] {
+        if is(o, "merge") {
+            merge = true;
+        } else if is(o, "noflush") {
+            flush = false;
+        } else if is(o, "nosave") {
+            save = false;
+        } else {
+            return Err(Error::other(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+            ));
+        }
+    }
+    if save {
+        persist::save(c.st).map_err(|_| Error::other("ERR"))?;
+    }
+    let path = persist::rdb_path(c.st);
+    let data = std::fs::read(&path)
+        .map_err(|_| Error::other("ERR Error trying to load the RDB dump, check server logs."))?;
+    if flush {
+        for db in 0..c.st.dbs.len() {
+            c.st.touch_all_watched(db, None);
+            drop(c.st.dbs[db].take());
+        }
+    }
+    if let Err(e) = persist::load_bytes_mode(c.st, &data, merge) {
+        tracing::warn!("Error loading the RDB dump: {e}");
+        return Err(Error::other(
+            "ERR Error trying to load the RDB dump, check server logs.",
+        ));
+    }
+    tracing::info!("DB reloaded by DEBUG RELOAD");
+    c.out.ok();
+    Ok(())
+}
+
+type Digest = [u8; 20];
+
+/// Redis's `mixDigest`: digest = SHA1(digest ^ SHA1(data)), so the
+/// result depends on the order of the mixed items.
+fn mix(d: &mut Digest, data: &[u8]) {
+    xor(d, data);
+    *d = sha1_smol::Sha1::from(&d[..]).digest().bytes();
+}
+
+/// Redis's `xorDigest`: digest ^= SHA1(data).
+fn xor(d: &mut Digest, data: &[u8]) {
+    let h = sha1_smol::Sha1::from(data).digest().bytes();
+    for (a, b) in d.iter_mut().zip(h) {
+        *a ^= b;
+    }
+}
+
+fn lp_bytes<'a>(v: &'a LpVal, buf: &'a mut itoa::Buffer) -> &'a [u8] {
+    v.bytes(buf)
+}
+
+/// Redis's `xorObjectDigest`: the value's type, contents (order-sensitive
+/// for strings and lists, order-free for sets, hashes and zsets) and
+/// whether it has a TTL.
+fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
+    let t: u32 = match v {
+        Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+    };
+    mix(d, &t.to_be_bytes());
+    let mut buf = itoa::Buffer::new();
+    match v {
+        Value::Str(s) => mix(d, s.as_bytes(&mut buf)),
+        Value::List(l) => {
+            for e in l.iter() {
+                mix(d, lp_bytes(&e, &mut buf));
+            }
+        }
+        Value::Set(s) => {
+            for e in s.iter() {
+                xor(d, lp_bytes(&e, &mut buf));
+            }
+        }
+        Value::ZSet(z) => z.for_each(|m, s| {
+            let mut e = [0u8; 20];
+            mix(&mut e, m);
+            mix(&mut e, rdb::fmt_g17(s).as_bytes());
+            xor(d, &e);
+        }),
+        Value::Hash(h) => {
+            let mut b2 = itoa::Buffer::new();
+            for (f, v) in h.iter() {
+                let mut e = [0u8; 20];
+                mix(&mut e, lp_bytes(&f, &mut buf));
+                mix(&mut e, lp_bytes(&v, &mut b2));
+                xor(d, &e);
+            }
+        }
+    }
+    if has_ttl {
+        xor(d, b"!!expire!!");
+    }
+}
+
+fn hex(d: &Digest) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// DEBUG DIGEST: Redis's dataset digest (40 zeros when empty).
+pub fn debug_digest(c: &mut Ctx) -> CmdResult {
+    let mut fin = [0u8; 20];
+    for (i, db) in c.st.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        mix(&mut fin, &(i as u32).to_be_bytes());
+        for (k, v) in db.keys.iter() {
+            let mut d = [0u8; 20];
+            mix(&mut d, k);
+            object_digest(&mut d, v, db.expire_at(k).is_some());
+            xor(&mut fin, &d);
+        }
+    }
+    c.out.simple(&hex(&fin));
+    Ok(())
+}
+
+/// DEBUG DIGEST-VALUE key [key ...]
+pub fn debug_digest_value(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    c.out.array(a.len() - 2);
+    for k in &a[2..] {
+        let mut d = [0u8; 20];
+        let d0 = &c.st.dbs[db];
+        if let Some(v) = d0.peek(k) {
+            object_digest(&mut d, v, d0.expire_at(k).is_some());
+        }
+        c.out.simple(&hex(&d));
+    }
+    Ok(())
+}

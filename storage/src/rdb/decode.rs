@@ -1,0 +1,579 @@
+//! Reading RDB files and DUMP payloads.
+//!
+//! The input is a byte slice (a file is read whole first): every read is a
+//! bounds-checked slice, and lengths from the input only size allocations
+//! after the bytes they promise are known to exist.
+
+use super::blob::{intset_values, lp_each, zipmap_each, zl_each, BlobError};
+use super::crc64::crc64;
+use super::*;
+use crate::listpack::LpVal;
+use crate::{Hash, HashLimits, Quicklist, Set, SortedSet, Value, ZaddFlags, ZsetLimits};
+use std::borrow::Cow;
+
+/// The thresholds that pick the encodings of loaded values.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub hash: HashLimits,
+    pub zset: ZsetLimits,
+    pub list_fill: i32,
+    pub set_max_intset: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            hash: HashLimits::default(),
+            zset: ZsetLimits::default(),
+            list_fill: -2,
+            set_max_intset: 512,
+        }
+    }
+}
+
+/// Why a file was refused, and the byte offset where the problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub msg: String,
+    pub offset: usize,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at offset {}", self.msg, self.offset)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Why RESTORE refused a payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreError {
+    /// Bad footer version or CRC (`DUMP payload version or checksum are wrong`).
+    Checksum,
+    /// The value does not parse (`Bad data format`).
+    BadFormat(LoadError),
+}
+
+/// One key read from a file.
+pub struct Loaded {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub value: Value,
+    pub expire_ms: Option<i64>,
+    pub idle_s: Option<u64>,
+    pub freq: Option<u8>,
+}
+
+/// What a whole load found besides the keys.
+#[derive(Debug, Default)]
+pub struct LoadSummary {
+    pub version: u16,
+    pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    pub keys: usize,
+    /// Keys skipped because their time had passed.
+    pub expired: usize,
+    /// Empty aggregates skipped (Redis does the same).
+    pub empty: usize,
+}
+
+struct Reader<'a> {
+    d: &'a [u8],
+    p: usize,
+}
+
+type R<T> = Result<T, LoadError>;
+
+fn at<T>(msg: impl Into<String>, offset: usize) -> R<T> {
+    Err(LoadError {
+        msg: msg.into(),
+        offset,
+    })
+}
+
+enum Len {
+    Plain(u64),
+    /// The special string encodings: 0..2 integers, 3 LZF.
+    Enc(u8),
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> R<&'a [u8]> {
+        match self.p.checked_add(n) {
+            Some(e) if e <= self.d.len() => {
+                let s = &self.d[self.p..e];
+                self.p = e;
+                Ok(s)
+            }
+            _ => at("unexpected end of file", self.d.len()),
+        }
+    }
+
+    fn byte(&mut self) -> R<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn len_or_enc(&mut self) -> R<Len> {
+        let start = self.p;
+        let b = self.byte()?;
+        Ok(match b >> 6 {
+            0 => Len::Plain((b & 0x3f) as u64),
+            1 => Len::Plain(((b & 0x3f) as u64) << 8 | self.byte()? as u64),
+            2 => match b {
+                0x80 => {
+                    let s = self.take(4)?;
+                    Len::Plain(u32::from_be_bytes([s[0], s[1], s[2], s[3]]) as u64)
+                }
+                0x81 => {
+                    let s = self.take(8)?;
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(s);
+                    Len::Plain(u64::from_be_bytes(a))
+                }
+                _ => return at(format!("unknown length encoding 0x{b:02x}"), start),
+            },
+            _ => Len::Enc(b & 0x3f),
+        })
+    }
+
+    fn len(&mut self) -> R<u64> {
+        let start = self.p;
+        match self.len_or_enc()? {
+            Len::Plain(n) => Ok(n),
+            Len::Enc(_) => at("encoded string where a length was expected", start),
+        }
+    }
+
+    /// A length that counts items each taking at least one byte: bounded by
+    /// what is left, so it can size an allocation.
+    fn count(&mut self, per_item: usize) -> R<usize> {
+        let start = self.p;
+        let n = self.len()?;
+        let left = (self.d.len() - self.p) as u64;
+        if n > left / per_item.max(1) as u64 {
+            return at(format!("length {n} exceeds the remaining input"), start);
+        }
+        Ok(n as usize)
+    }
+
+    fn string(&mut self) -> R<Cow<'a, [u8]>> {
+        let start = self.p;
+        match self.len_or_enc()? {
+            Len::Plain(n) => {
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                Ok(Cow::Borrowed(self.take(n)?))
+            }
+            Len::Enc(0) => Ok(Cow::Owned((self.byte()? as i8).to_string().into_bytes())),
+            Len::Enc(1) => {
+                let s = self.take(2)?;
+                Ok(Cow::Owned(
+                    i16::from_le_bytes([s[0], s[1]]).to_string().into_bytes(),
+                ))
+            }
+            Len::Enc(2) => {
+                let s = self.take(4)?;
+                let v = i32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                Ok(Cow::Owned(v.to_string().into_bytes()))
+            }
+            Len::Enc(3) => {
+                let clen = self.len()?;
+                let ulen = self.len()?;
+                let clen = usize::try_from(clen).unwrap_or(usize::MAX);
+                let comp = self.take(clen)?;
+                // LZF expands at most ~90x; anything claiming more is corrupt
+                // (and must not size an allocation).
+                if ulen == 0 || ulen > (clen as u64).saturating_mul(100).saturating_add(64) {
+                    return at(format!("bad LZF lengths ({clen} -> {ulen})"), start);
+                }
+                lzf::decompress(comp, ulen as usize)
+                    .map(Cow::Owned)
+                    .or_else(|e| at(format!("invalid LZF string: {e}"), start))
+            }
+            Len::Enc(e) => at(format!("unknown string encoding {e}"), start),
+        }
+    }
+
+    fn f64_bin(&mut self) -> R<f64> {
+        let s = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(f64::from_le_bytes(a))
+    }
+
+    /// The text doubles of the old ZSET type.
+    fn f64_text(&mut self) -> R<f64> {
+        let start = self.p;
+        let n = self.byte()?;
+        match n {
+            255 => Ok(f64::NEG_INFINITY),
+            254 => Ok(f64::INFINITY),
+            253 => Ok(f64::NAN),
+            _ => {
+                let s = self.take(n as usize)?;
+                parse_f64_text(s).map_or_else(|| at("invalid double value", start), Ok)
+            }
+        }
+    }
+}
+
+fn parse_f64_text(s: &[u8]) -> Option<f64> {
+    std::str::from_utf8(s).ok()?.parse::<f64>().ok()
+}
+
+fn blob_err(e: BlobError, blob_start: usize) -> LoadError {
+    LoadError {
+        msg: format!("{} (blob offset {})", e.msg, e.at),
+        offset: blob_start,
+    }
+}
+
+/// Builds values through the types' public APIs so the encodings follow
+/// the configured thresholds.
+struct Build<'l> {
+    lim: &'l Limits,
+}
+
+impl Build<'_> {
+    fn set_from<'x>(
+        &self,
+        n_hint: usize,
+        items: impl Iterator<Item = Cow<'x, [u8]>>,
+        start: usize,
+    ) -> R<Set> {
+        let _ = n_hint;
+        let mut set: Option<Set> = None;
+        for m in items {
+            let s = set.get_or_insert_with(|| Set::new_for(&m));
+            if !s.add(&m, self.lim.set_max_intset) {
+                return at("duplicate set member", start);
+            }
+        }
+        Ok(set.unwrap_or_else(Set::new_table))
+    }
+
+    fn zset_from(&self, items: Vec<(Vec<u8>, f64)>, start: usize) -> R<SortedSet> {
+        let maxlen = items.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        let mut z = SortedSet::with_hint(items.len(), maxlen, &self.lim.zset);
+        for (m, s) in items {
+            if s.is_nan() {
+                return at("sorted set with a NaN score", start);
+            }
+            if z.contains(&m) {
+                return at("duplicate sorted set member", start);
+            }
+            z.add(&m, s, ZaddFlags::default(), &self.lim.zset);
+        }
+        Ok(z)
+    }
+
+    fn hash_from(&self, pairs: Vec<(Vec<u8>, Vec<u8>)>, start: usize) -> R<Hash> {
+        let mut h = Hash::new();
+        if pairs.len() > self.lim.hash.max_listpack_entries {
+            h.convert_to_table();
+        }
+        for (f, v) in pairs {
+            if !h.set(&f, &v, &self.lim.hash) {
+                return at("duplicate hash field", start);
+            }
+        }
+        Ok(h)
+    }
+}
+
+fn lp_vec(blob: &[u8], start: usize, zl: bool) -> R<Vec<Vec<u8>>> {
+    let mut v = Vec::new();
+    let f = |x: LpVal| {
+        v.push(x.to_vec());
+        Ok(())
+    };
+    if zl {
+        zl_each(blob, f)
+    } else {
+        lp_each(blob, f)
+    }
+    .map_err(|e| blob_err(e, start))?;
+    Ok(v)
+}
+
+fn pairs(items: Vec<Vec<u8>>, start: usize) -> R<Vec<(Vec<u8>, Vec<u8>)>> {
+    if !items.len().is_multiple_of(2) {
+        return at("odd number of elements in a pair blob", start);
+    }
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(a), Some(b)) = (it.next(), it.next()) {
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+fn zpairs(items: Vec<Vec<u8>>, start: usize) -> R<Vec<(Vec<u8>, f64)>> {
+    pairs(items, start)?
+        .into_iter()
+        .map(|(m, s)| match parse_f64_text(&s) {
+            Some(v) => Ok((m, v)),
+            None => at("invalid score in a sorted set blob", start),
+        })
+        .collect()
+}
+
+/// Reads one value of RDB type `t`. `None` for an empty aggregate.
+fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
+    let b = Build { lim };
+    let start = r.p;
+    let v = match t {
+        TYPE_STRING => Value::str(&r.string()?),
+        TYPE_LIST => {
+            let n = r.count(1)?;
+            let mut q = Quicklist::new(lim.list_fill);
+            for _ in 0..n {
+                q.push_back(&r.string()?);
+            }
+            Value::List(Box::new(q))
+        }
+        TYPE_LIST_ZIPLIST => {
+            let blob = r.string()?;
+            let mut q = Quicklist::new(lim.list_fill);
+            for e in lp_vec(&blob, start, true)? {
+                q.push_back(&e);
+            }
+            Value::List(Box::new(q))
+        }
+        TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+            let n = r.count(1)?;
+            let mut q = Quicklist::new(lim.list_fill);
+            for _ in 0..n {
+                let node_start = r.p;
+                let container = if t == TYPE_LIST_QUICKLIST_2 {
+                    r.len()?
+                } else {
+                    QL_PACKED
+                };
+                let blob = r.string()?;
+                match container {
+                    QL_PLAIN => q.push_back(&blob),
+                    QL_PACKED => {
+                        let items = lp_vec(&blob, node_start, t == TYPE_LIST_QUICKLIST)?;
+                        if items.is_empty() {
+                            return at("empty quicklist node", node_start);
+                        }
+                        for e in items {
+                            q.push_back(&e);
+                        }
+                    }
+                    c => return at(format!("unknown quicklist container {c}"), node_start),
+                }
+            }
+            Value::List(Box::new(q))
+        }
+        TYPE_SET => {
+            let n = r.count(1)?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(r.string()?);
+            }
+            Value::Set(b.set_from(n, items.into_iter(), start)?)
+        }
+        TYPE_SET_INTSET => {
+            let blob = r.string()?;
+            let vals = intset_values(&blob).map_err(|e| blob_err(e, start))?;
+            let items = vals.iter().map(|v| Cow::Owned(v.to_string().into_bytes()));
+            Value::Set(b.set_from(vals.len(), items, start)?)
+        }
+        TYPE_ZSET | TYPE_ZSET_2 => {
+            let n = r.count(if t == TYPE_ZSET_2 { 9 } else { 2 })?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                let m = r.string()?.into_owned();
+                let s = if t == TYPE_ZSET_2 {
+                    r.f64_bin()?
+                } else {
+                    r.f64_text()?
+                };
+                items.push((m, s));
+            }
+            Value::ZSet(b.zset_from(items, start)?)
+        }
+        TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
+            let blob = r.string()?;
+            let items = lp_vec(&blob, start, t == TYPE_ZSET_ZIPLIST)?;
+            Value::ZSet(b.zset_from(zpairs(items, start)?, start)?)
+        }
+        TYPE_HASH => {
+            let n = r.count(2)?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                let f = r.string()?.into_owned();
+                let v = r.string()?.into_owned();
+                items.push((f, v));
+            }
+            Value::Hash(b.hash_from(items, start)?)
+        }
+        TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
+            let blob = r.string()?;
+            let items = lp_vec(&blob, start, t == TYPE_HASH_ZIPLIST)?;
+            Value::Hash(b.hash_from(pairs(items, start)?, start)?)
+        }
+        TYPE_HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let mut items = Vec::new();
+            zipmap_each(&blob, |k, v| {
+                items.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .map_err(|e| blob_err(e, start))?;
+            Value::Hash(b.hash_from(items, start)?)
+        }
+        TYPE_MODULE | TYPE_MODULE_2 => {
+            return at("module values are not supported", start.saturating_sub(1))
+        }
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
+            return at("stream values are not supported", start.saturating_sub(1))
+        }
+        _ => return at(format!("unknown value type {t}"), start.saturating_sub(1)),
+    };
+    Ok((!v.is_empty_aggregate()).then_some(v))
+}
+
+/// Checks a DUMP payload's footer and reads its value (RESTORE).
+pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Value, RestoreError> {
+    if p.len() < 10 {
+        return Err(RestoreError::Checksum);
+    }
+    let body = p.len() - 10;
+    let ver = u16::from_le_bytes([p[body], p[body + 1]]);
+    if ver > RDB_VERSION {
+        return Err(RestoreError::Checksum);
+    }
+    let mut c = [0u8; 8];
+    c.copy_from_slice(&p[body + 2..]);
+    if crc64(0, &p[..body + 2]) != u64::from_le_bytes(c) {
+        return Err(RestoreError::Checksum);
+    }
+    // The reader sees the footer too, as Redis's does: a string whose
+    // length runs into it is read, not refused.
+    let mut r = Reader { d: p, p: 0 };
+    let bad = RestoreError::BadFormat;
+    let t = r.byte().map_err(bad)?;
+    match read_value(&mut r, t, lim).map_err(bad)? {
+        Some(v) => Ok(v),
+        None => Err(RestoreError::BadFormat(LoadError {
+            msg: "empty value".into(),
+            offset: 0,
+        })),
+    }
+}
+
+/// Reads a whole RDB file, handing each live key to `sink` (keys whose
+/// expiry is before `now_ms` are skipped, as a master does).
+/// `verify_checksum` follows `rdbchecksum`; a stored checksum of 0 means
+/// the writer had it disabled.
+pub fn load(
+    data: &[u8],
+    lim: &Limits,
+    now_ms: i64,
+    verify_checksum: bool,
+    mut sink: impl FnMut(Loaded) -> Result<(), String>,
+) -> R<LoadSummary> {
+    let mut r = Reader { d: data, p: 0 };
+    let magic = r
+        .take(9)
+        .or_else(|_| at("file too short for an RDB header", 0))?;
+    if &magic[..5] != b"REDIS" {
+        return at("wrong signature (not an RDB file)", 0);
+    }
+    let ver: u16 = std::str::from_utf8(&magic[5..])
+        .ok()
+        .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse().ok())
+        .map_or_else(|| at("bad RDB version number", 5), Ok)?;
+    if ver == 0 || ver > RDB_VERSION {
+        return at(format!("can't handle RDB format version {ver}"), 5);
+    }
+    let mut sum = LoadSummary {
+        version: ver,
+        ..LoadSummary::default()
+    };
+    let mut db = 0usize;
+    let mut expire: Option<i64> = None;
+    let mut idle: Option<u64> = None;
+    let mut freq: Option<u8> = None;
+    loop {
+        let op_at = r.p;
+        let op = r.byte()?;
+        match op {
+            OP_EOF => break,
+            OP_SELECTDB => {
+                let n = r.len()?;
+                db = usize::try_from(n)
+                    .ok()
+                    .filter(|&d| d < 1 << 20)
+                    .map_or_else(|| at(format!("bad database number {n}"), op_at), Ok)?;
+            }
+            OP_RESIZEDB => {
+                r.len()?;
+                r.len()?;
+            }
+            OP_EXPIRETIME_MS => {
+                let s = r.take(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(s);
+                expire = Some(i64::from_le_bytes(a));
+            }
+            OP_EXPIRETIME => {
+                let s = r.take(4)?;
+                expire = Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]) as i64 * 1000);
+            }
+            OP_IDLE => idle = Some(r.len()?),
+            OP_FREQ => freq = Some(r.byte()?),
+            OP_AUX => {
+                let k = r.string()?.into_owned();
+                let v = r.string()?.into_owned();
+                sum.aux.push((k, v));
+            }
+            OP_MODULE_AUX => return at("module aux data is not supported", op_at),
+            OP_FUNCTION | OP_FUNCTION2 => return at("functions are not supported", op_at),
+            t => {
+                let key = r.string()?.into_owned();
+                let value = read_value(&mut r, t, lim)?;
+                let exp = expire.take();
+                let (idle_s, fr) = (idle.take(), freq.take());
+                let Some(value) = value else {
+                    sum.empty += 1;
+                    continue;
+                };
+                if exp.is_some_and(|t| t < now_ms) {
+                    sum.expired += 1;
+                    continue;
+                }
+                sink(Loaded {
+                    db,
+                    key,
+                    value,
+                    expire_ms: exp,
+                    idle_s,
+                    freq: fr,
+                })
+                .or_else(|e| at(e, op_at))?;
+                sum.keys += 1;
+            }
+        }
+    }
+    if ver >= 5 {
+        let crc_at = r.p;
+        let s = r.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        let stored = u64::from_le_bytes(a);
+        if verify_checksum && stored != 0 {
+            let actual = crc64(0, &data[..crc_at]);
+            if actual != stored {
+                return at(
+                    format!("wrong RDB checksum (expected {actual:016x}, file has {stored:016x})"),
+                    crc_at,
+                );
+            }
+        }
+    }
+    Ok(sum)
+}

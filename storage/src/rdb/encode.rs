@@ -1,0 +1,345 @@
+//! Writing RDB files and DUMP payloads.
+
+use super::blob::{intset_blob, LpBuilder};
+use super::crc64::crc64;
+use super::*;
+use crate::listpack::LpVal;
+use crate::{StrValue, Value};
+use std::io::{self, Write};
+
+/// The options that change the bytes written.
+#[derive(Clone, Copy, Debug)]
+pub struct SaveOpts {
+    /// `rdbcompression`: LZF for strings (and blobs) over 20 bytes.
+    pub compression: bool,
+    /// `rdbchecksum`: a CRC-64 trailer, else 0.
+    pub checksum: bool,
+    /// `list-max-listpack-size`, bounding the listpack nodes of lists.
+    pub list_fill: i32,
+}
+
+impl Default for SaveOpts {
+    fn default() -> Self {
+        SaveOpts {
+            compression: true,
+            checksum: true,
+            list_fill: -2,
+        }
+    }
+}
+
+pub fn put_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u32::MAX as u64 {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// Redis's `rdbEncodeInteger`: the 1/2/4-byte special encodings.
+fn put_int_special(out: &mut Vec<u8>, v: i64) -> bool {
+    if let Ok(b) = i8::try_from(v) {
+        out.push(0xc0);
+        out.push(b as u8);
+    } else if let Ok(h) = i16::try_from(v) {
+        out.push(0xc1);
+        out.extend_from_slice(&h.to_le_bytes());
+    } else if let Ok(w) = i32::try_from(v) {
+        out.push(0xc2);
+        out.extend_from_slice(&w.to_le_bytes());
+    } else {
+        return false;
+    }
+    true
+}
+
+/// A string as Redis's `rdbSaveRawString` writes it: short canonical
+/// integers int-encoded, longer strings LZF-compressed when that saves at
+/// least 4 bytes, else length + bytes.
+pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
+    if s.len() <= 11 {
+        if let Some(v) = crate::num::parse_i64(s) {
+            if put_int_special(out, v) {
+                return;
+            }
+        }
+    }
+    if compress && s.len() > 20 {
+        if let Some(c) = lzf::compress(s, s.len() - 4) {
+            out.push(0xc3);
+            put_len(out, c.len() as u64);
+            put_len(out, s.len() as u64);
+            out.extend_from_slice(&c);
+            return;
+        }
+    }
+    put_len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
+
+fn put_lpval(out: &mut Vec<u8>, v: LpVal, compress: bool) {
+    match v {
+        LpVal::Str(s) => put_string(out, s, compress),
+        LpVal::Int(n) => {
+            if !put_int_special(out, n) {
+                put_string(out, itoa::Buffer::new().format(n).as_bytes(), compress);
+            }
+        }
+    }
+}
+
+/// The RDB type byte for a value, as Redis 7.0 picks it.
+pub fn value_type(v: &Value) -> u8 {
+    match v {
+        Value::Str(_) => TYPE_STRING,
+        Value::List(_) => TYPE_LIST_QUICKLIST_2,
+        Value::Hash(h) => {
+            if h.as_listpack().is_some() {
+                TYPE_HASH_LISTPACK
+            } else {
+                TYPE_HASH
+            }
+        }
+        Value::Set(s) => {
+            if s.as_intset().is_some() {
+                TYPE_SET_INTSET
+            } else {
+                TYPE_SET
+            }
+        }
+        Value::ZSet(z) => {
+            if z.as_listpack().is_some() {
+                TYPE_ZSET_LISTPACK
+            } else {
+                TYPE_ZSET_2
+            }
+        }
+    }
+}
+
+/// Whether one more element of `raw_len` bytes may join a node of
+/// `bytes`/`count` (Redis's `_quicklistNodeAllowInsert`, with its estimate
+/// of 8 bytes of overhead per element).
+fn node_allows(fill: i32, bytes: usize, count: usize, raw_len: usize) -> bool {
+    const LIMITS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+    let new_sz = bytes + raw_len + 8;
+    if fill < 0 {
+        let i = (fill.unsigned_abs() as usize).min(5) - 1;
+        new_sz <= LIMITS[i]
+    } else {
+        new_sz <= 8192 && count < fill as usize
+    }
+}
+
+/// The value's serialization (without its type byte).
+pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
+    let cz = opts.compression;
+    match v {
+        Value::Str(s) => match s {
+            StrValue::Int(n) => put_lpval(out, LpVal::Int(*n), cz),
+            _ => put_string(out, s.as_bytes(&mut itoa::Buffer::new()), cz),
+        },
+        Value::List(l) => {
+            let mut nodes: Vec<Vec<u8>> = Vec::new();
+            let mut cur = LpBuilder::new();
+            for e in l.iter() {
+                let raw_len = e.str_len();
+                if !cur.is_empty() && !node_allows(opts.list_fill, cur.bytes(), cur.len(), raw_len)
+                {
+                    nodes.push(std::mem::take(&mut cur).finish());
+                }
+                cur.push(e);
+            }
+            if !cur.is_empty() {
+                nodes.push(cur.finish());
+            }
+            put_len(out, nodes.len() as u64);
+            for n in &nodes {
+                put_len(out, QL_PACKED);
+                put_string(out, n, cz);
+            }
+        }
+        Value::Hash(h) => {
+            if h.as_listpack().is_some() {
+                let mut b = LpBuilder::new();
+                for (f, v) in h.iter() {
+                    b.push(f);
+                    b.push(v);
+                }
+                put_string(out, &b.finish(), cz);
+            } else {
+                put_len(out, h.len() as u64);
+                for (f, v) in h.iter() {
+                    put_lpval(out, f, cz);
+                    put_lpval(out, v, cz);
+                }
+            }
+        }
+        Value::Set(s) => {
+            if let Some(is) = s.as_intset() {
+                put_string(out, &intset_blob(is.width(), is.iter()), cz);
+            } else {
+                put_len(out, s.len() as u64);
+                for m in s.iter() {
+                    put_lpval(out, m, cz);
+                }
+            }
+        }
+        Value::ZSet(z) => {
+            if z.as_listpack().is_some() {
+                let mut b = LpBuilder::new();
+                z.for_each(|m, s| {
+                    b.push_bytes(m);
+                    b.push_bytes(d2string(s).as_bytes());
+                });
+                put_string(out, &b.finish(), cz);
+            } else {
+                // Greatest first, as Redis walks its skiplist from the tail
+                // (loading then inserts each element at the head).
+                put_len(out, z.len() as u64);
+                let mut items = Vec::new();
+                let mut ends = Vec::with_capacity(z.len());
+                z.for_each(|m, s| {
+                    put_string(&mut items, m, cz);
+                    items.extend_from_slice(&s.to_le_bytes());
+                    ends.push(items.len());
+                });
+                for i in (0..ends.len()).rev() {
+                    let start = if i == 0 { 0 } else { ends[i - 1] };
+                    out.extend_from_slice(&items[start..ends[i]]);
+                }
+            }
+        }
+    }
+}
+
+/// A DUMP payload: type, value, RDB version (2 bytes LE), CRC-64 (LE).
+pub fn dump_payload(v: &Value, opts: &SaveOpts) -> Vec<u8> {
+    let mut out = vec![value_type(v)];
+    put_value(&mut out, v, opts);
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Streams a snapshot to `w`: [`Writer::header`], then per database
+/// [`Writer::select_db`] and its keys ([`Writer::key`]), then
+/// [`Writer::finish`]. Output is buffered; the CRC runs over what is
+/// written.
+pub struct Writer<W: Write> {
+    w: W,
+    buf: Vec<u8>,
+    crc: u64,
+    opts: SaveOpts,
+    written: u64,
+}
+
+const FLUSH_AT: usize = 64 * 1024;
+
+impl<W: Write> Writer<W> {
+    pub fn new(w: W, opts: SaveOpts) -> Self {
+        Writer {
+            w,
+            buf: Vec::with_capacity(FLUSH_AT * 2),
+            crc: 0,
+            opts,
+            written: 0,
+        }
+    }
+
+    fn maybe_flush(&mut self) -> io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        if self.opts.checksum {
+            self.crc = crc64(self.crc, &self.buf);
+        }
+        self.w.write_all(&self.buf)?;
+        self.written += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Bytes produced so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    fn aux(&mut self, k: &str, v: &[u8]) {
+        self.buf.push(OP_AUX);
+        put_string(&mut self.buf, k.as_bytes(), self.opts.compression);
+        put_string(&mut self.buf, v, self.opts.compression);
+    }
+
+    /// Magic, version and the aux fields Redis 7.0 writes, in its order.
+    pub fn header(&mut self, redis_ver: &str, ctime_s: i64, used_mem: u64) -> io::Result<()> {
+        self.buf
+            .extend_from_slice(format!("REDIS{:04}", RDB_VERSION).as_bytes());
+        self.aux("redis-ver", redis_ver.as_bytes());
+        self.aux("redis-bits", b"64");
+        self.aux("ctime", ctime_s.to_string().as_bytes());
+        self.aux("used-mem", used_mem.to_string().as_bytes());
+        self.aux("aof-base", b"0");
+        self.maybe_flush()
+    }
+
+    /// Starts database `db` with its key and expire counts (RESIZEDB).
+    pub fn select_db(&mut self, db: usize, keys: usize, expires: usize) -> io::Result<()> {
+        self.buf.push(OP_SELECTDB);
+        put_len(&mut self.buf, db as u64);
+        self.buf.push(OP_RESIZEDB);
+        put_len(&mut self.buf, keys as u64);
+        put_len(&mut self.buf, expires as u64);
+        self.maybe_flush()
+    }
+
+    /// One key: its expiry (absolute unix ms), LRU idle seconds or LFU
+    /// counter if the eviction policy keeps them, type, name and value.
+    pub fn key(
+        &mut self,
+        key: &[u8],
+        v: &Value,
+        expire_ms: Option<i64>,
+        idle_s: Option<u64>,
+        freq: Option<u8>,
+    ) -> io::Result<()> {
+        if let Some(t) = expire_ms {
+            self.buf.push(OP_EXPIRETIME_MS);
+            self.buf.extend_from_slice(&t.to_le_bytes());
+        }
+        if let Some(i) = idle_s {
+            self.buf.push(OP_IDLE);
+            put_len(&mut self.buf, i);
+        }
+        if let Some(f) = freq {
+            self.buf.push(OP_FREQ);
+            self.buf.push(f);
+        }
+        self.buf.push(value_type(v));
+        put_string(&mut self.buf, key, self.opts.compression);
+        put_value(&mut self.buf, v, &self.opts);
+        self.maybe_flush()
+    }
+
+    /// EOF and the checksum (0 with `rdbchecksum no`); returns the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.buf.push(OP_EOF);
+        self.flush_buf()?;
+        let crc = if self.opts.checksum { self.crc } else { 0 };
+        self.w.write_all(&crc.to_le_bytes())?;
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}

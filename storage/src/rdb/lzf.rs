@@ -1,0 +1,220 @@
+//! LZF, the compression of RDB strings (`rdbcompression yes`).
+//!
+//! The compressor follows liblzf 3.6's algorithm as Redis builds it (16-bit
+//! hash table, "very fast" mode re-hashing two positions after a match), so
+//! a string compresses to the bytes Redis writes. The decompressor checks
+//! every reference and length against its buffers.
+
+const HLOG: u32 = 16;
+const HSIZE: usize = 1 << HLOG;
+const MAX_LIT: usize = 1 << 5;
+const MAX_OFF: usize = 1 << 13;
+const MAX_REF: usize = (1 << 8) + (1 << 3);
+
+fn idx(h: u32) -> usize {
+    (((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5))) as usize) & (HSIZE - 1)
+}
+
+/// Compresses `input` into at most `max_out` bytes; `None` when the result
+/// would not fit (Redis then stores the string as is).
+pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    let n = input.len();
+    if n == 0 || max_out == 0 {
+        return None;
+    }
+    // Positions + 1, so 0 means "never seen" (liblzf's table holds offsets
+    // from the input start, and a reference to position 0 is never taken).
+    let mut htab = vec![0u32; HSIZE];
+    let mut out: Vec<u8> = Vec::with_capacity(max_out + 1);
+    let mut lit: usize = 0;
+    out.push(0); // the control byte of the first literal run
+    let mut ip = 0usize;
+    let frst = |p: usize| (u32::from(input[p]) << 8) | u32::from(input[p + 1]);
+    let mut hval = if n >= 2 { frst(0) } else { 0 };
+    while n >= 3 && ip < n - 2 {
+        hval = (hval << 8) | u32::from(input[ip + 2]);
+        let slot = idx(hval);
+        let rf = htab[slot] as usize;
+        htab[slot] = ip as u32;
+        let matched = rf > 0 && rf < ip && ip - rf - 1 < MAX_OFF && {
+            input[rf + 2] == input[ip + 2]
+                && input[rf] == input[ip]
+                && input[rf + 1] == input[ip + 1]
+        };
+        if matched {
+            let off = ip - rf - 1;
+            let mut len = 2usize;
+            let maxlen = (n - ip - len).min(MAX_REF);
+            let op = out.len();
+            if op + 3 + 1 >= max_out && op - usize::from(lit == 0) + 3 + 1 >= max_out {
+                return None;
+            }
+            let run_start = op - lit - 1;
+            out[run_start] = (lit as u8).wrapping_sub(1);
+            if lit == 0 {
+                out.pop();
+            }
+            let mut done = false;
+            if maxlen > 16 {
+                for _ in 0..16 {
+                    len += 1;
+                    if input[rf + len] != input[ip + len] {
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            if !done {
+                loop {
+                    len += 1;
+                    if !(len < maxlen && input[rf + len] == input[ip + len]) {
+                        break;
+                    }
+                }
+            }
+            len -= 2;
+            ip += 1;
+            if len < 7 {
+                out.push(((off >> 8) + (len << 5)) as u8);
+            } else {
+                out.push(((off >> 8) + (7 << 5)) as u8);
+                out.push((len - 7) as u8);
+            }
+            out.push(off as u8);
+            lit = 0;
+            out.push(0);
+            ip += len + 1;
+            if ip >= n - 2 {
+                break;
+            }
+            ip -= 2;
+            hval = frst(ip);
+            hval = (hval << 8) | u32::from(input[ip + 2]);
+            htab[idx(hval)] = ip as u32;
+            ip += 1;
+            hval = (hval << 8) | u32::from(input[ip + 2]);
+            htab[idx(hval)] = ip as u32;
+            ip += 1;
+        } else {
+            if out.len() >= max_out {
+                return None;
+            }
+            lit += 1;
+            out.push(input[ip]);
+            ip += 1;
+            if lit == MAX_LIT {
+                let p = out.len() - lit - 1;
+                out[p] = (lit - 1) as u8;
+                lit = 0;
+                out.push(0);
+            }
+        }
+    }
+    if out.len() + 3 > max_out {
+        return None;
+    }
+    while ip < n {
+        lit += 1;
+        out.push(input[ip]);
+        ip += 1;
+        if lit == MAX_LIT {
+            let p = out.len() - lit - 1;
+            out[p] = (lit - 1) as u8;
+            lit = 0;
+            out.push(0);
+        }
+    }
+    let p = out.len() - lit - 1;
+    out[p] = (lit as u8).wrapping_sub(1);
+    if lit == 0 {
+        out.pop();
+    }
+    if out.len() > max_out {
+        return None;
+    }
+    Some(out)
+}
+
+/// Decompresses `input` into exactly `out_len` bytes.
+pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, &'static str> {
+    let mut out: Vec<u8> = Vec::with_capacity(out_len);
+    let mut ip = 0usize;
+    while ip < input.len() {
+        let ctrl = input[ip] as usize;
+        ip += 1;
+        if ctrl < 32 {
+            let run = ctrl + 1;
+            if out.len() + run > out_len {
+                return Err("LZF output overflow");
+            }
+            let lits = input.get(ip..ip + run).ok_or("LZF input truncated")?;
+            out.extend_from_slice(lits);
+            ip += run;
+        } else {
+            let mut len = ctrl >> 5;
+            if len == 7 {
+                len += *input.get(ip).ok_or("LZF input truncated")? as usize;
+                ip += 1;
+            }
+            let low = *input.get(ip).ok_or("LZF input truncated")? as usize;
+            ip += 1;
+            let back = ((ctrl & 0x1f) << 8) + low + 1;
+            len += 2;
+            if out.len() + len > out_len {
+                return Err("LZF output overflow");
+            }
+            if back > out.len() {
+                return Err("LZF back reference out of range");
+            }
+            let start = out.len() - back;
+            for i in 0..len {
+                let b = out[start + i];
+                out.push(b);
+            }
+        }
+    }
+    if out.len() != out_len {
+        return Err("LZF length mismatch");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let samples: Vec<Vec<u8>> = vec![
+            b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_vec(),
+            b"hello world hello world hello world hello world!".to_vec(),
+            (0..5000u32).map(|i| (i % 251) as u8).collect(),
+            (0..3000u32).map(|i| (i * i % 7) as u8).collect(),
+            (0..300u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect(),
+        ];
+        for s in samples {
+            if let Some(c) = compress(&s, s.len() - 4) {
+                assert!(c.len() <= s.len() - 4);
+                assert_eq!(decompress(&c, s.len()).unwrap(), s);
+            }
+        }
+    }
+
+    #[test]
+    fn matches_redis_bytes() {
+        // A zset listpack as Redis 7.0.15 DUMPs it, LZF-compressed.
+        let lp: &[u8] = b"H\x00\x00\x00\x08\x00\x81a\x02\x930.10000000000000001\x14\x81b\x02\x831.5\x04\x81c\x02\x03\x01\x81d\x02\x971.0000000000000001e+300\x18\xff";
+        let redis: &[u8] = b"\r\x48\x00\x00\x00\x08\x00\x81a\x02\x930.10\xe0\x05\x00\x141\x14\x81b\x02\x831.5\x04\x81c\x02\x03\x01\x81d\x02\x971.\xe0\x05\"\x0801e+300\x18\xff";
+        assert_eq!(compress(lp, lp.len() - 4).unwrap(), redis);
+        assert_eq!(decompress(redis, lp.len()).unwrap(), lp);
+    }
+
+    #[test]
+    fn corrupt_input_is_an_error() {
+        assert!(decompress(b"\x20\x05", 10).is_err());
+        assert!(decompress(b"\x05ab", 6).is_err());
+        assert!(decompress(b"\x01ab", 3).is_err());
+    }
+}

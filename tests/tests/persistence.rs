@@ -1,0 +1,466 @@
+//! RDB persistence against the real Redis 7.0.15: files written by each
+//! server load in the other with identical contents (DEBUG DIGEST, which
+//! cinnabar computes with Redis's algorithm) and encodings; SAVE survives
+//! SIGKILL; SIGTERM saves when save points are configured; corrupt and
+//! truncated files are refused at start-up with the offset of the problem.
+
+use cinnabar_tests::{free_port, is_real_redis, ok, server_bin, RawClient, RespFrame, Server};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn redis_bin() -> Option<PathBuf> {
+    let out = Command::new("sh")
+        .args(["-c", "command -v redis-server"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| PathBuf::from(p))
+}
+
+fn redis_check_rdb() -> Option<PathBuf> {
+    let out = Command::new("sh")
+        .args(["-c", "command -v redis-check-rdb"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| PathBuf::from(p))
+}
+
+/// A directory of our own (servers delete theirs when dropped).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let d =
+            std::env::temp_dir().join(format!("cinnabar-rdb-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+    fn dir(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn cmd(c: &mut RawClient, args: &[&str]) -> RespFrame {
+    c.cmd(args)
+}
+
+fn must(c: &mut RawClient, args: &[&str]) {
+    let r = c.cmd(args);
+    assert!(!matches!(r, RespFrame::Error(_)), "{args:?} -> {r:?}");
+}
+
+fn text(f: &RespFrame) -> String {
+    match f {
+        RespFrame::Simple(b) | RespFrame::Bulk(b) | RespFrame::Error(b) => {
+            String::from_utf8_lossy(b).into_owned()
+        }
+        RespFrame::Integer(n) => n.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Every type in every encoding Redis 7.0 has, keys with TTLs, three dbs.
+fn populate(c: &mut RawClient) {
+    let big_list: Vec<String> = (0..2000).map(|i| format!("elem-{i}")).collect();
+    let hash_big: Vec<String> = (0..200)
+        .flat_map(|i| [format!("f{i}"), format!("v{i}")])
+        .collect();
+    let set_ints: Vec<String> = (0..100).map(|i| (i * 1000 - 7).to_string()).collect();
+    let set_many_ints: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    let zset_big: Vec<String> = (0..200)
+        .flat_map(|i| [format!("{}", i as f64 / 3.0), format!("m{i}")])
+        .collect();
+    let long = "x".repeat(70);
+    let mut run = |args: Vec<String>| {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        must(c, &a);
+    };
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    run(s(&["SELECT", "0"]));
+    run(s(&["SET", "int", "12345"]));
+    run(s(&["SET", "negint", "-70000"]));
+    run(s(&["SET", "bigint", "123456789012345"]));
+    run(s(&["SET", "emb", "hello world"]));
+    run(s(&["SET", "raw", &"abc".repeat(40)]));
+    run(s(&["SET", "bin", "\x00\x01\u{7f}\r\n"]));
+    run(s(&["SET", "empty", ""]));
+    run(s(&["APPEND", "appended", "12"]));
+    run(s(&[
+        "RPUSH",
+        "list",
+        "a",
+        "1",
+        "-5",
+        "300",
+        "70000",
+        "5000000000",
+        "hello",
+    ]));
+    let mut a = s(&["RPUSH", "biglist"]);
+    a.extend(big_list.iter().cloned());
+    run(a);
+    run(s(&["LPUSH", "biglist", &"y".repeat(5000)]));
+    run(s(&["HSET", "hlp", "a", "1", "b", "hello", "c", "-70000"]));
+    let mut a = s(&["HSET", "hbig"]);
+    a.extend(hash_big);
+    run(a);
+    run(s(&["HSET", "hlongval", "f", &long]));
+    let mut a = s(&["SADD", "sint"]);
+    a.extend(set_ints);
+    run(a);
+    run(s(&["SADD", "sint64", "1", "5000000000", "-5000000000"]));
+    let mut a = s(&["SADD", "smanyint"]);
+    a.extend(set_many_ints);
+    run(a);
+    run(s(&["SADD", "sstr", "a", "b", "c", "1"]));
+    run(s(&[
+        "ZADD", "zlp", "0.1", "a", "1.5", "b", "3", "c", "1e300", "d", "-inf", "e", "inf", "f",
+    ]));
+    let mut a = s(&["ZADD", "zbig"]);
+    a.extend(zset_big);
+    run(a);
+    run(s(&["ZADD", "zlong", "1.25", &long, "2", "short"]));
+    run(s(&["SET", "ttl1", "v", "PX", "3600000"]));
+    run(s(&["RPUSH", "ttl2", "x"]));
+    run(s(&["PEXPIREAT", "ttl2", "4102444800000"]));
+    run(s(&["SELECT", "1"]));
+    run(s(&["SET", "db1key", "one"]));
+    run(s(&["HSET", "db1hash", "f", "v"]));
+    run(s(&["EXPIRE", "db1hash", "1000"]));
+    run(s(&["SELECT", "5"]));
+    run(s(&["SADD", "db5set", "x", "y"]));
+    run(s(&["ZADD", "db5z", "1", "one"]));
+    run(s(&["SELECT", "0"]));
+}
+
+const KEYS: &[(usize, &str)] = &[
+    (0, "int"),
+    (0, "negint"),
+    (0, "bigint"),
+    (0, "emb"),
+    (0, "raw"),
+    (0, "bin"),
+    (0, "empty"),
+    (0, "appended"),
+    (0, "list"),
+    (0, "biglist"),
+    (0, "hlp"),
+    (0, "hbig"),
+    (0, "hlongval"),
+    (0, "sint"),
+    (0, "sint64"),
+    (0, "smanyint"),
+    (0, "sstr"),
+    (0, "zlp"),
+    (0, "zbig"),
+    (0, "zlong"),
+    (0, "ttl1"),
+    (0, "ttl2"),
+    (1, "db1key"),
+    (1, "db1hash"),
+    (5, "db5set"),
+    (5, "db5z"),
+];
+
+/// Digest, then per key: encoding, type and whether it has a TTL.
+fn fingerprint(c: &mut RawClient) -> (String, Vec<String>) {
+    let digest = text(&cmd(c, &["DEBUG", "DIGEST"]));
+    let mut per_key = Vec::new();
+    for &(db, k) in KEYS {
+        must(c, &["SELECT", &db.to_string()]);
+        let enc = text(&cmd(c, &["OBJECT", "ENCODING", k]));
+        let ttl = match cmd(c, &["PTTL", k]) {
+            RespFrame::Integer(n) => n > 0,
+            _ => false,
+        };
+        let dv = text(&cmd(c, &["DEBUG", "DIGEST-VALUE", k]));
+        per_key.push(format!("{db}/{k}: {enc} ttl={ttl} {dv}"));
+    }
+    must(c, &["SELECT", "0"]);
+    (digest, per_key)
+}
+
+fn redis(dir: &str) -> Option<Server> {
+    let bin = redis_bin()?;
+    Some(Server::start_bin(
+        &bin,
+        &[("dir", dir), ("enable-debug-command", "yes")],
+    ))
+}
+
+fn cinnabar(dir: &str) -> Server {
+    Server::start(&[("dir", dir), ("enable-debug-command", "yes")])
+}
+
+fn copy_rdb(from: &Path, to: &TempDir) -> PathBuf {
+    let dst = to.path().join("dump.rdb");
+    std::fs::copy(from.join("dump.rdb"), &dst).expect("dump.rdb written");
+    dst
+}
+
+#[test]
+fn cinnabar_rdb_loads_in_redis() {
+    if is_real_redis() {
+        return;
+    }
+    let Some(_) = redis_bin() else {
+        eprintln!("redis-server not installed: skipped");
+        return;
+    };
+    let src = TempDir::new("src");
+    let s = cinnabar(src.dir());
+    let mut c = s.raw();
+    populate(&mut c);
+    let ours = fingerprint(&mut c);
+    assert_eq!(cmd(&mut c, &["SAVE"]), ok());
+    let dst = TempDir::new("to-redis");
+    let file = copy_rdb(src.path(), &dst);
+    if let Some(check) = redis_check_rdb() {
+        let out = Command::new(check).arg(&file).output().unwrap();
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && log.contains("RDB looks OK"),
+            "redis-check-rdb:\n{log}"
+        );
+    }
+    let r = redis(dst.dir()).unwrap();
+    let mut rc = r.raw();
+    let theirs = fingerprint(&mut rc);
+    assert_eq!(ours.1, theirs.1);
+    assert_eq!(ours.0, theirs.0);
+}
+
+#[test]
+fn redis_rdb_loads_in_cinnabar() {
+    if is_real_redis() {
+        return;
+    }
+    let src = TempDir::new("redis-src");
+    let Some(r) = redis(src.dir()) else {
+        eprintln!("redis-server not installed: skipped");
+        return;
+    };
+    let mut rc = r.raw();
+    populate(&mut rc);
+    let theirs = fingerprint(&mut rc);
+    assert_eq!(cmd(&mut rc, &["SAVE"]), ok());
+    let dst = TempDir::new("from-redis");
+    copy_rdb(src.path(), &dst);
+    let s = cinnabar(dst.dir());
+    let mut c = s.raw();
+    let ours = fingerprint(&mut c);
+    assert_eq!(ours.1, theirs.1);
+    assert_eq!(ours.0, theirs.0);
+
+    // DUMP payloads cross over both ways, key by key.
+    for &(_, k) in KEYS.iter().filter(|(db, _)| *db == 0) {
+        let (from, to) = (&mut rc, &mut c);
+        let p = from.cmd(&["DUMP", k]);
+        let RespFrame::Bulk(p) = p else {
+            panic!("DUMP {k}: {p:?}")
+        };
+        let name = format!("copy:{k}");
+        let r = to.cmd(&[b"RESTORE".as_slice(), name.as_bytes(), b"0", &p]);
+        assert_eq!(r, ok(), "RESTORE of Redis's DUMP of {k}");
+        let back = to.cmd(&["DUMP", &name]);
+        let RespFrame::Bulk(back) = back else {
+            panic!("DUMP {name}")
+        };
+        let r = from.cmd(&[b"RESTORE".as_slice(), name.as_bytes(), b"0", &back]);
+        assert_eq!(r, ok(), "Redis RESTORE of our DUMP of {k}");
+        let a = text(&from.cmd(&["DEBUG", "DIGEST-VALUE", k, &name]));
+        let b = text(&to.cmd(&["DEBUG", "DIGEST-VALUE", k, &name]));
+        assert_eq!(a, b, "{k}");
+        let enc_from = text(&from.cmd(&["OBJECT", "ENCODING", &name]));
+        let enc_to = text(&to.cmd(&["OBJECT", "ENCODING", &name]));
+        assert_eq!(enc_from, enc_to, "{k}");
+    }
+}
+
+#[test]
+fn save_survives_sigkill_and_sigterm_saves() {
+    if is_real_redis() {
+        return;
+    }
+    let keep = TempDir::new("kill");
+    let s = cinnabar(keep.dir());
+    let mut c = s.raw();
+    populate(&mut c);
+    let before = fingerprint(&mut c);
+    let t0 = match cmd(&mut c, &["LASTSAVE"]) {
+        RespFrame::Integer(n) => n,
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(cmd(&mut c, &["SAVE"]), ok());
+    let info = text(&cmd(&mut c, &["INFO", "persistence"]));
+    assert!(info.contains("rdb_changes_since_last_save:0"), "{info}");
+    assert!(matches!(cmd(&mut c, &["LASTSAVE"]), RespFrame::Integer(n) if n >= t0));
+    // Written after the save: lost with the SIGKILL.
+    must(&mut c, &["SET", "after-save", "1"]);
+    Command::new("kill")
+        .args(["-9", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    drop(s);
+    let s = cinnabar(keep.dir());
+    let mut c = s.raw();
+    assert_eq!(fingerprint(&mut c), before);
+    assert_eq!(
+        cmd(&mut c, &["EXISTS", "after-save"]),
+        RespFrame::Integer(0)
+    );
+    drop(s);
+
+    // With save points configured, SIGTERM saves before exiting.
+    let term = TempDir::new("term");
+    let mut s = Server::start(&[("dir", term.dir()), ("save", "3600 1")]);
+    let mut c = s.raw();
+    must(&mut c, &["SET", "k", "v"]);
+    Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(term.path().join("dump.rdb").exists(), "{}", s.log());
+    drop(s);
+    let s = cinnabar(term.dir());
+    assert_eq!(
+        s.raw().cmd(&["GET", "k"]),
+        RespFrame::Bulk(b"v".to_vec().into())
+    );
+    // SHUTDOWN NOSAVE does not.
+    let mut c = s.raw();
+    must(&mut c, &["SET", "k", "changed"]);
+    c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+    drop(s);
+    let s = cinnabar(term.dir());
+    assert_eq!(
+        s.raw().cmd(&["GET", "k"]),
+        RespFrame::Bulk(b"v".to_vec().into())
+    );
+}
+
+/// Starts cinnabar on `dir` expecting it to refuse to start; returns its
+/// output.
+fn refused_start(dir: &str) -> String {
+    let port = free_port().to_string();
+    let mut child = Command::new(server_bin())
+        .args([
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            dir,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            let log = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!st.success(), "exit status {st}: {log}");
+            return log;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("server started on a corrupt RDB file");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn corrupt_and_truncated_files_are_refused() {
+    if is_real_redis() {
+        return;
+    }
+    let src = TempDir::new("good");
+    let s = cinnabar(src.dir());
+    let mut c = s.raw();
+    populate(&mut c);
+    assert_eq!(cmd(&mut c, &["SAVE"]), ok());
+    let good = std::fs::read(src.path().join("dump.rdb")).unwrap();
+    drop(s);
+
+    // A byte flipped at a few places (header, aux, keys, values, checksum).
+    for pos in [3, 20, good.len() / 3, good.len() / 2, good.len() - 3] {
+        let d = TempDir::new("flip");
+        let mut bad = good.clone();
+        bad[pos] ^= 0x5a;
+        std::fs::write(d.path().join("dump.rdb"), &bad).unwrap();
+        let log = refused_start(d.dir());
+        assert!(
+            log.contains("Fatal error loading the DB") && log.contains("offset"),
+            "flip at {pos}: {log}"
+        );
+    }
+    for cut in [5, good.len() / 2, good.len() - 1] {
+        let d = TempDir::new("cut");
+        std::fs::write(d.path().join("dump.rdb"), &good[..cut]).unwrap();
+        let log = refused_start(d.dir());
+        assert!(
+            log.contains("offset") && (log.contains("end of file") || log.contains("short")),
+            "cut at {cut}: {log}"
+        );
+    }
+}
+
+#[test]
+fn debug_reload_keeps_the_dataset() {
+    if is_real_redis() {
+        return;
+    }
+    let d = TempDir::new("reload");
+    let s = cinnabar(d.dir());
+    let mut c = s.raw();
+    populate(&mut c);
+    let before = fingerprint(&mut c);
+    assert_eq!(cmd(&mut c, &["DEBUG", "RELOAD"]), ok());
+    assert_eq!(fingerprint(&mut c), before);
+}
+
+#[test]
+fn restore_idletime_sets_the_access_clock() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    must(&mut c, &["SET", "k", "v"]);
+    let RespFrame::Bulk(p) = c.cmd(&["DUMP", "k"]) else {
+        panic!("DUMP")
+    };
+    let r = c.cmd(&[&b"RESTORE"[..], b"k2", b"0", &p, b"IDLETIME", b"100"]);
+    assert_eq!(r, ok());
+    match c.cmd(&["OBJECT", "IDLETIME", "k2"]) {
+        RespFrame::Integer(n) => assert!((100..=102).contains(&n), "{n}"),
+        f => panic!("{f:?}"),
+    }
+}
