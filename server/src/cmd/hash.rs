@@ -8,7 +8,7 @@
 //! and so converts nothing.
 
 use super::flags::*;
-use super::keys::parse_cursor;
+use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::string::ldouble::LDouble;
 use super::{int_arg, is, Command, Ctx};
 use crate::config::NOTIFY_CLASSES;
@@ -374,75 +374,20 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// The options of HSCAN/SSCAN/ZSCAN after the cursor.
-pub struct ScanOpts<'a> {
-    pub count: usize,
-    /// None for no MATCH or `MATCH *`.
-    pub pattern: Option<&'a [u8]>,
-}
-
-pub fn scan_cursor(a: &[u8]) -> Result<u64, Error> {
-    parse_cursor(a).ok_or_else(|| Error::other("ERR invalid cursor"))
-}
-
-pub fn scan_opts(a: &[Bytes]) -> Result<ScanOpts<'_>, Error> {
-    let mut o = ScanOpts {
-        count: 10,
-        pattern: None,
-    };
-    let mut i = 0;
-    while i < a.len() {
-        if i + 1 >= a.len() {
-            return Err(Error::Syntax);
-        }
-        if is(&a[i], "count") {
-            let n = int_arg(&a[i + 1])?;
-            if n < 1 {
-                return Err(Error::Syntax);
-            }
-            o.count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(&a[i], "match") {
-            o.pattern = (&a[i + 1][..] != b"*").then_some(&a[i + 1][..]);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
-    Ok(o)
-}
-
-impl ScanOpts<'_> {
-    pub fn matches(&self, v: LpVal) -> bool {
-        self.pattern
-            .is_none_or(|p| storage::glob::matches(p, v.bytes(&mut itoa::Buffer::new()), false))
-    }
-}
-
-/// Writes a SCAN reply: the next cursor, then the elements.
-pub fn scan_reply(out: &mut protocol::ReplyBuf, cursor: u64, items: &[LpVal]) {
-    out.array(2);
-    out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
-    out.array(items.len());
-    let mut buf = itoa::Buffer::new();
-    for v in items {
-        out.bulk(v.bytes(&mut buf));
-    }
-}
-
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let cursor = scan_cursor(&a[2])?;
+    let cursor = cursor_arg(&a[2])?;
     let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
         scan_reply(c.out, 0, &[]);
         return Ok(());
     };
-    let o = scan_opts(&a[3..])?;
+    let o = scan_opts(&a[3..], false)?;
     let mut items: Vec<LpVal> = Vec::new();
     let next = match h.as_table() {
         // A listpack is small: all of it at once, and the scan is over.
         None => {
             for (f, v) in h.iter() {
-                if o.matches(f) {
+                if o.matches_val(f) {
                     items.push(f);
                     items.push(v);
                 }
@@ -467,7 +412,7 @@ fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
             let mut kept = Vec::with_capacity(found.len());
             for p in found.chunks_exact(2) {
-                if o.matches(LpVal::Str(&p[0])) {
+                if o.matches(&p[0]) {
                     kept.push(LpVal::Str(&p[0]));
                     kept.push(LpVal::Str(&p[1]));
                 }

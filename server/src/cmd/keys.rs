@@ -3,6 +3,7 @@
 //! PERSIST TOUCH KEYS SCAN RANDOMKEY OBJECT DBSIZE FLUSHDB FLUSHALL SWAPDB.
 
 use super::flags::*;
+use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::string::GENERIC;
 use super::{int_arg, is, Command, Ctx};
 use crate::error::{CmdResult, Error};
@@ -506,52 +507,11 @@ fn keys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Parses a SCAN cursor as Redis does (`strtoull`): an optional sign
-/// (a minus wraps around), decimal digits only, no leading space.
-pub fn parse_cursor(b: &[u8]) -> Option<u64> {
-    let (neg, digits) = match b.first() {
-        Some(b'-') => (true, &b[1..]),
-        Some(b'+') => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() && digits.len() != b.len() {
-        // A bare sign converts nothing, so the end pointer is at the sign.
-        return None;
-    }
-    let mut n: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        n = n.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    // strtoull accepts the empty string as 0.
-    Some(if neg { n.wrapping_neg() } else { n })
-}
-
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let cursor = parse_cursor(&a[1]).ok_or_else(|| Error::other("ERR invalid cursor"))?;
-    let mut count: i64 = 10;
-    let mut pat: Option<&[u8]> = None;
-    let mut typ: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < a.len() {
-        let has = i + 1 < a.len();
-        if is(&a[i], "count") && has {
-            count = int_arg(&a[i + 1])?;
-            if count < 1 {
-                return Err(Error::Syntax);
-            }
-        } else if is(&a[i], "match") && has {
-            pat = (&a[i + 1][..] != b"*").then_some(&a[i + 1][..]);
-        } else if is(&a[i], "type") && has {
-            typ = Some(&a[i + 1]);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
+    let cursor = cursor_arg(&a[1])?;
+    let o = scan_opts(&a[2..], true)?;
+    let count = o.count;
     let db = c.cl.db;
     let d = &c.st.dbs[db];
     let mut found: Vec<CBytes> = Vec::new();
@@ -561,17 +521,17 @@ fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut budget = count.saturating_mul(10);
     loop {
         cur = d.keys.scan(cur, |k, _| found.push(k.clone()));
-        if cur == 0 || budget == 0 || found.len() as i64 >= count {
+        if cur == 0 || budget == 0 || found.len() >= count {
             break;
         }
         budget -= 1;
     }
     let mut keep = Vec::with_capacity(found.len());
     for k in found {
-        if pat.is_some_and(|p| !storage::glob::matches(p, &k, false)) {
+        if !o.matches(&k) {
             continue;
         }
-        if let Some(t) = typ {
+        if let Some(t) = o.typ {
             let name =
                 c.st.lookup_read_notouch(db, &k, c.now)
                     .map_or("none", |v| v.type_name());
@@ -584,8 +544,7 @@ fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         keep.push(k);
     }
-    c.out.array(2);
-    c.out.bulk(itoa::Buffer::new().format(cur).as_bytes());
+    reply_cursor(c.out, cur);
     c.out.array(keep.len());
     for k in keep {
         c.out.bulk(&k);
@@ -814,7 +773,7 @@ fn swapdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_cursor;
+    use crate::cmd::scan::parse_cursor;
 
     /// Arity, flags and key positions as COMMAND INFO shows them on Redis
     /// 7.0.15.

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod list;
 pub mod persist;
 pub mod pubsub;
+pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;

@@ -8,7 +8,8 @@
 //! and the stored result keeps that encoding.
 
 use super::flags::*;
-use super::hash::{distinct_indices, rand_count, scan_cursor, scan_opts, scan_reply};
+use super::hash::{distinct_indices, rand_count};
+use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::{int_arg, Command, Ctx};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
@@ -533,17 +534,17 @@ fn sdiffstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 fn sscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let cursor = scan_cursor(&a[2])?;
+    let cursor = cursor_arg(&a[2])?;
     let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
         scan_reply(c.out, 0, &[]);
         return Ok(());
     };
-    let o = scan_opts(&a[3..])?;
+    let o = scan_opts(&a[3..], false)?;
     let mut items: Vec<LpVal> = Vec::new();
     let next = match s.as_table() {
         // An intset is small: all of it at once, and the scan is over.
         None => {
-            items.extend(s.iter().filter(|v| o.matches(*v)));
+            items.extend(s.iter().filter(|v| o.matches_val(*v)));
             0
         }
         Some(d) => {
@@ -560,7 +561,7 @@ fn sscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let kept: Vec<LpVal> = found
                 .iter()
                 .map(|m| LpVal::Str(m))
-                .filter(|v| o.matches(*v))
+                .filter(|v| o.matches_val(*v))
                 .collect();
             scan_reply(c.out, cur, &kept);
             return Ok(());

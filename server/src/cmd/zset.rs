@@ -6,6 +6,7 @@
 //! sets, whose members score 1.
 
 use super::flags::*;
+use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
 use super::{int_arg, is, timeout_arg, Command, Ctx};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER, WRONGTYPE};
@@ -892,31 +893,13 @@ const LP_INT_MAX: f64 = (i64::MAX / 2) as f64;
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 fn zscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let cursor =
-        super::keys::parse_cursor(&a[2]).ok_or_else(|| Error::other("ERR invalid cursor"))?;
+    let cursor = cursor_arg(&a[2])?;
     let Some(z) = c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)? else {
-        c.out.array(2);
-        c.out.bulk(b"0");
-        c.out.array(0);
+        scan_reply(c.out, 0, &[]);
         return Ok(());
     };
-    let mut count: i64 = 10;
-    let mut pat: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < a.len() {
-        let has = i + 1 < a.len();
-        if is(&a[i], "count") && has {
-            count = int_arg(&a[i + 1])?;
-            if count < 1 {
-                return Err(Error::Syntax);
-            }
-        } else if is(&a[i], "match") && has {
-            pat = (&a[i + 1][..] != b"*").then_some(&a[i + 1][..]);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
+    let o = scan_opts(&a[3..], false)?;
+    let count = o.count;
     // A listpack holds integral scores within ±2^62 as integers (Redis's
     // `double2ll`), which ZSCAN prints as such; other scores as `%.17g`.
     let listpack = z.as_listpack().is_some();
@@ -927,16 +910,13 @@ fn zscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut budget = count.saturating_mul(10);
     loop {
         cur = z.scan(cur, |m, s| found.push((m.to_vec(), s)));
-        if cur == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
+        if cur == 0 || budget == 0 || found.len().saturating_mul(2) >= count {
             break;
         }
         budget -= 1;
     }
-    if let Some(p) = pat {
-        found.retain(|(m, _)| storage::glob::matches(p, m, false));
-    }
-    c.out.array(2);
-    c.out.bulk(itoa::Buffer::new().format(cur).as_bytes());
+    found.retain(|(m, _)| o.matches(m));
+    reply_cursor(c.out, cur);
     c.out.array(found.len() * 2);
     for (m, s) in found {
         c.out.bulk(&m);
