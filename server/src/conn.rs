@@ -18,6 +18,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+/// Bytes a socket read asks for at least.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
@@ -126,6 +129,11 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             // blocked clients are exempt, as in Redis.
             let idle = (blocked.is_none() && timeout_s > 0 && !monitor)
                 .then(|| Duration::from_secs(timeout_s as u64));
+            // `read_buf` grows a full buffer by only 64 bytes: make room for a
+            // real read (this also reclaims space consumed by earlier requests).
+            if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
+                inbuf.reserve(READ_CHUNK);
+            }
             let read = sock.read_buf(&mut inbuf);
             let event = tokio::select! {
                 biased;
