@@ -493,6 +493,11 @@ impl Engine {
         }
     }
 
+    /// The name a library's `#!lua name=` header gives it.
+    pub fn library_name(code: &[u8]) -> Result<String, String> {
+        parse_library_shebang(code).map(|(name, _)| name)
+    }
+
     /// FUNCTION LOAD: the library's name, or the error.
     pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, String> {
         let (name, src) = parse_library_shebang(code)?;

@@ -140,11 +140,6 @@ impl Command {
         self.flags & f != 0
     }
 
-    /// The name Redis shows in errors and stats: `get`, `config|get`.
-    pub fn full_name(&self) -> &'static str {
-        self.name
-    }
-
     pub fn arity_ok(&self, argc: usize) -> bool {
         let a = self.arity;
         (a > 0 && argc == a as usize) || (a < 0 && argc >= (-a) as usize)

@@ -611,21 +611,18 @@ fn function_kill(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
     Err(Error::other(NOTBUSY))
 }
 
-/// FUNCTION DUMP: the libraries' code in Redis's payload layout (one
-/// function-library opcode and string per library, RDB version, CRC64).
+/// FUNCTION DUMP: the libraries' code in Redis 7.0's payload (a function
+/// opcode and RDB string per library, RDB version, CRC-64), compressed as
+/// `rdbcompression` says, so Redis restores it and the reverse.
 fn function_dump(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let mut p = Vec::new();
-    if let Some(e) = &c.st.engine {
-        for lib in e.libraries.values() {
-            p.push(0xf5);
-            rdb_len(&mut p, lib.code.len() as u64);
-            p.extend_from_slice(&lib.code);
-        }
-    }
-    p.extend_from_slice(&[10, 0]);
-    let crc = crc64(0, &p);
-    p.extend_from_slice(&crc.to_le_bytes());
-    c.out.bulk(&p);
+    let compress = c.st.cfg.flag("rdbcompression");
+    let libs =
+        c.st.engine
+            .iter()
+            .flat_map(|e| e.libraries.values())
+            .map(|l| &l.code[..]);
+    c.out
+        .bulk(&storage::rdb::function_dump_payload(libs, compress));
     Ok(())
 }
 
@@ -647,20 +644,25 @@ fn function_restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             )),
         };
-    let libs = parse_dump(&a[2])
+    let libs = storage::rdb::function_payload(&a[2])
         .ok_or_else(|| Error::other("ERR DUMP payload version or checksum are wrong"))?;
     let mut eng = engine(c.st)?;
     let res = (|| -> CmdResult {
+        if policy == Policy::Append {
+            // All or nothing, as Redis: refuse before loading any.
+            for code in &libs {
+                let name = Engine::library_name(code).map_err(Error::Other)?;
+                if eng.libraries.contains_key(&name) {
+                    return Err(Error::other(format!("ERR Library {name} already exists")));
+                }
+            }
+        }
         if policy == Policy::Flush {
             eng.flush_functions();
         }
         for code in libs {
-            let code = Bytes::from(code);
-            if policy == Policy::Append {
-                eng.load_library(&code, false).map_err(Error::Other)?;
-            } else {
-                eng.load_library(&code, true).map_err(Error::Other)?;
-            }
+            eng.load_library(&Bytes::from(code), policy != Policy::Append)
+                .map_err(Error::Other)?;
         }
         Ok(())
     })();
@@ -669,72 +671,6 @@ fn function_restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.st.dirty += 1;
     c.out.ok();
     Ok(())
-}
-
-fn rdb_len(p: &mut Vec<u8>, n: u64) {
-    if n < 64 {
-        p.push(n as u8);
-    } else if n < 16384 {
-        p.push(0x40 | (n >> 8) as u8);
-        p.push(n as u8);
-    } else if n <= u32::MAX as u64 {
-        p.push(0x80);
-        p.extend_from_slice(&(n as u32).to_be_bytes());
-    } else {
-        p.push(0x81);
-        p.extend_from_slice(&n.to_be_bytes());
-    }
-}
-
-/// The libraries' code from a FUNCTION DUMP payload (uncompressed strings).
-fn parse_dump(p: &[u8]) -> Option<Vec<Vec<u8>>> {
-    if p.len() < 10 {
-        return None;
-    }
-    let (body, crc) = p.split_at(p.len() - 8);
-    let ver = u16::from_le_bytes([body[body.len() - 2], body[body.len() - 1]]);
-    if ver > 10 || crc64(0, body).to_le_bytes() != crc {
-        return None;
-    }
-    let mut data = &body[..body.len() - 2];
-    let mut out = Vec::new();
-    while let Some((&op, rest)) = data.split_first() {
-        if op != 0xf5 {
-            return None;
-        }
-        let (&b0, rest) = rest.split_first()?;
-        let (n, rest) = match b0 >> 6 {
-            0 => ((b0 & 0x3f) as usize, rest),
-            1 => {
-                let (&b1, rest) = rest.split_first()?;
-                ((((b0 & 0x3f) as usize) << 8) | b1 as usize, rest)
-            }
-            2 if b0 == 0x80 => {
-                let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
-                (n as usize, &rest[4..])
-            }
-            _ => return None,
-        };
-        out.push(rest.get(..n)?.to_vec());
-        data = &rest[n..];
-    }
-    Some(out)
-}
-
-/// CRC-64/Jones (reflected, poly 0xad93d23594c935a9), Redis's checksum.
-fn crc64(mut crc: u64, data: &[u8]) -> u64 {
-    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
-    for &b in data {
-        crc ^= b as u64;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ POLY
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
 }
 
 /// FUNCTION HELP
@@ -783,28 +719,4 @@ fn function_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         ],
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crc64_matches_redis() {
-        // Redis's crc64 test vector.
-        assert_eq!(crc64(0, b"123456789"), 0xe9c6_d914_c4b8_d9ca);
-    }
-
-    #[test]
-    fn dump_round_trip() {
-        let mut p = vec![0xf5];
-        rdb_len(&mut p, 3);
-        p.extend_from_slice(b"abc");
-        p.extend_from_slice(&[10, 0]);
-        let crc = crc64(0, &p);
-        p.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(parse_dump(&p), Some(vec![b"abc".to_vec()]));
-        p[2] ^= 1;
-        assert_eq!(parse_dump(&p), None);
-    }
 }

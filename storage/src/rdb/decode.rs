@@ -464,6 +464,33 @@ pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Value, RestoreError> {
     }
 }
 
+/// Checks a FUNCTION DUMP payload's footer and returns each library's code
+/// (FUNCTION RESTORE): one function-library opcode and string per library.
+pub fn function_payload(p: &[u8]) -> Option<Vec<Vec<u8>>> {
+    if p.len() < 10 {
+        return None;
+    }
+    let body = p.len() - 10;
+    let ver = u16::from_le_bytes([p[body], p[body + 1]]);
+    let mut c = [0u8; 8];
+    c.copy_from_slice(&p[body + 2..]);
+    if ver > RDB_VERSION || crc64(0, &p[..body + 2]) != u64::from_le_bytes(c) {
+        return None;
+    }
+    let mut r = Reader {
+        d: &p[..body],
+        p: 0,
+    };
+    let mut libs = Vec::new();
+    while r.p < body {
+        if r.byte().ok()? != OP_FUNCTION2 {
+            return None;
+        }
+        libs.push(r.string().ok()?.into_owned());
+    }
+    Some(libs)
+}
+
 /// Reads a whole RDB file, handing each live key to `sink` (keys whose
 /// expiry is before `now_ms` are skipped, as a master does).
 /// `verify_checksum` follows `rdbchecksum`; a stored checksum of 0 means

@@ -230,6 +230,20 @@ pub fn dump_payload(v: &Value, opts: &SaveOpts) -> Vec<u8> {
     out
 }
 
+/// A FUNCTION DUMP payload: each library's code after the function-library
+/// opcode, then the RDB version and CRC-64, as Redis 7.0 writes it.
+pub fn function_dump_payload<'a>(libs: impl Iterator<Item = &'a [u8]>, compress: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in libs {
+        out.push(OP_FUNCTION2);
+        put_string(&mut out, code, compress);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// Streams a snapshot to `w`: [`Writer::header`], then per database
 /// [`Writer::select_db`] and its keys ([`Writer::key`]), then
 /// [`Writer::finish`]. Output is buffered; the CRC runs over what is

@@ -23,8 +23,10 @@ pub mod decode;
 pub mod encode;
 pub mod lzf;
 
-pub use decode::{load, restore_payload, Limits, LoadError, LoadSummary, Loaded, RestoreError};
-pub use encode::{dump_payload, SaveOpts, Writer};
+pub use decode::{
+    function_payload, load, restore_payload, Limits, LoadError, LoadSummary, Loaded, RestoreError,
+};
+pub use encode::{dump_payload, function_dump_payload, SaveOpts, Writer};
 
 /// The format version we write (Redis 7.0).
 pub const RDB_VERSION: u16 = 10;
@@ -393,5 +395,22 @@ mod legacy_tests {
         assert!(matches!(e, Err(RestoreError::BadFormat(ref e)) if e.msg.contains("stream")));
         let e = restore_payload(&payload(TYPE_MODULE_2, b"\x00", 10), &lim);
         assert!(matches!(e, Err(RestoreError::BadFormat(ref e)) if e.msg.contains("module")));
+    }
+
+    #[test]
+    fn function_payload_round_trip() {
+        let long =
+            b"#!lua name=lib\nredis.register_function('f', function() return 1 end)".to_vec();
+        for compress in [false, true] {
+            let p =
+                super::function_dump_payload([&b"#!lua name=a"[..], &long].into_iter(), compress);
+            assert_eq!(
+                super::function_payload(&p),
+                Some(vec![b"#!lua name=a".to_vec(), long.clone()])
+            );
+            let mut bad = p.clone();
+            bad[3] ^= 1;
+            assert_eq!(super::function_payload(&bad), None);
+        }
     }
 }
