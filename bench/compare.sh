@@ -15,12 +15,9 @@
 # build under $CARGO_TARGET_DIR or target/), N, KEYS, CLIENTS.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-for tool in "$REDIS_SERVER" redis-benchmark redis-cli awk; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y redis-server redis-tools)" >&2; exit 1; }
-done
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench_init ""
 
 if [ -n "${QUICK:-}" ]; then
   N=${N:-20000}; KEYS=${KEYS:-100000}
@@ -29,60 +26,8 @@ else
 fi
 CLIENTS=${CLIENTS:-50}
 
-if [ -z "${CINNABAR_BIN:-}" ]; then
-  echo "building cinnabar-server (release)..." >&2
-  cargo build --release --quiet --bin cinnabar-server
-  target=${CARGO_TARGET_DIR:-$ROOT/target}
-  case "$target" in /*) ;; *) target="$ROOT/$target" ;; esac
-  CINNABAR_BIN="$target/release/cinnabar-server"
-fi
-[ -x "$CINNABAR_BIN" ] || { echo "no binary at $CINNABAR_BIN" >&2; exit 1; }
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/cinnabar-bench.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A free port: random in 20000-29999 (below the ephemeral range), probed.
-free_port() {
-  local p i
-  for i in $(seq 1 100); do
-    p=$((20000 + RANDOM % 10000))
-    if ! port_busy "$p"; then echo "$p"; return 0; fi
-  done
-  echo "no free port" >&2; return 1
-}
-
-# start NAME BINARY -> sets START_PORT and START_PID
-start() {
-  local name=$1 bin=$2 port i
-  for i in 1 2 3; do
-    port=$(free_port)
-    mkdir -p "$WORK/$name"
-    (cd "$WORK/$name" && exec "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-        >"$WORK/$name/log" 2>&1) &
-    local pid=$!
-    for _ in $(seq 1 200); do
-      if redis-cli -p "$port" PING 2>/dev/null | grep -q PONG; then
-        START_PORT=$port; START_PID=$pid; PIDS+=("$pid"); return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null || true
-  done
-  echo "$name failed to start:" >&2; cat "$WORK/$name/log" >&2; return 1
-}
-
 start cinnabar "$CINNABAR_BIN"; C_PORT=$START_PORT; C_PID=$START_PID
-start redis "$(command -v "$REDIS_SERVER")"; R_PORT=$START_PORT; R_PID=$START_PID
+start redis "$REDIS_BIN"; R_PORT=$START_PORT; R_PID=$START_PID
 echo "cinnabar: $CINNABAR_BIN (port $C_PORT, pid $C_PID)"
 echo "redis:    $("$REDIS_SERVER" --version | awk '{print $3}') (port $R_PORT, pid $R_PID)"
 echo "redis-benchmark -c $CLIENTS -n $N"
@@ -118,7 +63,7 @@ for p in 1 16; do
     [ -z "$note" ] && c=$(rps "$C_PORT" "$test" "$p" $extra)
     # shellcheck disable=SC2086
     r=$(rps "$R_PORT" "$test" "$p" $extra)
-    ratio=$(awk -v c="${c:-0}" -v r="${r:-0}" 'BEGIN { if (r > 0 && c > 0) printf "%.3f", c / r; else print "n/a" }')
+    ratio=$(ratio "${c:-0}" "${r:-0}")
     printf '%-22s %4s %14s %14s %8s%s\n' "$label" "$p" "${c:-n/a}" "${r:-n/a}" "$ratio" "$note"
     [ -z "$note" ] && [ "$ratio" != n/a ] && echo "$p $ratio" >>"$RESULTS"
   done <<EOF

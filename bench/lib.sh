@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sets variables for the sourcing script
 # Shared by the bench/*.sh scripts (sourced, not run): the release build,
 # a scratch directory cleaned up on exit, free ports, and starting a
 # cinnabar or redis-server on one.
@@ -33,6 +34,7 @@ bench_init() {
   REDIS_SERVER=${REDIS_SERVER:-redis-server}
   local tool
   for tool in "$REDIS_SERVER" redis-benchmark redis-cli awk "$@"; do
+    [ -n "$tool" ] || continue
     command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y redis-server redis-tools)" >&2; exit 1; }
   done
   REDIS_BIN=$(command -v "$REDIS_SERVER")
