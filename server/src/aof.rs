@@ -147,6 +147,8 @@ pub struct Io {
     cv: Condvar,
     /// The offset known to be on disk (published after each fsync).
     synced: watch::Sender<u64>,
+    /// The offset handed to the kernel (survives a crash of the process).
+    written: watch::Sender<u64>,
     pub write_ok: AtomicBool,
     pub delayed_fsync: std::sync::atomic::AtomicU64,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -163,6 +165,7 @@ impl Io {
             }),
             cv: Condvar::new(),
             synced: watch::channel(offset).0,
+            written: watch::channel(offset).0,
             write_ok: AtomicBool::new(true),
             delayed_fsync: Default::default(),
             thread: Mutex::new(None),
@@ -271,12 +274,8 @@ impl Io {
                     last_sync = Instant::now();
                 }
             }
-            if policy != Fsync::Always {
-                // Nobody waits on it, but INFO and tests read it.
-                self.synced.send_replace(written.max(synced));
-            } else {
-                self.synced.send_replace(synced);
-            }
+            self.written.send_replace(written);
+            self.synced.send_replace(synced);
             if stop {
                 break;
             }
@@ -387,15 +386,22 @@ impl Aof {
         }
     }
 
-    /// Ends a connection's batch: submits its writes and, under
-    /// `appendfsync always`, says what to wait for before replying.
+    /// Ends a connection's batch: submits its writes and says what to wait
+    /// for before replying: under `appendfsync always` the fsync, otherwise
+    /// the write(2), so that, as in Redis, a crash of the process never
+    /// loses an acknowledged write (only a crash of the machine can).
     pub fn commit(&mut self, mark: u64, had_pending: bool) -> Option<(watch::Receiver<u64>, u64)> {
         self.submit();
-        if self.policy != Fsync::Always || (self.offset == mark && !had_pending) {
+        if self.offset == mark && !had_pending {
             return None;
         }
         let io = self.io.as_ref()?;
-        Some((io.synced.subscribe(), self.offset))
+        let rx = if self.policy == Fsync::Always {
+            io.synced.subscribe()
+        } else {
+            io.written.subscribe()
+        };
+        Some((rx, self.offset))
     }
 }
 
@@ -855,7 +861,9 @@ fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
             Err(e) => return Err(format!("Bad file format reading the append only file: {e}")),
         }
     }
-    let truncated = !buf.is_empty();
+    // The decoder keeps a partial command's bytes itself: what was not
+    // consumed by a complete command is the cut tail.
+    let truncated = valid != total;
     if cl.multi.is_some() {
         // An unfinished transaction is dropped with the cut tail.
         return Ok((before_multi.unwrap_or(0), true));

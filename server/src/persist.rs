@@ -217,6 +217,7 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
     if st.cfg.flag("appendonly") {
         return crate::aof::load_at_startup(st);
     }
+    st.aof.ready = true;
     let path = rdb_path(st);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
