@@ -152,6 +152,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
         }
         let guard = shared.lock_or_busy().await;
+        let mut aof_wait = None;
         let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
             st.last_tick = std::time::Instant::now();
@@ -163,6 +164,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 break;
             }
             st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
+            let aof_mark = st.aof.offset;
+            let had_pending = !cl.pending.is_empty();
             if !cl.pending.is_empty() {
                 out.buf.extend_from_slice(&cl.pending);
                 cl.pending.clear();
@@ -206,6 +209,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             dec.unauthenticated = !cl.authenticated;
             let close = cl.close_after_reply;
             st.clients.insert(id, cl);
+            aof_wait = st.aof.commit(aof_mark, had_pending);
             close
         } else {
             if blocked.is_none() {
@@ -213,6 +217,11 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
             false
         };
+        // appendfsync always: the replies go out once the batch's writes
+        // are on disk (one fsync serves every batch queued meanwhile).
+        if let Some((rx, offset)) = aof_wait {
+            crate::aof::wait_synced(rx, offset).await;
+        }
         if !out.is_empty() {
             if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
                 break;

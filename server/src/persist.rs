@@ -213,6 +213,11 @@ pub fn describe(e: &rdb::LoadError, data: &[u8]) -> String {
 /// Loads `dir/dbfilename` if it exists, logging as Redis does. An error
 /// names the problem and its byte offset; the server must not start.
 pub fn load_at_startup(st: &mut State) -> Result<(), String> {
+    // With the AOF on, it alone is the dataset.
+    if st.cfg.flag("appendonly") {
+        return crate::aof::load_at_startup(st);
+    }
+    st.aof.ready = true;
     let path = rdb_path(st);
     let data = match std::fs::read(&path) {
         Ok(d) => d,

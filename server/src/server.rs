@@ -115,7 +115,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         }
         break;
     }
-    let st = shared.state.lock();
+    let mut st = shared.state.lock();
+    crate::aof::shutdown(&mut st);
     let pidfile = st.cfg.str("pidfile");
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
@@ -185,6 +186,7 @@ async fn cron(shared: Arc<Shared>) {
         if st.stats.samples.len() > 16 {
             st.stats.samples.pop_front();
         }
+        crate::aof::cron(&mut st);
         if st.pause.as_ref().is_some_and(|p| p.until_ms <= now) {
             st.pause = None;
         }

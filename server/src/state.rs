@@ -278,6 +278,8 @@ pub struct State {
     pub script_run: Arc<scripting::RunFlags>,
     /// Pub/Sub subscriptions of all clients (see `pubsub`).
     pub pubsub: crate::pubsub::PubSub,
+    /// The append-only file (see `aof`).
+    pub aof: crate::aof::Aof,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -326,6 +328,7 @@ impl State {
             engine: None,
             script_run: Arc::default(),
             pubsub: Default::default(),
+            aof: Default::default(),
         };
         let _ = st.script_run.nudge.set(wake_idle_worker);
         st.apply_config();
@@ -376,6 +379,7 @@ impl State {
         while self.slowlog.len() > self.tun.slowlog_max_len {
             self.slowlog.pop_back();
         }
+        crate::aof::config_changed(self);
     }
 
     /// Deletes a key found expired, with the bookkeeping every deletion by
@@ -386,6 +390,7 @@ impl State {
             self.touch_watched(db, key);
         }
         self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
+        self.propagate_expired(db, key);
     }
 
     /// Forgets a disconnected client and every wait it had registered.

@@ -9,6 +9,7 @@
 //! fixed order: lookup, arity, authentication; then it runs the handler and
 //! accounts for it (commandstats, errorstats, slowlog, MONITOR).
 
+pub mod aof;
 pub mod bitmap;
 pub mod command;
 pub mod config;
@@ -186,6 +187,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             scripting::COMMANDS,
             pubsub::COMMANDS,
             persist::COMMANDS,
+            aof::COMMANDS,
         ];
         families
             .iter()
@@ -468,6 +470,7 @@ impl State {
                     let mut out = ReplyBuf::new(cl.resp3);
                     let cmd = resolve(&b.args).expect("blocked command is in the table");
                     let now = crate::state::now_ms();
+                    let aof_mark = crate::aof::before_command(self, &cl, 0);
                     let mut ctx = Ctx {
                         st: self,
                         cl: &mut cl,
@@ -475,6 +478,7 @@ impl State {
                         now,
                     };
                     let res = (cmd.handler)(&mut ctx, &b.args);
+                    crate::aof::after_command(self, cmd.name, &b.args, aof_mark, &out);
                     if let Err(e) = res {
                         out.error(&e.to_string());
                     }
@@ -678,9 +682,11 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
         std::mem::take(&mut st.pubsub.new_keys)
     };
     st.pubsub.running_resp3 = cl.resp3;
+    let aof_mark = crate::aof::before_command(st, cl, mark);
     let mut ctx = Ctx { st, cl, out, now };
     let res = handler(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
+    crate::aof::after_command(st, cmd.name, args, aof_mark, out);
     if !st.pubsub.self_out.is_empty() {
         let mine = std::mem::take(&mut st.pubsub.self_out);
         let reply = out.buf.split_off(mark);

@@ -470,16 +470,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("rdb_last_cow_size:0");
             f!("rdb_last_load_keys_expired:0");
             f!("rdb_last_load_keys_loaded:0");
-            f!("aof_enabled:0");
-            f!("aof_rewrite_in_progress:0");
-            f!("aof_rewrite_scheduled:0");
-            f!("aof_last_rewrite_time_sec:-1");
-            f!("aof_current_rewrite_time_sec:-1");
-            f!("aof_last_bgrewrite_status:ok");
-            f!("aof_rewrites:0");
-            f!("aof_rewrites_consecutive_failures:0");
-            f!("aof_last_write_status:ok");
-            f!("aof_last_cow_size:0");
+            for line in crate::aof::info(st) {
+                f!("{line}");
+            }
             f!("module_fork_in_progress:0");
             f!("module_fork_last_cow_size:0");
         }

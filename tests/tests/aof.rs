@@ -1,0 +1,504 @@
+//! The append-only file: durability of acknowledged writes across SIGKILL
+//! (`appendfsync always` and `everysec`), truncated and damaged files at
+//! start-up, BGREWRITEAOF, turning the AOF on at run time, and interop with
+//! the real redis-server 7.0.15 in both directions (its files load here,
+//! ours load there and pass redis-check-aof).
+
+use cinnabar_tests::{encode, is_real_redis, server_bin, RawClient, RespFrame, Server};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let out = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| PathBuf::from(p))
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let d =
+            std::env::temp_dir().join(format!("cinnabar-aof-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn dir(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+    fn aof(&self) -> PathBuf {
+        self.0.join("appendonlydir")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn start(bin: &Path, dir: &TempDir, extra: &[(&str, &str)]) -> Server {
+    let mut opts = vec![
+        ("dir", dir.dir()),
+        ("appendonly", "yes"),
+        ("enable-debug-command", "yes"),
+    ];
+    opts.extend_from_slice(extra);
+    Server::start_bin(bin, &opts)
+}
+
+fn sigkill(s: &Server) {
+    let _ = Command::new("kill")
+        .args(["-9", &s.pid().to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+fn int(f: &RespFrame) -> i64 {
+    match f {
+        RespFrame::Integer(i) => *i,
+        RespFrame::Bulk(b) => std::str::from_utf8(b).unwrap().parse().unwrap(),
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+fn bulk(f: &RespFrame) -> Vec<u8> {
+    match f {
+        RespFrame::Bulk(b) => b.to_vec(),
+        other => panic!("not a bulk: {other:?}"),
+    }
+}
+
+/// Operation `i` of the workload: INCR, RPUSH or HSET by `i % 3`.
+fn op(i: u64) -> Vec<String> {
+    match i % 3 {
+        0 => vec!["INCR".into(), "cnt".into()],
+        1 => vec!["RPUSH".into(), "list".into(), i.to_string()],
+        _ => vec!["HSET".into(), "hash".into(), format!("f{i}"), i.to_string()],
+    }
+}
+
+/// How many of the first `p` operations are of kind `k`.
+fn count(p: u64, k: u64) -> u64 {
+    (p + 2 - k) / 3
+}
+
+/// The prefix length the restarted dataset holds (checked to be a prefix).
+fn persisted_prefix(c: &mut RawClient, lo: u64, hi: u64) -> u64 {
+    let cnt = match c.cmd(&["GET", "cnt"]) {
+        RespFrame::Null => 0,
+        f => int(&f) as u64,
+    };
+    let llen = int(&c.cmd(&["LLEN", "list"])) as u64;
+    let hlen = int(&c.cmd(&["HLEN", "hash"])) as u64;
+    let p = (lo..=hi)
+        .find(|&p| count(p, 0) == cnt && count(p, 1) == llen && count(p, 2) == hlen)
+        .unwrap_or_else(|| {
+            panic!("cnt={cnt} llen={llen} hlen={hlen} is no prefix within {lo}..={hi}")
+        });
+    if llen > 0 {
+        // The list's order is the operations' order.
+        let last = bulk(&c.cmd(&["LINDEX", "list", "-1"]));
+        let want = (0..p).rev().find(|i| i % 3 == 1).unwrap();
+        assert_eq!(last, want.to_string().into_bytes());
+    }
+    p
+}
+
+/// Sends operations from `from` in pipelined batches until the connection
+/// dies; `acked` counts replies received (as an absolute op index).
+fn writer(port: u16, from: u64, acked: Arc<AtomicU64>, sent: Arc<AtomicU64>, stop_at: u64) {
+    let mut c = RawClient::connect(port);
+    c.set_timeout(Duration::from_secs(5));
+    let mut next = from;
+    while next < stop_at {
+        let n = 32.min(stop_at - next);
+        let mut buf = Vec::new();
+        for i in next..next + n {
+            buf.extend_from_slice(&encode(&op(i)));
+        }
+        sent.store(next + n, Ordering::SeqCst);
+        if c.sock_write(&buf).is_err() {
+            return;
+        }
+        for _ in 0..n {
+            match c.try_read() {
+                Ok(RespFrame::Error(e)) => panic!("error reply {e:?}"),
+                Ok(_) => {
+                    next += 1;
+                    acked.store(next, Ordering::SeqCst);
+                }
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+trait SockWrite {
+    fn sock_write(&mut self, b: &[u8]) -> std::io::Result<()>;
+}
+
+impl SockWrite for RawClient {
+    fn sock_write(&mut self, b: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        self.sock.write_all(b)
+    }
+}
+
+/// Runs `rounds` of: start, write, SIGKILL at a random moment, restart and
+/// check; then a last round writes the rest up to `rounds * per_round`
+/// operations and is killed after its last reply. Returns, per round,
+/// (acknowledged, persisted, sent).
+fn crash_rounds(fsync: &str, rounds: usize, per_round: u64) -> Vec<(u64, u64, u64)> {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    let dir = TempDir::new(&format!("crash-{fsync}"));
+    let bin = server_bin();
+    let mut base = 0u64;
+    let mut seen = Vec::new();
+    for round in 0..=rounds {
+        let s = start(&bin, &dir, &[("appendfsync", fsync)]);
+        let mut c = s.raw();
+        if round > 0 {
+            assert_eq!(persisted_prefix(&mut c, base, base), base);
+        }
+        let acked = Arc::new(AtomicU64::new(base));
+        let sent = Arc::new(AtomicU64::new(base));
+        let target = (round as u64 + 1).min(rounds as u64) * per_round;
+        let w = {
+            let (a, sn, port) = (acked.clone(), sent.clone(), s.port);
+            std::thread::spawn(move || writer(port, base, a, sn, target))
+        };
+        // A random moment in the round; the last round runs to its end.
+        let kill_after = if round < rounds && base < target {
+            rng.gen_range(base..target)
+        } else {
+            target
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while acked.load(Ordering::SeqCst) < kill_after && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if round < rounds {
+            // Somewhere inside the next batch.
+            std::thread::sleep(Duration::from_micros(rng.gen_range(0..2000)));
+        }
+        sigkill(&s);
+        w.join().unwrap();
+        let (a, sn) = (acked.load(Ordering::SeqCst), sent.load(Ordering::SeqCst));
+        drop(c);
+        drop(s);
+        let s = start(&bin, &dir, &[("appendfsync", fsync)]);
+        let mut c = s.raw();
+        let p = persisted_prefix(&mut c, base, sn);
+        seen.push((a, p, sn));
+        base = p;
+        drop(s);
+    }
+    seen
+}
+
+#[test]
+fn always_keeps_every_acknowledged_write_across_sigkill() {
+    if is_real_redis() {
+        return;
+    }
+    let rounds = crash_rounds("always", 5, 4000);
+    eprintln!("always rounds (acked, persisted, sent): {rounds:?}");
+    for (acked, persisted, sent) in &rounds {
+        assert!(
+            persisted >= acked && persisted <= sent,
+            "acked {acked}, persisted {persisted}, sent {sent}: {rounds:?}"
+        );
+    }
+    assert_eq!(rounds.last().unwrap().1, 20_000, "{rounds:?}");
+}
+
+#[test]
+fn everysec_loses_at_most_the_last_seconds() {
+    if is_real_redis() {
+        return;
+    }
+    // SIGKILL keeps what was written to the kernel, so at most the writer
+    // thread's queue (well under a second of writes) can be missing.
+    let rounds = crash_rounds("everysec", 2, 3000);
+    for (acked, persisted, sent) in &rounds {
+        assert!(persisted <= sent, "{rounds:?}");
+        assert!(acked - persisted.min(acked) <= 3000, "{rounds:?}");
+    }
+}
+
+fn write_sample(c: &mut RawClient) {
+    for args in [
+        vec!["SET", "s", "v"],
+        vec!["SET", "ttl", "v", "EX", "1000"],
+        vec!["RPUSH", "l", "a", "b", "c"],
+        vec!["HSET", "h", "f", "1", "g", "2"],
+        vec!["SADD", "set", "1", "2", "3"],
+        vec!["ZADD", "z", "1", "a", "2.5", "b"],
+        vec!["INCRBYFLOAT", "fl", "1.5"],
+        vec!["HINCRBYFLOAT", "h", "f", "0.25"],
+        vec!["EXPIRE", "l", "5000"],
+        vec!["SELECT", "3"],
+        vec!["SET", "in3", "x"],
+        vec!["SELECT", "0"],
+        vec![
+            "EVAL",
+            "redis.call('set','e1','1'); redis.call('incr','e1')",
+            "0",
+        ],
+        vec!["LPOP", "l"],
+    ] {
+        let r = c.cmd(&args);
+        assert!(!matches!(r, RespFrame::Error(_)), "{args:?}: {r:?}");
+    }
+    c.send(b"MULTI\r\nSET m 1\r\nINCR m\r\nEXEC\r\n");
+    for _ in 0..4 {
+        c.read();
+    }
+}
+
+fn digest(c: &mut RawClient) -> RespFrame {
+    c.cmd(&["DEBUG", "DIGEST"])
+}
+
+#[test]
+fn interop_with_real_redis_both_ways() {
+    let (Some(redis), Some(check)) = (tool("redis-server"), tool("redis-check-aof")) else {
+        return;
+    };
+    if is_real_redis() {
+        return;
+    }
+    let ours = server_bin();
+    for (writer_bin, reader_bin) in [(&ours, &redis), (&redis, &ours)] {
+        let dir = TempDir::new("interop");
+        let s = start(writer_bin, &dir, &[("appendfsync", "always")]);
+        let mut c = s.raw();
+        write_sample(&mut c);
+        assert_eq!(
+            c.cmd(&["BGREWRITEAOF"]),
+            cinnabar_tests::simple("Background append only file rewriting started")
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        c.cmd(&["SET", "after-rewrite", "1"]);
+        c.cmd(&["SELECT", "3"]);
+        c.cmd(&["SET", "after-rewrite-3", "1"]);
+        let want = digest(&mut c);
+        drop(c);
+        sigkill(&s);
+        drop(s);
+        let manifest = dir.aof().join("appendonly.aof.manifest");
+        let out = Command::new(&check)
+            .arg(&manifest)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("All AOF files and manifest are valid"),
+            "{}: {text}",
+            writer_bin.display()
+        );
+        let s = start(reader_bin, &dir, &[]);
+        let mut c = s.raw();
+        assert_eq!(
+            digest(&mut c),
+            want,
+            "{} -> {}",
+            writer_bin.display(),
+            reader_bin.display()
+        );
+        assert_eq!(bulk(&c.cmd(&["GET", "fl"])), b"1.5");
+        assert!(int(&c.cmd(&["TTL", "ttl"])) > 900);
+    }
+}
+
+fn incr_file(dir: &TempDir) -> PathBuf {
+    let m = std::fs::read_to_string(dir.aof().join("appendonly.aof.manifest")).unwrap();
+    let name = m
+        .lines()
+        .rfind(|l| l.ends_with("type i"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    dir.aof().join(name)
+}
+
+/// Runs the server to completion (it must refuse to start); its output.
+fn refused(dir: &TempDir, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--port".to_string(),
+        cinnabar_tests::free_port().to_string(),
+        "--dir".into(),
+        dir.dir().into(),
+        "--appendonly".into(),
+        "yes".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let mut child = Command::new(server_bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(!st.success());
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("server started");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn truncated_aof() {
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("trunc");
+    let s = start(&server_bin(), &dir, &[("appendfsync", "always")]);
+    let mut c = s.raw();
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["SET", "b", "2"]);
+    sigkill(&s);
+    drop(s);
+    let f = incr_file(&dir);
+    let len = std::fs::metadata(&f).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+    file.set_len(len - 3).unwrap();
+    drop(file);
+    let log = refused(&dir, &["--aof-load-truncated", "no"]);
+    assert!(
+        log.contains("Unexpected end of file reading the append only file"),
+        "{log}"
+    );
+    let s = start(&server_bin(), &dir, &[("aof-load-truncated", "yes")]);
+    let mut c = s.raw();
+    assert_eq!(bulk(&c.cmd(&["GET", "a"])), b"1");
+    assert_eq!(c.cmd(&["GET", "b"]), RespFrame::Null);
+    assert!(s
+        .log()
+        .contains("loaded anyway because aof-load-truncated is enabled"));
+    // The cut tail is gone: what follows appends cleanly.
+    c.cmd(&["SET", "c", "3"]);
+    sigkill(&s);
+    drop(s);
+    let s = start(&server_bin(), &dir, &[("aof-load-truncated", "no")]);
+    let mut c = s.raw();
+    assert_eq!(bulk(&c.cmd(&["GET", "c"])), b"3");
+}
+
+#[test]
+fn missing_manifest_and_missing_files() {
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("missing");
+    let s = start(&server_bin(), &dir, &[]);
+    let mut c = s.raw();
+    c.cmd(&["SET", "a", "1"]);
+    drop(c);
+    drop(s);
+    // A base file the manifest names is missing: refused, as Redis.
+    let base = dir.aof().join("appendonly.aof.1.base.rdb");
+    let saved = std::fs::read(&base).unwrap();
+    std::fs::remove_file(&base).unwrap();
+    let log = refused(&dir, &[]);
+    assert!(
+        log.contains("Unable to obtain the AOF file appendonly.aof.1.base.rdb length. stat: No such file or directory"),
+        "{log}"
+    );
+    std::fs::write(&base, saved).unwrap();
+    // Without a manifest Redis 7.0 starts empty and creates new files.
+    std::fs::remove_file(dir.aof().join("appendonly.aof.manifest")).unwrap();
+    let s = start(&server_bin(), &dir, &[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["DBSIZE"]), RespFrame::Integer(0));
+    assert!(s
+        .log()
+        .contains("Creating AOF base file appendonly.aof.1.base.rdb on server start"));
+    assert!(dir.aof().join("appendonly.aof.manifest").exists());
+    // A damaged manifest is refused.
+    drop(c);
+    drop(s);
+    std::fs::write(dir.aof().join("appendonly.aof.manifest"), "garbage line\n").unwrap();
+    let log = refused(&dir, &[]);
+    assert!(log.contains("Invalid AOF manifest file format"), "{log}");
+}
+
+#[test]
+fn rewrite_and_enable_at_run_time() {
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("rewrite");
+    let s = Server::start_bin(&server_bin(), &[("dir", dir.dir()), ("appendonly", "no")]);
+    let mut c = s.raw();
+    c.cmd(&["SET", "before", "1"]);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendonly", "yes"]),
+        cinnabar_tests::ok()
+    );
+    c.cmd(&["SET", "after-on", "1"]);
+    c.cmd(&["RPUSH", "l", "1", "2"]);
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        cinnabar_tests::simple("Background append only file rewriting started")
+    );
+    c.cmd(&["SET", "after-rewrite", "1"]);
+    c.cmd(&["LPOP", "l"]);
+    let info = match c.cmd(&["INFO", "persistence"]) {
+        RespFrame::Bulk(b) => String::from_utf8_lossy(&b).to_string(),
+        f => panic!("{f:?}"),
+    };
+    assert!(info.contains("aof_enabled:1"), "{info}");
+    assert!(info.contains("aof_last_bgrewrite_status:ok"), "{info}");
+    let m = std::fs::read_to_string(dir.aof().join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        m,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    sigkill(&s);
+    drop(s);
+    let s = start(&server_bin(), &dir, &[]);
+    let mut c = s.raw();
+    for k in ["before", "after-on", "after-rewrite"] {
+        assert_eq!(bulk(&c.cmd(&["GET", k])), b"1", "{k}");
+    }
+    assert_eq!(int(&c.cmd(&["LLEN", "l"])), 1);
+    // Turning it off stops appending.
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendonly", "no"]),
+        cinnabar_tests::ok()
+    );
+    c.cmd(&["SET", "while-off", "1"]);
+    sigkill(&s);
+    drop(s);
+    let s = start(&server_bin(), &dir, &[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["GET", "while-off"]), RespFrame::Null);
+}
