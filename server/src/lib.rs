@@ -16,6 +16,7 @@ pub mod cmd;
 pub mod config;
 pub mod conn;
 pub mod error;
+pub mod evict;
 pub mod log;
 pub mod persist;
 pub mod pubsub;

@@ -3,7 +3,7 @@
 use cinnabar_server::config::Config;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: cinnabar_server::evict::CountingAlloc = cinnabar_server::evict::CountingAlloc;
 
 fn usage() -> ! {
     eprintln!(

@@ -280,6 +280,8 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// The append-only file (see `aof`).
     pub aof: crate::aof::Aof,
+    /// maxmemory eviction settings and pool, latency monitor (see `evict`).
+    pub memory: crate::evict::Memory,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -324,11 +326,12 @@ impl State {
             shutdown_notify: Arc::new(Notify::new()),
             replid: random_hex40(),
             peak_memory: 0,
-            startup_memory: crate::cmd::server::rss_bytes(),
+            startup_memory: crate::evict::used_memory(),
             engine: None,
             script_run: Arc::default(),
             pubsub: Default::default(),
             aof: Default::default(),
+            memory: Default::default(),
         };
         let _ = st.script_run.nudge.set(wake_idle_worker);
         st.apply_config();
@@ -376,6 +379,7 @@ impl State {
             db.lfu.log_factor = log_factor;
             db.lfu.decay_time = decay_time;
         }
+        self.memory.configure(&self.cfg);
         while self.slowlog.len() > self.tun.slowlog_max_len {
             self.slowlog.pop_back();
         }

@@ -73,6 +73,16 @@ impl Default for Lfu {
     }
 }
 
+/// What eviction ranks a sampled key by.
+#[derive(Clone, Copy, Debug)]
+pub struct EvictSample {
+    /// Since the last access (second resolution, as Redis's LRU clock).
+    pub idle_ms: u64,
+    /// LFU counter after decay.
+    pub freq: u8,
+    pub expire: Option<i64>,
+}
+
 #[derive(Default)]
 pub struct Db {
     pub keys: Dict<Value, Access>,
@@ -328,6 +338,49 @@ impl Db {
     /// Redis's `lazyfreeGetFreeEffort`.
     pub fn free_effort(&self) -> usize {
         self.keys.len() + self.expires.len()
+    }
+
+    /// Eviction sampling: up to `n` random keys (among keys with a TTL if
+    /// `volatile`), each passed to `f` with what the policies rank by. Not
+    /// an access. Redis samples the same way (a few random keys per round,
+    /// the best kept in a pool by the caller).
+    pub fn sample_for_eviction<R: rand::Rng>(
+        &self,
+        n: usize,
+        volatile: bool,
+        rng: &mut R,
+        mut f: impl FnMut(&CBytes, EvictSample),
+    ) {
+        let now = self.access_clock();
+        for _ in 0..n {
+            let (key, expire) = if volatile {
+                match self.expires.random(rng) {
+                    Some((k, &t)) => (k, Some(t)),
+                    None => return,
+                }
+            } else {
+                match self.keys.random(rng) {
+                    Some((k, _)) => (k, None),
+                    None => return,
+                }
+            };
+            let Some((_, _, a)) = self.keys.get_entry_meta(key) else {
+                continue;
+            };
+            let expire = if volatile {
+                expire
+            } else {
+                self.expire_at(key)
+            };
+            f(
+                key,
+                EvictSample {
+                    idle_ms: elapsed_s(now, a.clock()) as u64 * 1000,
+                    freq: decayed(a, now, self.lfu),
+                    expire,
+                },
+            );
+        }
     }
 
     /// Housekeeping from the server's cron: bounded rehash work, shrinking.

@@ -17,6 +17,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod memory;
 pub mod persist;
 pub mod pubsub;
 pub mod scan;
@@ -188,6 +189,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             pubsub::COMMANDS,
             persist::COMMANDS,
             aof::COMMANDS,
+            memory::COMMANDS,
         ];
         families
             .iter()
@@ -710,6 +712,14 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
         st.stats.total_error_replies += 1;
     }
     cl.last_cmd = cmd.name;
+    if st.memory.latency_threshold_ms > 0 {
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        st.memory.latency_sample_if_needed(event, dur / 1000);
+    }
     // Read after the handler so CLIENT REPLY ON is answered and OFF/SKIP are not.
     if cl.reply_mode != ReplyMode::On {
         out.buf.truncate(mark);
@@ -743,7 +753,7 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
 /// Redis's order: lookup, arity, authentication. The error comes with the
 /// command when it was found.
 fn check(
-    st: &State,
+    st: &mut State,
     cl: &mut Client,
     args: &[Bytes],
 ) -> Result<&'static Command, (Option<&'static Command>, Error)> {
@@ -758,10 +768,45 @@ fn check(
         // The password was removed since this client connected.
         cl.authenticated = true;
     }
+    if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
+        return Err((Some(cmd), Error::other(OOM_ERR)));
+    }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
     }
     Ok(cmd)
+}
+
+const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Evicts as needed before a command (maxmemory set); true if the command
+/// must be refused: over the limit with nothing left to evict, and the
+/// command may grow memory. In MULTI every command but EXEC/DISCARD/QUIT/
+/// RESET counts, since queuing itself uses memory; EXEC counts if a
+/// queued command does. Commands run by EXEC are not checked again; a
+/// script's are refused, without evicting, while memory is over the limit.
+fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
+    if cl.deny_blocking {
+        return cl.id == 0
+            && cmd.has(flags::DENYOOM)
+            && crate::evict::used_memory() > st.memory.maxmemory;
+    }
+    let res = st.perform_evictions();
+    st.peak_memory = st.peak_memory.max(crate::evict::used_memory());
+    if res != crate::evict::Evict::Fail {
+        return false;
+    }
+    if cmd.has(flags::DENYOOM) {
+        return true;
+    }
+    match (&cl.multi, cmd.name) {
+        (Some(q), "exec") => q
+            .iter()
+            .any(|a| resolve(a).is_ok_and(|c| c.has(flags::DENYOOM))),
+        (Some(_), "discard" | "quit" | "reset") => false,
+        (Some(_), _) => true,
+        (None, _) => false,
+    }
 }
 
 fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {

@@ -375,14 +375,17 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("clients_in_timeout_table:0");
         }
         "memory" => {
-            let rss = rss_bytes();
-            let used = rss;
-            st.peak_memory = st.peak_memory.max(used);
-            let peak = st.peak_memory;
-            let startup = st.startup_memory.min(used);
-            let maxmem = st.cfg.int("maxmemory").max(0) as u64;
+            let m = super::memory::summary(st);
+            let (used, rss, peak, startup) = (m.used, m.rss, m.peak, m.startup);
+            let maxmem = st.memory.maxmemory;
             let sys = total_system_memory();
-            let dataset = used.saturating_sub(startup);
+            let dataset = m.dataset;
+            let overhead = m.overhead;
+            let frag = if used > 0 {
+                rss as f64 / used as f64
+            } else {
+                0.0
+            };
             f!("# Memory");
             f!("used_memory:{used}");
             f!("used_memory_human:{}", human(used));
@@ -398,13 +401,13 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                     0.0
                 }
             );
-            f!("used_memory_overhead:{startup}");
+            f!("used_memory_overhead:{overhead}");
             f!("used_memory_startup:{startup}");
             f!("used_memory_dataset:{dataset}");
             f!(
                 "used_memory_dataset_perc:{:.2}%",
-                if used > 0 {
-                    dataset as f64 * 100.0 / used as f64
+                if used > startup {
+                    dataset as f64 * 100.0 / (used - startup) as f64
                 } else {
                     0.0
                 }
@@ -432,12 +435,12 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("maxmemory_policy:{}", st.cfg.str("maxmemory-policy"));
             f!("allocator_frag_ratio:1.00");
             f!("allocator_frag_bytes:0");
-            f!("allocator_rss_ratio:1.00");
-            f!("allocator_rss_bytes:0");
+            f!("allocator_rss_ratio:{frag:.2}");
+            f!("allocator_rss_bytes:{}", rss.saturating_sub(used));
             f!("rss_overhead_ratio:1.00");
             f!("rss_overhead_bytes:0");
-            f!("mem_fragmentation_ratio:1.00");
-            f!("mem_fragmentation_bytes:0");
+            f!("mem_fragmentation_ratio:{frag:.2}");
+            f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
             f!("mem_not_counted_for_evict:0");
             f!("mem_replication_backlog:0");
             f!("mem_total_replication_buffers:0");
@@ -503,8 +506,15 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("expire_cycle_cpu_milliseconds:{}", s.expire_cycle_cpu_ms);
             f!("evicted_keys:{}", s.evicted_keys);
             f!("evicted_clients:0");
-            f!("total_eviction_exceeded_time:0");
-            f!("current_eviction_exceeded_time:0");
+            let cur = st
+                .memory
+                .exceeded_since
+                .map_or(0, |t| t.elapsed().as_millis() as u64);
+            f!(
+                "total_eviction_exceeded_time:{}",
+                st.memory.exceeded_total_ms + cur
+            );
+            f!("current_eviction_exceeded_time:{cur}");
             f!("keyspace_hits:{}", s.keyspace_hits);
             f!("keyspace_misses:{}", s.keyspace_misses);
             f!("pubsub_channels:{}", st.pubsub.channels.len());

@@ -1,0 +1,492 @@
+//! Memory accounting, `maxmemory` eviction and the latency monitor.
+//!
+//! Accounting: the server binary installs [`CountingAlloc`] as its global
+//! allocator, a wrapper around mimalloc that adds and subtracts each
+//! block's usable size to one relaxed atomic, as Redis's zmalloc does. That
+//! number is `used_memory` and what eviction compares with `maxmemory`;
+//! reading it costs a load, so it is checked before every command. Without
+//! the wrapper (unit tests of this crate) it reads 0 and the resident set
+//! size stands in.
+//!
+//! Eviction follows Redis's approximated LRU/LFU: each round samples
+//! `maxmemory-samples` keys per database (only keys with a TTL under the
+//! volatile-* policies) into a pool of the 16 best candidates seen so far,
+//! kept across rounds, and deletes the best that still exists. Scores are
+//! "higher is evicted first": idle time (LRU), 255 minus the decayed
+//! counter (LFU), or how soon the key expires (volatile-ttl). The loop
+//! stops when enough memory was freed or when the `maxmemory-eviction-
+//! tenacity` time budget is spent (the next command continues).
+
+use crate::state::State;
+use std::alloc::{GlobalAlloc, Layout};
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+use storage::CBytes;
+
+extern "C" {
+    fn mi_usable_size(p: *const c_void) -> usize;
+    fn mi_collect(force: bool);
+    fn mi_stats_print_out(
+        out: Option<unsafe extern "C" fn(msg: *const std::ffi::c_char, arg: *mut c_void)>,
+        arg: *mut c_void,
+    );
+}
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+/// mimalloc, counting the usable size of every live block.
+pub struct CountingAlloc;
+
+// SAFETY: every call forwards to mimalloc with the same arguments; the
+// counter is bookkeeping only. `mi_usable_size` accepts any pointer
+// mimalloc returned.
+unsafe impl GlobalAlloc for CountingAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = mimalloc::MiMalloc.alloc(layout);
+        if !p.is_null() {
+            ALLOCATED.fetch_add(mi_usable_size(p as *const c_void), Relaxed);
+        }
+        p
+    }
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = mimalloc::MiMalloc.alloc_zeroed(layout);
+        if !p.is_null() {
+            ALLOCATED.fetch_add(mi_usable_size(p as *const c_void), Relaxed);
+        }
+        p
+    }
+    #[inline]
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        ALLOCATED.fetch_sub(mi_usable_size(p as *const c_void), Relaxed);
+        mimalloc::MiMalloc.dealloc(p, layout)
+    }
+    #[inline]
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old = mi_usable_size(p as *const c_void);
+        let q = mimalloc::MiMalloc.realloc(p, layout, new_size);
+        if !q.is_null() {
+            let new = mi_usable_size(q as *const c_void);
+            if new >= old {
+                ALLOCATED.fetch_add(new - old, Relaxed);
+            } else {
+                ALLOCATED.fetch_sub(old - new, Relaxed);
+            }
+        }
+        q
+    }
+}
+
+/// Bytes allocated and not freed (`used_memory`).
+pub fn used_memory() -> u64 {
+    match ALLOCATED.load(Relaxed) {
+        0 => crate::cmd::server::rss_bytes(),
+        n => n as u64,
+    }
+}
+
+/// MEMORY PURGE: returns freed pages to the OS.
+pub fn purge() {
+    // SAFETY: no arguments beyond a flag; safe to call at any time.
+    unsafe { mi_collect(true) }
+}
+
+/// MEMORY MALLOC-STATS: mimalloc's statistics report.
+pub fn malloc_stats() -> String {
+    unsafe extern "C" fn collect(msg: *const std::ffi::c_char, arg: *mut c_void) {
+        // SAFETY: `arg` is the String passed below, `msg` a C string.
+        let out = &mut *(arg as *mut String);
+        if !msg.is_null() {
+            out.push_str(&std::ffi::CStr::from_ptr(msg).to_string_lossy());
+        }
+    }
+    let mut s = String::new();
+    // SAFETY: the callback only runs during this call, with `s` alive.
+    unsafe { mi_stats_print_out(Some(collect), &mut s as *mut String as *mut c_void) };
+    s
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    NoEviction,
+    AllkeysLru,
+    VolatileLru,
+    AllkeysLfu,
+    VolatileLfu,
+    AllkeysRandom,
+    VolatileRandom,
+    VolatileTtl,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Policy {
+        match s {
+            "allkeys-lru" => Policy::AllkeysLru,
+            "volatile-lru" => Policy::VolatileLru,
+            "allkeys-lfu" => Policy::AllkeysLfu,
+            "volatile-lfu" => Policy::VolatileLfu,
+            "allkeys-random" => Policy::AllkeysRandom,
+            "volatile-random" => Policy::VolatileRandom,
+            "volatile-ttl" => Policy::VolatileTtl,
+            _ => Policy::NoEviction,
+        }
+    }
+    fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+    fn random(self) -> bool {
+        matches!(self, Policy::AllkeysRandom | Policy::VolatileRandom)
+    }
+}
+
+/// Redis's eviction pool size.
+const POOL_SIZE: usize = 16;
+/// Samples kept per latency event (Redis's `LATENCY_TS_LEN`).
+const LATENCY_TS_LEN: usize = 160;
+
+struct Candidate {
+    score: u64,
+    db: usize,
+    key: CBytes,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LatencySample {
+    pub time: i64,
+    pub ms: u64,
+}
+
+#[derive(Default, Debug)]
+pub struct LatencyEvent {
+    pub samples: std::collections::VecDeque<LatencySample>,
+    pub max: u64,
+}
+
+/// Eviction settings and state, and the latency monitor's events.
+pub struct Memory {
+    pub maxmemory: u64,
+    pub policy: Policy,
+    pub samples: usize,
+    pub tenacity: i64,
+    pub latency_threshold_ms: u64,
+    pool: Vec<Candidate>,
+    /// Scratch space for one database's samples, kept to avoid allocating.
+    sampled: Vec<(u64, CBytes)>,
+    next_random_db: usize,
+    pub latency: BTreeMap<String, LatencyEvent>,
+    /// When memory first stayed over the limit after an eviction round
+    /// (INFO's `current_eviction_exceeded_time`), and the accumulated total.
+    pub exceeded_since: Option<Instant>,
+    pub exceeded_total_ms: u64,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory {
+            maxmemory: 0,
+            policy: Policy::NoEviction,
+            samples: 5,
+            tenacity: 10,
+            latency_threshold_ms: 0,
+            pool: Vec::with_capacity(POOL_SIZE),
+            sampled: Vec::new(),
+            next_random_db: 0,
+            latency: BTreeMap::new(),
+            exceeded_since: None,
+            exceeded_total_ms: 0,
+        }
+    }
+}
+
+impl Memory {
+    /// Refreshes the settings from the configuration.
+    pub fn configure(&mut self, cfg: &crate::config::Config) {
+        self.maxmemory = cfg.str("maxmemory").parse().unwrap_or(0);
+        let policy = Policy::parse(cfg.str("maxmemory-policy"));
+        if policy != self.policy {
+            self.pool.clear();
+        }
+        self.policy = policy;
+        self.samples = cfg.int("maxmemory-samples").clamp(1, 64) as usize;
+        self.tenacity = cfg.int("maxmemory-eviction-tenacity");
+        self.latency_threshold_ms = cfg.int("latency-monitor-threshold").max(0) as u64;
+    }
+
+    /// Records `ms` for `event` if it reaches `latency-monitor-threshold`.
+    pub fn latency_sample_if_needed(&mut self, event: &str, ms: u64) {
+        if self.latency_threshold_ms > 0 && ms >= self.latency_threshold_ms {
+            self.add_latency_sample(event, ms, crate::state::now_ms() / 1000);
+        }
+    }
+
+    /// One sample per second per event: a second sample within the same
+    /// second keeps the larger latency.
+    pub fn add_latency_sample(&mut self, event: &str, ms: u64, time: i64) {
+        let e = self.latency.entry(event.to_string()).or_default();
+        e.max = e.max.max(ms);
+        if let Some(last) = e.samples.back_mut() {
+            if last.time == time {
+                last.ms = last.ms.max(ms);
+                return;
+            }
+        }
+        if e.samples.len() == LATENCY_TS_LEN {
+            e.samples.pop_front();
+        }
+        e.samples.push_back(LatencySample { time, ms });
+    }
+
+    /// Microseconds one eviction round may take (`maxmemory-eviction-tenacity`):
+    /// 50us per step up to 10, then 15% more per step, unlimited at 100.
+    fn time_limit_us(&self) -> u64 {
+        let t = self.tenacity.clamp(0, 100);
+        if t <= 10 {
+            50 * t as u64
+        } else if t < 100 {
+            (500.0 * 1.15f64.powi(t as i32 - 10)) as u64
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+/// What the pre-command memory check concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evict {
+    /// Under the limit, or freed enough.
+    Ok,
+    /// Still over the limit but the round ran out of time; commands go on.
+    Running,
+    /// Over the limit and nothing left to evict: deny-OOM commands fail.
+    Fail,
+}
+
+impl State {
+    /// Frees memory down to `maxmemory` by evicting keys under the policy,
+    /// as Redis does before each command.
+    pub fn perform_evictions(&mut self) -> Evict {
+        let max = self.memory.maxmemory;
+        if max == 0 {
+            return Evict::Ok;
+        }
+        let used = used_memory();
+        if used <= max {
+            if let Some(t) = self.memory.exceeded_since.take() {
+                self.memory.exceeded_total_ms += t.elapsed().as_millis() as u64;
+            }
+            return Evict::Ok;
+        }
+        if self.memory.policy == Policy::NoEviction {
+            return Evict::Fail;
+        }
+        let to_free = used - max;
+        let start = Instant::now();
+        let limit = self.memory.time_limit_us();
+        let mut freed = 0u64;
+        let mut keys_freed = 0u64;
+        let mut result = Evict::Ok;
+        while freed < to_free {
+            let Some((db, key)) = self.pick_victim() else {
+                result = Evict::Fail;
+                break;
+            };
+            let before = used_memory();
+            // Timed only for the latency monitor: clock reads add up here.
+            if self.memory.latency_threshold_ms > 0 {
+                let del_start = Instant::now();
+                self.evict_key(db, &key);
+                let del_ms = del_start.elapsed().as_millis() as u64;
+                self.memory.latency_sample_if_needed("eviction-del", del_ms);
+            } else {
+                self.evict_key(db, &key);
+            }
+            freed += before.saturating_sub(used_memory());
+            keys_freed += 1;
+            // The time budget applies only near the limit: far over it (the
+            // machine was busy, rounds kept running out of time), evicting
+            // goes on until memory is back, so the limit stays a bound.
+            if keys_freed.is_multiple_of(16)
+                && start.elapsed().as_micros() as u64 > limit
+                && used_memory() <= max + max / 50
+            {
+                result = Evict::Running;
+                break;
+            }
+        }
+        let ms = start.elapsed().as_millis() as u64;
+        self.memory.latency_sample_if_needed("eviction-cycle", ms);
+
+        if result != Evict::Ok && self.memory.exceeded_since.is_none() {
+            self.memory.exceeded_since = Some(start);
+        } else if result == Evict::Ok {
+            if let Some(t) = self.memory.exceeded_since.take() {
+                self.memory.exceeded_total_ms += t.elapsed().as_millis() as u64;
+            }
+        }
+        result
+    }
+
+    /// Deletes an evicted key with the bookkeeping of any deletion: WATCH,
+    /// the `evicted` event and the counter. The value is freed here, not in
+    /// the background, so the memory it held is counted as freed at once.
+    fn evict_key(&mut self, db: usize, key: &[u8]) {
+        let Some(v) = self.dbs[db].remove(key) else {
+            return;
+        };
+        drop(v);
+        self.stats.evicted_keys += 1;
+        if !self.watched.is_empty() {
+            self.touch_watched(db, key);
+        }
+        self.notify(crate::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
+    }
+
+    /// The next key to evict, or `None` if no key qualifies.
+    fn pick_victim(&mut self) -> Option<(usize, CBytes)> {
+        let policy = self.memory.policy;
+        let mut rng = rand::thread_rng();
+        if policy.random() {
+            // Round-robin over the databases, a random key from each.
+            let n = self.dbs.len();
+            for i in 0..n {
+                let db = (self.memory.next_random_db + i) % n;
+                let d = &self.dbs[db];
+                let key = if policy.volatile() {
+                    d.expires.random(&mut rng).map(|(k, _)| k.clone())
+                } else {
+                    d.random_key(&mut rng)
+                };
+                if let Some(k) = key {
+                    self.memory.next_random_db = db + 1;
+                    return Some((db, k));
+                }
+            }
+            return None;
+        }
+        loop {
+            let mut any = false;
+            for db in 0..self.dbs.len() {
+                let d = &self.dbs[db];
+                let pool_len = if policy.volatile() {
+                    d.expires.len()
+                } else {
+                    d.len()
+                };
+                if pool_len == 0 {
+                    continue;
+                }
+                any = true;
+                let samples = self.memory.samples;
+                let mut found = std::mem::take(&mut self.memory.sampled);
+                found.clear();
+                d.sample_for_eviction(samples, policy.volatile(), &mut rng, |k, s| {
+                    let score = match policy {
+                        Policy::AllkeysLru | Policy::VolatileLru => s.idle_ms,
+                        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - s.freq as u64,
+                        // Sooner expiry first.
+                        _ => u64::MAX - s.expire.unwrap_or(i64::MAX).max(0) as u64,
+                    };
+                    found.push((score, k.clone()));
+                });
+                for (score, key) in found.drain(..) {
+                    pool_insert(&mut self.memory.pool, score, db, key);
+                }
+                self.memory.sampled = found;
+            }
+            if !any {
+                return None;
+            }
+            // Best candidates are at the end; skip ones deleted meanwhile.
+            while let Some(c) = self.memory.pool.pop() {
+                let d = &self.dbs[c.db];
+                let exists = if policy.volatile() {
+                    d.expires.contains_key(&c.key)
+                } else {
+                    d.contains(&c.key)
+                };
+                if exists {
+                    return Some((c.db, c.key));
+                }
+            }
+        }
+    }
+}
+
+/// Inserts a candidate into the pool kept sorted by ascending score; when
+/// full, a candidate worse than all is dropped, else the worst makes room.
+fn pool_insert(pool: &mut Vec<Candidate>, score: u64, db: usize, key: CBytes) {
+    if pool.iter().any(|c| c.db == db && *c.key == *key) {
+        return;
+    }
+    let pos = pool.partition_point(|c| c.score < score);
+    if pool.len() == POOL_SIZE {
+        if pos == 0 {
+            return;
+        }
+        pool.remove(0);
+        pool.insert(pos - 1, Candidate { score, db, key });
+    } else {
+        pool.insert(pos, Candidate { score, db, key });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_keeps_the_best_sixteen() {
+        let mut pool = Vec::new();
+        for i in 0..40u64 {
+            let score = (i * 7) % 40;
+            pool_insert(
+                &mut pool,
+                score,
+                0,
+                CBytes::new(format!("k{score}").as_bytes()),
+            );
+        }
+        let scores: Vec<u64> = pool.iter().map(|c| c.score).collect();
+        assert_eq!(scores, (24..40).collect::<Vec<_>>());
+        // Duplicates are not added twice.
+        pool_insert(&mut pool, 39, 0, CBytes::new(b"k39"));
+        assert_eq!(pool.len(), 16);
+    }
+
+    #[test]
+    fn tenacity_time_limits() {
+        let mut m = Memory::default();
+        assert_eq!(m.time_limit_us(), 500);
+        m.tenacity = 0;
+        assert_eq!(m.time_limit_us(), 0);
+        m.tenacity = 11;
+        assert_eq!(m.time_limit_us(), 575);
+        m.tenacity = 100;
+        assert_eq!(m.time_limit_us(), u64::MAX);
+    }
+
+    #[test]
+    fn latency_samples_merge_within_a_second() {
+        let mut m = Memory::default();
+        m.add_latency_sample("command", 5, 100);
+        m.add_latency_sample("command", 3, 100);
+        m.add_latency_sample("command", 2, 101);
+        let e = &m.latency["command"];
+        assert_eq!(e.samples.len(), 2);
+        assert_eq!(e.samples[0].ms, 5);
+        assert_eq!(e.max, 5);
+        for t in 0..200 {
+            m.add_latency_sample("x", 1, t);
+        }
+        assert_eq!(m.latency["x"].samples.len(), LATENCY_TS_LEN);
+    }
+}
