@@ -278,6 +278,8 @@ pub struct State {
     pub script_run: Arc<scripting::RunFlags>,
     /// Pub/Sub subscriptions of all clients (see `pubsub`).
     pub pubsub: crate::pubsub::PubSub,
+    /// RDB status and the running BGSAVE (see `persist`).
+    pub rdb: crate::persist::RdbState,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -326,6 +328,7 @@ impl State {
             engine: None,
             script_run: Arc::default(),
             pubsub: Default::default(),
+            rdb: Default::default(),
         };
         let _ = st.script_run.nudge.set(wake_idle_worker);
         st.apply_config();

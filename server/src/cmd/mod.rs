@@ -575,7 +575,7 @@ impl State {
         make: impl FnOnce() -> Value,
     ) -> Result<&mut T, Error> {
         self.expire_if_needed(db, key, now);
-        let v = self.dbs[db].keys.get_or_insert_with(key, make);
+        let v = self.dbs[db].get_or_add(key, make);
         T::of_mut(v).ok_or(WRONGTYPE)
     }
 
@@ -755,6 +755,9 @@ fn check(
         }
         // The password was removed since this client connected.
         cl.authenticated = true;
+    }
+    if !st.rdb.last_bgsave_ok && crate::persist::denies(st, cl, cmd) {
+        return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
