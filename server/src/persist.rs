@@ -571,14 +571,32 @@ impl Job {
         };
         put(&mut w, &header)?;
         let mut pos = StreamPos::default();
+        let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
         loop {
             let mut st = self.shared.state.lock();
+            let t = Instant::now();
             if self.abort.load(Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
             let (bytes, complete) = slice(&mut st, &mut pos);
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
+            let d = t.elapsed();
+            if self.shared.state.is_locked() {
+                // Clients are busy: give them at least as long as the slice
+                // took, so the walk uses at most half of the lock's time.
+                std::thread::sleep(d.min(SLICE * 2));
+            }
+            slices += 1;
+            held += d;
+            longest = longest.max(d);
+            if complete {
+                info!(
+                    "Snapshot walk: {slices} slices, {:.1} ms under the lock in all, longest {:.2} ms",
+                    held.as_secs_f64() * 1000.0,
+                    longest.as_secs_f64() * 1000.0
+                );
+            }
             if let Err(e) = put(&mut w, &bytes) {
                 // Stop capturing at once: the save has failed.
                 let mut st = self.shared.state.lock();
