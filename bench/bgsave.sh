@@ -185,6 +185,7 @@ run_one() {
   kill "${loads[@]}" 2>/dev/null || true
   wait "${loads[@]}" 2>/dev/null || true
   echo "$out" >&2
+  grep -h "Snapshot walk" "$WORK/$name/log" >&2 || true
   R[$name.probe]=$out
   R[$name.rdb]=$(stat -c %s "$WORK/$name/dump.rdb")
   # SAVE (no load), then the load time of a restart on the file.

@@ -466,7 +466,7 @@ struct StreamPos {
 /// One slice under the lock: the records writes captured, then the walk
 /// for up to [`SLICE`]. Returns the bytes and whether the snapshot is
 /// complete (then every database has stopped capturing).
-fn slice(st: &mut State, pos: &mut StreamPos) -> (Vec<u8>, bool) {
+fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, bool) {
     let start = Instant::now();
     let mut out = Vec::new();
     let n = st.dbs.len();
@@ -488,15 +488,28 @@ fn slice(st: &mut State, pos: &mut StreamPos) -> (Vec<u8>, bool) {
     for db in st.dbs.iter_mut() {
         emit(db, &mut out, pos);
     }
-    while pos.walking < n && out.len() < SLICE_BYTES && start.elapsed() < SLICE {
-        let db = &mut st.dbs[pos.walking];
-        let done = db.snapshot_step(256, SLICE_BYTES);
+    // The next database with keys left to walk. Not simply the next index:
+    // SWAPDB moves whole databases, captures included, so one not walked
+    // yet may land at an index already passed.
+    let unwalked = |st: &State, from: usize| {
+        (0..n)
+            .map(|i| (from + i) % n)
+            .find(|&i| st.dbs[i].snapshot().is_some_and(|c| !c.walk_done()))
+    };
+    let mut complete = false;
+    loop {
+        let Some(i) = unwalked(st, pos.walking) else {
+            complete = true;
+            break;
+        };
+        pos.walking = i;
+        let db = &mut st.dbs[i];
+        db.snapshot_step(256, SLICE_BYTES);
         emit(db, &mut out, pos);
-        if done {
-            pos.walking += 1;
+        if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
+            break;
         }
     }
-    let complete = pos.walking >= n;
     if complete {
         // Every key is saved; records captured since were taken above
         // and none can come any more.
@@ -578,7 +591,7 @@ impl Job {
             if self.abort.load(Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
-            let (bytes, complete) = slice(&mut st, &mut pos);
+            let (bytes, complete) = slice(&mut st, &mut pos, SLICE);
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
             let d = t.elapsed();
@@ -655,4 +668,88 @@ pub fn denies(st: &State, cl: &crate::state::Client, cmd: &crate::cmd::Command) 
                     .any(|a| crate::cmd::resolve(a).is_ok_and(|c| c.has(WRITE)))
             }));
     write && writes_denied(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use storage::Value;
+
+    /// Runs a snapshot of `st` slice by slice (one walk step each), calling
+    /// `between` after every slice; returns the keys per db in the file.
+    fn snapshot_keys(st: &mut State, mut between: impl FnMut(&mut State, usize)) -> Vec<usize> {
+        let mut file = b"REDIS0010".to_vec();
+        st.rdb.epoch += 1;
+        let epoch = st.rdb.epoch;
+        for (i, db) in st.dbs.iter_mut().enumerate() {
+            db.snapshot_begin(i, epoch, SaveOpts::default(), KeyMeta::None);
+        }
+        let mut pos = StreamPos::default();
+        loop {
+            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO);
+            file.extend_from_slice(&bytes);
+            if complete {
+                break;
+            }
+            between(st, pos.walking);
+        }
+        assert!(st.dbs.iter().all(|d| d.snapshot().is_none()));
+        file.push(rdb::OP_EOF);
+        file.extend_from_slice(&[0; 8]);
+        let mut per_db = vec![0; st.dbs.len()];
+        rdb::load(&file, &Limits::default(), 0, false, |k| {
+            per_db[k.db] += 1;
+            Ok(())
+        })
+        .unwrap();
+        per_db
+    }
+
+    fn fill(st: &mut State, db: usize, n: usize) {
+        for i in 0..n {
+            st.dbs[db].add(format!("k{i}").as_bytes(), Value::str(b"v"));
+        }
+    }
+
+    #[test]
+    fn swapdb_during_the_walk_loses_nothing() {
+        let mut st = State::new(Config::default());
+        fill(&mut st, 3, 2000);
+        fill(&mut st, 9, 10);
+        let mut swapped = false;
+        let got = snapshot_keys(&mut st, |st, walking| {
+            // While db 3 is walked, the unwalked db 9 moves below it.
+            if walking == 3 && !swapped {
+                st.dbs.swap(1, 9);
+                swapped = true;
+            }
+        });
+        assert!(swapped);
+        assert_eq!((got[3], got[9], got[1]), (2000, 10, 0));
+    }
+
+    #[test]
+    fn flushall_during_the_walk_saves_the_rest_first() {
+        let mut st = State::new(Config::default());
+        fill(&mut st, 0, 3000);
+        fill(&mut st, 2, 500);
+        let got = snapshot_keys(&mut st, |st, _| {
+            for db in st.dbs.iter_mut() {
+                drop(db.take());
+            }
+            fill(st, 5, 7);
+        });
+        assert_eq!((got[0], got[2], got[5]), (3000, 500, 0));
+        assert_eq!(st.dbs[5].len(), 7);
+    }
+
+    #[test]
+    fn save_points_parse() {
+        assert_eq!(
+            save_points("900 1 300 10 60 10000"),
+            vec![(900, 1), (300, 10), (60, 10000)]
+        );
+        assert!(save_points("").is_empty());
+    }
 }

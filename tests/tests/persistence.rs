@@ -534,7 +534,9 @@ fn big_dataset(c: &mut RawClient, strings: usize) {
         assert!(!matches!(r, RespFrame::Error(_)), "{r:?}");
     }
     must(c, &["SELECT", "3"]);
-    must(c, &["DEBUG", "POPULATE", "5000", "d3", "10"]);
+    must(c, &["DEBUG", "POPULATE", "30000", "d3", "10"]);
+    must(c, &["SELECT", "9"]);
+    must(c, &["DEBUG", "POPULATE", "5000", "d9", "10"]);
     must(c, &["SELECT", "0"]);
     must(c, &["SET", "counter", "0"]);
 }
@@ -568,6 +570,8 @@ fn write_during_bgsave(port: u16) -> u64 {
                 vec!["PERSIST".into(), k("t", 3000)],
                 vec!["EXPIRE".into(), k("t", 2000), "5".into()],
                 vec!["RENAME".into(), k("h", 2500), format!("renamed:{i}")],
+                // Moves a database not walked yet below one being walked.
+                vec!["SWAPDB".into(), "1".into(), "9".into()],
             ];
             for c in cmds {
                 batch.extend(cinnabar_tests::encode(&c));
