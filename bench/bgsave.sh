@@ -12,7 +12,8 @@
 # Private_Dirty from smaps_rollup), dump.rdb size; then SAVE time and
 # load time (restart on the file) with the cinnabar/Redis ratios.
 #
-# Usage: bench/bgsave.sh            (KEYS=1000000 STEADY_S=3 PORT_BASE=8420)
+# Usage: bench/bgsave.sh            (KEYS=1000000 STEADY_S=3 PORT_BASE=8420,
+#                                    ONLY=cinnabar to skip Redis)
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -212,6 +213,7 @@ run_one() {
 field() { printf '%s\n' "${R[$1.probe]}" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 
 run_one cinnabar "$CINNABAR_BIN" cinnabar
+[ "${ONLY:-}" = cinnabar ] && exit 0
 run_one redis "$REDIS_BIN" redis
 
 printf '\n%-34s %14s %14s %8s\n' "" cinnabar redis ratio

@@ -267,7 +267,7 @@ pub fn shutdown_saves(st: &State, save: Option<bool>) -> bool {
 /// scheduled BGSAVE tries again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
 const RETRY_DELAY_S: i64 = 5;
 /// One slice of the background walk holds the lock at most this long…
-const SLICE: Duration = Duration::from_micros(1000);
+const SLICE: Duration = Duration::from_micros(300);
 /// …or until this many bytes are ready to write.
 const SLICE_BYTES: usize = 1 << 20;
 
