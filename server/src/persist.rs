@@ -5,11 +5,14 @@
 //! Files are written to a temporary name in `dir`, fsynced and renamed over
 //! `dir/dbfilename`, so a crash mid-save leaves the previous snapshot.
 
-use crate::state::{now_ms, State};
+use crate::state::{now_ms, Shared, State};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use storage::rdb::{self, Limits, LoadSummary, SaveOpts};
+use storage::snapshot::{self, KeyMeta};
 use storage::Db;
 use tracing::{info, warn};
 
@@ -127,11 +130,13 @@ pub fn save_to(st: &State, path: &std::path::Path) -> io::Result<()> {
 /// LASTSAVE) and Redis's log lines.
 pub fn save(st: &mut State) -> io::Result<()> {
     let path = rdb_path(st);
+    st.rdb.saves += 1;
     match save_to(st, &path) {
         Ok(()) => {
             info!("DB saved on disk");
             st.dirty = 0;
             st.lastsave = now_ms() / 1000;
+            st.rdb.last_bgsave_ok = true;
             Ok(())
         }
         Err(e) => {
@@ -239,6 +244,8 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
                 "Done loading RDB, keys loaded: {}, keys expired: {}.",
                 sum.keys, sum.expired
             );
+            st.rdb.last_load_keys_loaded = sum.keys as u64;
+            st.rdb.last_load_keys_expired = sum.expired as u64;
             info!(
                 "DB loaded from disk: {:.3} seconds",
                 start.elapsed().as_secs_f64()
@@ -257,4 +264,500 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
 /// NOSAVE prevents it, otherwise only when save points are configured.
 pub fn shutdown_saves(st: &State, save: Option<bool>) -> bool {
     save.unwrap_or_else(|| !st.cfg.str("save").trim().is_empty())
+}
+
+// ------------------------------------------------------------------ BGSAVE
+
+/// Seconds after a failed background save before a save point or a
+/// scheduled BGSAVE tries again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_DELAY_S: i64 = 5;
+/// One slice of the background walk holds the lock at most this long…
+const SLICE: Duration = Duration::from_micros(300);
+/// …or until this many bytes are ready to write.
+const SLICE_BYTES: usize = 1 << 20;
+
+/// RDB persistence status: the running background save and what INFO
+/// persistence reports.
+pub struct RdbState {
+    /// The epoch of the last snapshot started (see `storage::snapshot`).
+    pub epoch: u32,
+    pub running: Option<Running>,
+    /// BGSAVE SCHEDULE (or BGSAVE inside MULTI): start when possible.
+    pub scheduled: bool,
+    pub last_bgsave_ok: bool,
+    pub last_bgsave_time_s: i64,
+    /// When the last background save was tried (unix s).
+    pub last_try_s: i64,
+    /// SAVE and BGSAVE attempts (`rdb_saves`).
+    pub saves: u64,
+    pub last_load_keys_loaded: u64,
+    pub last_load_keys_expired: u64,
+}
+
+impl Default for RdbState {
+    fn default() -> Self {
+        RdbState {
+            epoch: 0,
+            running: None,
+            scheduled: false,
+            last_bgsave_ok: true,
+            last_bgsave_time_s: -1,
+            last_try_s: 0,
+            saves: 0,
+            last_load_keys_loaded: 0,
+            last_load_keys_expired: 0,
+        }
+    }
+}
+
+/// A background save in progress.
+pub struct Running {
+    pub started: Instant,
+    pub started_s: i64,
+    /// `dirty` when it started: what a successful save makes persistent.
+    pub dirty_before: u64,
+    /// Set when the save is abandoned (SHUTDOWN); the saver thread stops.
+    abort: Arc<AtomicBool>,
+    tmp: PathBuf,
+}
+
+/// The MISCONF error of write commands after a failed background save.
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Whether write commands (and PING) are refused with [`MISCONF`]: the
+/// last background save failed, save points are configured and
+/// `stop-writes-on-bgsave-error` is on.
+pub fn writes_denied(st: &State) -> bool {
+    !st.rdb.last_bgsave_ok
+        && st.cfg.flag("stop-writes-on-bgsave-error")
+        && !st.cfg.str("save").trim().is_empty()
+}
+
+pub fn bgsave_in_progress(st: &State) -> bool {
+    st.rdb.running.is_some()
+}
+
+/// The save points of the `save` option: (seconds, changes) pairs.
+pub fn save_points(spec: &str) -> Vec<(i64, u64)> {
+    let w: Vec<&str> = spec.split_whitespace().collect();
+    w.chunks_exact(2)
+        .filter_map(|p| Some((p[0].parse().ok()?, p[1].parse().ok()?)))
+        .collect()
+}
+
+fn key_meta(st: &State) -> KeyMeta {
+    match access_meta(st) {
+        AccessMeta::None => KeyMeta::None,
+        AccessMeta::Lru => KeyMeta::Lru,
+        AccessMeta::Lfu => KeyMeta::Lfu,
+    }
+}
+
+fn bg_tmp_name(dir: &std::path::Path) -> PathBuf {
+    dir.join(format!("temp-{}-bg.rdb", std::process::id()))
+}
+
+/// Starts a background save: opens the temporary file, raises the
+/// snapshot epoch in every database (O(1) each) and starts the saver
+/// thread. A failure to open the file is reported as Redis reports its
+/// child's: the save "started" and failed at once.
+pub fn bgsave_start(st: &mut State) {
+    debug_assert!(st.rdb.running.is_none());
+    let now_s = now_ms() / 1000;
+    st.rdb.saves += 1;
+    st.rdb.last_try_s = now_s;
+    let path = rdb_path(st);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let tmp = bg_tmp_name(&dir);
+    let file = match std::fs::File::create(&tmp) {
+        Ok(f) => f,
+        Err(e) => {
+            warn!(
+                "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
+                tmp.file_name().unwrap_or_default().to_string_lossy(),
+                st.cfg.str("dir")
+            );
+            warn!("Background saving error");
+            st.rdb.last_bgsave_ok = false;
+            st.rdb.last_bgsave_time_s = 0;
+            return;
+        }
+    };
+    let Some(shared) = st.shared.upgrade() else {
+        // No server around the state (unit tests): nothing to run on.
+        drop(file);
+        let _ = std::fs::remove_file(&tmp);
+        return;
+    };
+    let opts = save_opts(st);
+    let mut head = rdb::Writer::new(Vec::new(), opts);
+    let header = head
+        .header(REDIS_VER, now_s, crate::cmd::server::rss_bytes())
+        .and_then(|_| head.finish())
+        .map(|mut v| {
+            // Without the EOF byte and checksum `finish` added.
+            v.truncate(v.len() - 9);
+            v
+        })
+        .unwrap_or_default();
+    st.rdb.epoch += 1;
+    let (epoch, meta) = (st.rdb.epoch, key_meta(st));
+    for (i, db) in st.dbs.iter_mut().enumerate() {
+        db.snapshot_begin(i, epoch, opts, meta);
+    }
+    let abort = Arc::new(AtomicBool::new(false));
+    st.rdb.running = Some(Running {
+        started: Instant::now(),
+        started_s: now_s,
+        dirty_before: st.dirty,
+        abort: abort.clone(),
+        tmp: tmp.clone(),
+    });
+    info!("Background saving started");
+    let job = Job {
+        shared,
+        abort,
+        tmp,
+        path,
+        dir,
+        checksum: opts.checksum,
+    };
+    let spawned = std::thread::Builder::new()
+        .name("bgsave".into())
+        .spawn(move || job.run(file, header));
+    if let Err(e) = spawned {
+        warn!("Can't save in background: {e}");
+        abort_bgsave(st);
+        st.rdb.last_bgsave_ok = false;
+    }
+}
+
+/// Abandons a running background save (SHUTDOWN): the databases stop
+/// capturing, the saver thread stops at its next slice and the temporary
+/// file is removed.
+pub fn abort_bgsave(st: &mut State) {
+    if let Some(r) = st.rdb.running.take() {
+        r.abort.store(true, Relaxed);
+        for db in st.dbs.iter_mut() {
+            db.snapshot_end();
+        }
+        let _ = std::fs::remove_file(&r.tmp);
+    }
+}
+
+/// (keys saved, keys in the snapshot) of the running save.
+pub fn bgsave_progress(st: &State) -> (u64, u64) {
+    if st.rdb.running.is_none() {
+        return (0, 0);
+    }
+    st.dbs
+        .iter()
+        .filter_map(|d| d.snapshot())
+        .fold((0, 0), |(a, b), c| {
+            (a + c.keys_saved, b + c.keys_total as u64)
+        })
+}
+
+/// Where the saver's stream is: the database its last records were for,
+/// and which databases got their RESIZEDB.
+#[derive(Default)]
+struct StreamPos {
+    db: Option<usize>,
+    resized: Vec<bool>,
+    walking: usize,
+}
+
+/// One slice under the lock: the records writes captured, then the walk
+/// for up to [`SLICE`]. Returns the bytes and whether the snapshot is
+/// complete (then every database has stopped capturing).
+fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, bool) {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    let n = st.dbs.len();
+    if pos.resized.len() < n {
+        pos.resized.resize(n, false);
+    }
+    let emit = |db: &mut Db, out: &mut Vec<u8>, pos: &mut StreamPos| {
+        let resize = db.snapshot().map(|c| (c.keys_total, c.expires_total));
+        if let Some((index, bytes)) = db.snapshot_take_output() {
+            if pos.db != Some(index) {
+                let first = !pos.resized[index];
+                pos.resized[index] = true;
+                snapshot::select_db(out, index, resize.filter(|_| first));
+                pos.db = Some(index);
+            }
+            out.extend_from_slice(&bytes);
+        }
+    };
+    for db in st.dbs.iter_mut() {
+        emit(db, &mut out, pos);
+    }
+    // The next database with keys left to walk. Not simply the next index:
+    // SWAPDB moves whole databases, captures included, so one not walked
+    // yet may land at an index already passed.
+    let unwalked = |st: &State, from: usize| {
+        (0..n)
+            .map(|i| (from + i) % n)
+            .find(|&i| st.dbs[i].snapshot().is_some_and(|c| !c.walk_done()))
+    };
+    let mut complete = false;
+    loop {
+        let Some(i) = unwalked(st, pos.walking) else {
+            complete = true;
+            break;
+        };
+        pos.walking = i;
+        let db = &mut st.dbs[i];
+        db.snapshot_step(256, SLICE_BYTES);
+        emit(db, &mut out, pos);
+        if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
+            break;
+        }
+    }
+    if complete {
+        // Every key is saved; records captured since were taken above
+        // and none can come any more.
+        for db in st.dbs.iter_mut() {
+            emit(db, &mut out, pos);
+            db.snapshot_end();
+        }
+    }
+    (out, complete)
+}
+
+struct Job {
+    shared: Arc<Shared>,
+    abort: Arc<AtomicBool>,
+    tmp: PathBuf,
+    path: PathBuf,
+    dir: PathBuf,
+    checksum: bool,
+}
+
+impl Job {
+    fn run(self, file: std::fs::File, header: Vec<u8>) {
+        let res = self.write(file, header);
+        if self.abort.load(Relaxed) {
+            return;
+        }
+        let mut st = self.shared.state.lock();
+        // SHUTDOWN may have abandoned the save while the file was synced.
+        if self.abort.load(Relaxed) {
+            return;
+        }
+        let res = res.and_then(|()| std::fs::rename(&self.tmp, &self.path));
+        let Some(r) = st.rdb.running.take() else {
+            return;
+        };
+        st.rdb.last_bgsave_time_s = r.started.elapsed().as_secs() as i64;
+        match res {
+            Ok(()) => {
+                info!("Background saving terminated with success");
+                st.dirty = st.dirty.saturating_sub(r.dirty_before);
+                st.lastsave = now_ms() / 1000;
+                st.rdb.last_bgsave_ok = true;
+            }
+            Err(e) => {
+                warn!("Write error saving DB on disk: {e}");
+                warn!("Background saving error");
+                let _ = std::fs::remove_file(&self.tmp);
+                st.rdb.last_bgsave_ok = false;
+                for db in st.dbs.iter_mut() {
+                    db.snapshot_end();
+                }
+            }
+        }
+        drop(st);
+        if let Ok(d) = std::fs::File::open(&self.dir) {
+            let _ = d.sync_all();
+        }
+    }
+
+    /// Streams the snapshot to the file: slices under the lock, writes
+    /// outside it (which is also the backpressure: the walk does not run
+    /// ahead of the disk by more than one slice), then EOF, checksum and
+    /// fsync.
+    fn write(&self, file: std::fs::File, header: Vec<u8>) -> io::Result<()> {
+        let mut w = io::BufWriter::with_capacity(1 << 16, file);
+        let mut crc = 0u64;
+        let mut put = |w: &mut io::BufWriter<std::fs::File>, b: &[u8]| {
+            if self.checksum {
+                crc = rdb::crc64::crc64(crc, b);
+            }
+            w.write_all(b)
+        };
+        put(&mut w, &header)?;
+        let mut pos = StreamPos::default();
+        let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
+        loop {
+            let mut st = self.shared.state.lock();
+            let t = Instant::now();
+            if self.abort.load(Relaxed) {
+                return Err(io::Error::other("aborted"));
+            }
+            let (bytes, complete) = slice(&mut st, &mut pos, SLICE);
+            // Clients waiting for the lock go first.
+            parking_lot::MutexGuard::unlock_fair(st);
+            let d = t.elapsed();
+            if self.shared.state.is_locked() {
+                // Clients are busy: give them at least as long as the slice
+                // took, so the walk uses at most half of the lock's time.
+                std::thread::sleep(d.min(SLICE * 2));
+            }
+            slices += 1;
+            held += d;
+            longest = longest.max(d);
+            if complete {
+                info!(
+                    "Snapshot walk: {slices} slices, {:.1} ms under the lock in all, longest {:.2} ms",
+                    held.as_secs_f64() * 1000.0,
+                    longest.as_secs_f64() * 1000.0
+                );
+            }
+            if let Err(e) = put(&mut w, &bytes) {
+                // Stop capturing at once: the save has failed.
+                let mut st = self.shared.state.lock();
+                for db in st.dbs.iter_mut() {
+                    db.snapshot_end();
+                }
+                return Err(e);
+            }
+            if complete {
+                break;
+            }
+        }
+        put(&mut w, &[rdb::OP_EOF])?;
+        let crc = if self.checksum { crc } else { 0 };
+        w.write_all(&crc.to_le_bytes())?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()
+    }
+}
+
+/// The cron's part: a scheduled BGSAVE, then the save points ("after N
+/// seconds with at least M changes"), retrying a failed save only after
+/// [`RETRY_DELAY_S`].
+pub fn cron(st: &mut State) {
+    if st.rdb.running.is_some() {
+        return;
+    }
+    let now_s = now_ms() / 1000;
+    let may_retry = st.rdb.last_bgsave_ok || now_s - st.rdb.last_try_s > RETRY_DELAY_S;
+    if st.rdb.scheduled && may_retry {
+        st.rdb.scheduled = false;
+        bgsave_start(st);
+        return;
+    }
+    if !may_retry {
+        return;
+    }
+    for (secs, changes) in save_points(st.cfg.str("save")) {
+        if st.dirty >= changes && now_s - st.lastsave > secs {
+            info!("{changes} changes in {secs} seconds. Saving...");
+            bgsave_start(st);
+            return;
+        }
+    }
+}
+
+/// Whether `cmd` is refused with [`MISCONF`] now: a write command, PING
+/// (as Redis), or an EXEC whose queue holds a write command.
+pub fn denies(st: &State, cl: &crate::state::Client, cmd: &crate::cmd::Command) -> bool {
+    use crate::cmd::flags::WRITE;
+    let write = cmd.has(WRITE)
+        || cmd.name == "ping"
+        || (cmd.name == "exec"
+            && cl.multi.as_ref().is_some_and(|q| {
+                q.iter()
+                    .any(|a| crate::cmd::resolve(a).is_ok_and(|c| c.has(WRITE)))
+            }));
+    write && writes_denied(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use storage::Value;
+
+    /// Runs a snapshot of `st` slice by slice (one walk step each), calling
+    /// `between` after every slice; returns the keys per db in the file.
+    fn snapshot_keys(st: &mut State, mut between: impl FnMut(&mut State, usize)) -> Vec<usize> {
+        let mut file = b"REDIS0010".to_vec();
+        st.rdb.epoch += 1;
+        let epoch = st.rdb.epoch;
+        for (i, db) in st.dbs.iter_mut().enumerate() {
+            db.snapshot_begin(i, epoch, SaveOpts::default(), KeyMeta::None);
+        }
+        let mut pos = StreamPos::default();
+        loop {
+            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO);
+            file.extend_from_slice(&bytes);
+            if complete {
+                break;
+            }
+            between(st, pos.walking);
+        }
+        assert!(st.dbs.iter().all(|d| d.snapshot().is_none()));
+        file.push(rdb::OP_EOF);
+        file.extend_from_slice(&[0; 8]);
+        let mut per_db = vec![0; st.dbs.len()];
+        rdb::load(&file, &Limits::default(), 0, false, |k| {
+            per_db[k.db] += 1;
+            Ok(())
+        })
+        .unwrap();
+        per_db
+    }
+
+    fn fill(st: &mut State, db: usize, n: usize) {
+        for i in 0..n {
+            st.dbs[db].add(format!("k{i}").as_bytes(), Value::str(b"v"));
+        }
+    }
+
+    #[test]
+    fn swapdb_during_the_walk_loses_nothing() {
+        let mut st = State::new(Config::default());
+        fill(&mut st, 3, 2000);
+        fill(&mut st, 9, 10);
+        let mut swapped = false;
+        let got = snapshot_keys(&mut st, |st, walking| {
+            // While db 3 is walked, the unwalked db 9 moves below it.
+            if walking == 3 && !swapped {
+                st.dbs.swap(1, 9);
+                swapped = true;
+            }
+        });
+        assert!(swapped);
+        assert_eq!((got[3], got[9], got[1]), (2000, 10, 0));
+    }
+
+    #[test]
+    fn flushall_during_the_walk_saves_the_rest_first() {
+        let mut st = State::new(Config::default());
+        fill(&mut st, 0, 3000);
+        fill(&mut st, 2, 500);
+        let got = snapshot_keys(&mut st, |st, _| {
+            for db in st.dbs.iter_mut() {
+                drop(db.take());
+            }
+            fill(st, 5, 7);
+        });
+        assert_eq!((got[0], got[2], got[5]), (3000, 500, 0));
+        assert_eq!(st.dbs[5].len(), 7);
+    }
+
+    #[test]
+    fn save_points_parse() {
+        assert_eq!(
+            save_points("900 1 300 10 60 10000"),
+            vec![(900, 1), (300, 10), (60, 10000)]
+        );
+        assert!(save_points("").is_empty());
+    }
 }

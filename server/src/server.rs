@@ -105,6 +105,12 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         }
         let mut st = shared.state.lock();
         let save = st.shutdown.take().and_then(|r| r.save);
+        if crate::persist::bgsave_in_progress(&st) {
+            // As Redis kills its saving child: the final save (if any)
+            // is synchronous and complete.
+            warn!("There is a child saving an .rdb. Killing it!");
+            crate::persist::abort_bgsave(&mut st);
+        }
         if crate::persist::shutdown_saves(&st, save) {
             info!("Saving the final RDB snapshot before exiting.");
             if crate::persist::save(&mut st).is_err() {
@@ -190,6 +196,7 @@ async fn cron(shared: Arc<Shared>) {
         if st.pause.as_ref().is_some_and(|p| p.until_ms <= now) {
             st.pause = None;
         }
+        crate::persist::cron(&mut st);
     }
 }
 

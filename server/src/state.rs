@@ -282,6 +282,8 @@ pub struct State {
     pub aof: crate::aof::Aof,
     /// maxmemory eviction settings and pool, latency monitor (see `evict`).
     pub memory: crate::evict::Memory,
+    /// RDB status and the running BGSAVE (see `persist`).
+    pub rdb: crate::persist::RdbState,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -332,6 +334,7 @@ impl State {
             pubsub: Default::default(),
             aof: Default::default(),
             memory: Default::default(),
+            rdb: Default::default(),
         };
         let _ = st.script_run.nudge.set(wake_idle_worker);
         st.apply_config();

@@ -6,6 +6,7 @@
 //! time is logically absent: callers check [`Db::is_expired`] (or let
 //! [`Db::expire_if_needed`] delete it) before reading.
 
+use crate::snapshot::{Capture, KeyMeta};
 use crate::{CBytes, Dict, Value};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -23,12 +24,16 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 /// decrement time" is the last access time, which is what Redis's
 /// `updateLFU` stores too. An atomic with relaxed ordering (a plain load and
 /// store) keeps `Db` `Sync` while reads can refresh the clock through `&self`.
+///
+/// `saved` is the epoch of the last snapshot this entry was written to (see
+/// [`crate::snapshot`]); it uses the 4 bytes of padding the node had, so
+/// the node stays 64 bytes.
 #[derive(Default, Debug)]
-pub struct Access(AtomicU32);
+pub struct Access(AtomicU32, u32);
 
 impl Clone for Access {
     fn clone(&self) -> Self {
-        Access(AtomicU32::new(self.0.load(Relaxed)))
+        Access(AtomicU32::new(self.0.load(Relaxed)), self.1)
     }
 }
 
@@ -38,8 +43,8 @@ const CLOCK_MAX: u32 = (1 << 24) - 1;
 pub const LFU_INIT_VAL: u8 = 5;
 
 impl Access {
-    fn new(clock: u32) -> Self {
-        Access(AtomicU32::new(clock << 8 | LFU_INIT_VAL as u32))
+    fn new(clock: u32, epoch: u32) -> Self {
+        Access(AtomicU32::new(clock << 8 | LFU_INIT_VAL as u32), epoch)
     }
     fn clock(&self) -> u32 {
         self.0.load(Relaxed) >> 8
@@ -96,6 +101,55 @@ pub struct Db {
     /// costs no clock call.
     pub clock_ms: i64,
     pub lfu: Lfu,
+    /// The epoch entries created now are stamped with: that of the running
+    /// (or last) snapshot, so a running one skips them.
+    epoch: u32,
+    /// The running snapshot of this database, if any.
+    snap: Option<Box<Capture>>,
+}
+
+/// Saves the entry's current contents to the running snapshot unless it is
+/// already there, before a write changes it (see [`crate::snapshot`]).
+/// Separate from `Db`'s methods so it can borrow the fields disjointly.
+#[inline]
+fn pre_write(
+    snap: &mut Option<Box<Capture>>,
+    expires: &Dict<i64>,
+    clock: u32,
+    lfu: Lfu,
+    key: &[u8],
+    v: &Value,
+    a: &mut Access,
+) {
+    if let Some(cap) = snap {
+        if a.1 < cap.epoch {
+            a.1 = cap.epoch;
+            save_entry(cap, expires, clock, lfu, key, v, a);
+            cap.keys_captured += 1;
+        }
+    }
+}
+
+fn save_entry(
+    cap: &mut Capture,
+    expires: &Dict<i64>,
+    clock: u32,
+    lfu: Lfu,
+    key: &[u8],
+    v: &Value,
+    a: &Access,
+) {
+    let exp = if expires.is_empty() {
+        None
+    } else {
+        expires.get(key).copied()
+    };
+    let (idle, freq) = match cap.meta {
+        KeyMeta::None => (0, 0),
+        KeyMeta::Lru => (elapsed_s(clock, a.clock()) as u64, 0),
+        KeyMeta::Lfu => (0, decayed(a, clock, lfu)),
+    };
+    cap.record(key, v, exp, idle, freq);
 }
 
 impl Db {
@@ -147,8 +201,17 @@ impl Db {
         let now = self.access_clock();
         let lfu = self.lfu;
         let (v, a) = self.keys.get_mut_meta(key)?;
+        pre_write(&mut self.snap, &self.expires, now, lfu, key, v, a);
         touch_with(a, now, lfu);
         Some(v)
+    }
+
+    /// The value at `key`, created with `make` if absent.
+    pub fn get_or_add(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Value {
+        if !self.keys.contains_key(key) {
+            self.add(key, make());
+        }
+        self.get_mut(key).expect("just added")
     }
 
     /// Sets the time accesses are stamped with (unix ms).
@@ -213,6 +276,7 @@ impl Db {
         let lfu = self.lfu.enabled;
         match self.keys.get_mut_meta(key) {
             Some((slot, a)) => {
+                pre_write(&mut self.snap, &self.expires, now, self.lfu, key, slot, a);
                 *slot = val;
                 // As Redis's dbOverwrite: a new value is a fresh access under
                 // LRU; under LFU it inherits the counter (the lookup that
@@ -223,7 +287,7 @@ impl Db {
             }
             None => self
                 .keys
-                .insert_new_meta(CBytes::new(key), val, Access::new(now)),
+                .insert_new_meta(CBytes::new(key), val, Access::new(now, self.epoch)),
         }
         if !keep_ttl {
             self.persist(key);
@@ -232,14 +296,15 @@ impl Db {
 
     /// Adds a key known to be absent.
     pub fn add(&mut self, key: &[u8], val: Value) {
-        let a = Access::new(self.access_clock());
+        let a = Access::new(self.access_clock(), self.epoch);
         self.keys.insert_new_meta(CBytes::new(key), val, a);
     }
 
     /// Takes `key` out with its access clock and expiry time (RENAME, MOVE,
     /// SWAPDB-like moves keep both, as Redis moves the object).
     pub fn take_entry(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
-        let (k, v, a) = self.keys.remove_meta(key)?;
+        let (k, v, mut a) = self.keys.remove_meta(key)?;
+        self.saved_on_removal(&k, &v, &mut a);
         let exp = if self.expires.is_empty() {
             None
         } else {
@@ -248,10 +313,22 @@ impl Db {
         Some((k, v, a, exp))
     }
 
+    /// A removed entry (its TTL still in `expires`) goes to the running
+    /// snapshot first if it is not there yet.
+    #[inline]
+    fn saved_on_removal(&mut self, k: &[u8], v: &Value, a: &mut Access) {
+        if self.snap.is_some() {
+            let now = self.access_clock();
+            pre_write(&mut self.snap, &self.expires, now, self.lfu, k, v, a);
+        }
+    }
+
     /// Puts an entry from [`Db::take_entry`] under `key`, which must be
     /// absent.
-    pub fn put_entry(&mut self, key: CBytes, val: Value, access: Access, expire: Option<i64>) {
+    pub fn put_entry(&mut self, key: CBytes, val: Value, mut access: Access, expire: Option<i64>) {
         debug_assert!(!self.keys.contains_key(&key));
+        // A new key here as far as a running snapshot is concerned.
+        access.1 = self.epoch;
         if let Some(t) = expire {
             self.expires.insert_new(key.clone(), t);
         }
@@ -264,7 +341,8 @@ impl Db {
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
-        let (_, v) = self.keys.remove(key)?;
+        let (k, v, mut a) = self.keys.remove_meta(key)?;
+        self.saved_on_removal(&k, &v, &mut a);
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
@@ -274,6 +352,7 @@ impl Db {
     /// Sets the expiry of an existing key.
     pub fn set_expire(&mut self, key: &[u8], at_ms: i64) {
         debug_assert!(self.keys.contains_key(key));
+        self.before_ttl_change(key);
         match self.expires.get_mut(key) {
             Some(t) => *t = at_ms,
             None => self.expires.insert_new(CBytes::new(key), at_ms),
@@ -282,16 +361,111 @@ impl Db {
 
     /// Removes the TTL; true if there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
-        !self.expires.is_empty() && self.expires.remove(key).is_some()
+        if self.expires.is_empty() {
+            return false;
+        }
+        self.before_ttl_change(key);
+        self.expires.remove(key).is_some()
+    }
+
+    fn before_ttl_change(&mut self, key: &[u8]) {
+        if self.snap.is_some() {
+            let now = self.access_clock();
+            if let Some((v, a)) = self.keys.get_mut_meta(key) {
+                pre_write(&mut self.snap, &self.expires, now, self.lfu, key, v, a);
+            }
+        }
     }
 
     /// Empties the database, returning the old contents (to drop elsewhere).
-    /// The clock and LFU settings stay.
+    /// The clock and LFU settings stay. A running snapshot first saves the
+    /// rest of the old contents (synchronously: FLUSHDB/FLUSHALL during a
+    /// BGSAVE are rare) and carries on with the empty database.
     pub fn take(&mut self) -> Db {
-        let old = std::mem::take(self);
+        if self.snap.is_some() {
+            while !self.snapshot_step(usize::MAX, usize::MAX) {}
+        }
+        let mut old = std::mem::take(self);
         self.clock_ms = old.clock_ms;
         self.lfu = old.lfu;
+        self.epoch = old.epoch;
+        self.snap = old.snap.take();
         old
+    }
+
+    // ------------------------------------------------------------ snapshots
+
+    /// Starts a snapshot of this database as number `index` at `epoch`,
+    /// which must be above every earlier one. O(1): nothing is walked.
+    pub fn snapshot_begin(
+        &mut self,
+        index: usize,
+        epoch: u32,
+        opts: crate::rdb::SaveOpts,
+        meta: KeyMeta,
+    ) {
+        debug_assert!(epoch > self.epoch);
+        self.epoch = epoch;
+        self.snap = Some(Box::new(Capture::new(
+            index,
+            epoch,
+            opts,
+            meta,
+            self.keys.len(),
+            self.expires.len(),
+        )));
+    }
+
+    /// The running snapshot, if any.
+    pub fn snapshot(&self) -> Option<&Capture> {
+        self.snap.as_deref()
+    }
+
+    /// Walks on until `max_keys` keys were saved or `max_bytes` are waiting
+    /// in the capture buffer; true once every key is saved.
+    pub fn snapshot_step(&mut self, max_keys: usize, max_bytes: usize) -> bool {
+        let now = self.access_clock();
+        let lfu = self.lfu;
+        let Db {
+            keys,
+            expires,
+            snap,
+            ..
+        } = self;
+        let Some(cap) = snap.as_deref_mut() else {
+            return true;
+        };
+        let start = cap.keys_saved;
+        while !cap.walk_done {
+            if (cap.keys_saved - start) as usize >= max_keys || cap.out.len() >= max_bytes {
+                return false;
+            }
+            let epoch = cap.epoch;
+            cap.cursor = keys.scan_meta_mut(cap.cursor, |k, v, a| {
+                if a.1 < epoch {
+                    a.1 = epoch;
+                    save_entry(cap, expires, now, lfu, k, v, a);
+                }
+            });
+            cap.walk_done = cap.cursor == 0;
+        }
+        true
+    }
+
+    /// Takes the records serialized so far (with the database's number in
+    /// the snapshot).
+    pub fn snapshot_take_output(&mut self) -> Option<(usize, Vec<u8>)> {
+        let cap = self.snap.as_deref_mut()?;
+        if cap.out.is_empty() {
+            return None;
+        }
+        Some((cap.index, std::mem::take(&mut cap.out)))
+    }
+
+    /// Ends (or abandons) the running snapshot. Entries keep their marks;
+    /// the next snapshot's higher epoch makes them unsaved again.
+    pub fn snapshot_end(&mut self) -> Option<Box<Capture>> {
+        self.snap.take()
     }
 
     /// One step of active expiry: scans `expires` from the saved cursor
@@ -443,8 +617,135 @@ mod tests {
     }
 
     #[test]
-    fn access_clock_is_four_bytes_in_the_node() {
-        assert_eq!(std::mem::size_of::<Access>(), 4);
+    fn access_clock_and_epoch_fit_the_node_padding() {
+        assert_eq!(std::mem::size_of::<Access>(), 8);
+    }
+
+    use crate::rdb::{self, SaveOpts};
+    use crate::snapshot;
+    use std::collections::BTreeMap;
+
+    type Image = BTreeMap<(usize, Vec<u8>), (Vec<u8>, Option<i64>)>;
+
+    /// Wraps the records of `db` (taken from its capture) in a file and
+    /// loads it back: key -> (string value, expire).
+    fn snapshot_contents(parts: &[(usize, Vec<u8>)]) -> Image {
+        let mut file = b"REDIS0010".to_vec();
+        for (i, p) in parts {
+            snapshot::select_db(&mut file, *i, None);
+            file.extend_from_slice(p);
+        }
+        file.push(rdb::OP_EOF);
+        file.extend_from_slice(&[0; 8]);
+        let mut out = BTreeMap::new();
+        rdb::load(&file, &Default::default(), 0, false, |k| {
+            let v = match &k.value {
+                Value::Str(s) => s.as_bytes(&mut itoa::Buffer::new()).to_vec(),
+                Value::List(l) => format!("list:{}", l.len()).into_bytes(),
+                _ => b"other".to_vec(),
+            };
+            assert!(
+                out.insert((k.db, k.key.clone()), (v, k.expire_ms))
+                    .is_none(),
+                "duplicate"
+            );
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn snapshot_saves_the_image_at_its_start_whatever_the_writes() {
+        let mut d = db_at(1_000);
+        for i in 0..2000 {
+            d.add(
+                format!("k{i}").as_bytes(),
+                Value::str(format!("v{i}").as_bytes()),
+            );
+        }
+        d.set_expire(b"k5", 99_000);
+        d.set_expire(b"k6", 98_000);
+        let mut expect = BTreeMap::new();
+        for i in 0..2000 {
+            let exp = match i {
+                5 => Some(99_000),
+                6 => Some(98_000),
+                _ => None,
+            };
+            expect.insert(
+                (3, format!("k{i}").into_bytes()),
+                (format!("v{i}").into_bytes(), exp),
+            );
+        }
+        d.snapshot_begin(3, 1, SaveOpts::default(), snapshot::KeyMeta::None);
+        let mut parts = Vec::new();
+        let mut round = 0;
+        loop {
+            let done = d.snapshot_step(7, usize::MAX);
+            parts.extend(d.snapshot_take_output());
+            // Every kind of write, on keys walked and not yet walked; new
+            // keys grow the table (rehashing under the cursor).
+            round += 1;
+            let k = format!("k{}", (round * 37) % 2000);
+            if let Some(Value::Str(s)) = d.get_mut(k.as_bytes()) {
+                *s = crate::StrValue::new(b"changed");
+            }
+            d.set(
+                format!("k{}", (round * 11) % 2000).as_bytes(),
+                Value::str(b"set"),
+                false,
+            );
+            d.remove(format!("k{}", (round * 13) % 2000).as_bytes());
+            if let Some((k, v, a, e)) = d.take_entry(format!("k{}", (round * 17) % 2000).as_bytes())
+            {
+                d.put_entry(CBytes::new(format!("moved{round}").as_bytes()), v, a, e);
+                drop(k);
+            }
+            if d.contains(b"k5") {
+                d.persist(b"k5");
+            }
+            if d.contains(b"k6") {
+                d.set_expire(b"k6", 1);
+            }
+            for j in 0..20 {
+                d.add(format!("new{round}_{j}").as_bytes(), Value::str(b"n"));
+            }
+            if round == 40 {
+                // FLUSHDB in the middle: the rest is saved first.
+                drop(d.take());
+                assert!(d.snapshot().unwrap().walk_done());
+            }
+            if done {
+                break;
+            }
+        }
+        parts.extend(d.snapshot_take_output());
+        assert_eq!(snapshot_contents(&parts), expect);
+        let cap = d.snapshot_end().unwrap();
+        assert_eq!(cap.keys_saved, 2000);
+        assert!(cap.keys_captured > 0);
+        // A second snapshot sees the current contents.
+        let now: Vec<Vec<u8>> = d.keys.iter().map(|(k, _)| k.to_vec()).collect();
+        d.snapshot_begin(0, 2, SaveOpts::default(), snapshot::KeyMeta::None);
+        while !d.snapshot_step(100, usize::MAX) {}
+        let got = snapshot_contents(&[d.snapshot_take_output().unwrap()]);
+        assert_eq!(got.len(), now.len());
+    }
+
+    #[test]
+    fn get_or_add_stamps_new_keys_with_the_epoch() {
+        let mut d = db_at(5_000);
+        d.add(b"old", Value::str(b"1"));
+        d.snapshot_begin(0, 1, SaveOpts::default(), snapshot::KeyMeta::Lru);
+        d.get_or_add(b"fresh", || Value::str(b"x"));
+        assert!(d.snapshot_step(usize::MAX, usize::MAX));
+        let got = snapshot_contents(&[d.snapshot_take_output().unwrap()]);
+        assert_eq!(
+            got.keys().map(|k| k.1.clone()).collect::<Vec<_>>(),
+            vec![b"old".to_vec()]
+        );
+        assert_eq!(d.idle_ms(b"fresh"), Some(0));
     }
 
     #[test]

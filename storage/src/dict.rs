@@ -373,34 +373,65 @@ impl<V, M: Default> Dict<V, M> {
     /// Visits the buckets at `cursor` and returns the next cursor (0 when
     /// the scan is complete). See the module doc for the guarantee.
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&CBytes, &V)) -> u64 {
-        if self.is_empty() {
-            return 0;
-        }
-        let mut v = cursor;
-        let mut emit = |t: &Table<V, M>, v: u64| {
-            let mut link = &t.buckets[(v & t.mask()) as usize];
+        self.scan_buckets(cursor, |ti, b| {
+            let mut link = &self.t[ti].buckets[b];
             while let Some(n) = link {
                 f(&n.key, &n.val);
                 link = &n.next;
             }
-        };
+        })
+    }
+
+    /// As [`Dict::scan`], with each entry's metadata writable (the snapshot
+    /// walk marks the entries it has saved).
+    pub fn scan_meta_mut(&mut self, cursor: u64, mut f: impl FnMut(&CBytes, &V, &mut M)) -> u64 {
+        // The buckets to visit are found with a shared borrow, then visited
+        // mutably; more than two only while a rehash runs.
+        let mut first = [(0usize, 0usize); 2];
+        let mut more: Vec<(usize, usize)> = Vec::new();
+        let mut n = 0;
+        let next = self.scan_buckets(cursor, |ti, b| {
+            if n < 2 {
+                first[n] = (ti, b);
+            } else {
+                more.push((ti, b));
+            }
+            n += 1;
+        });
+        for &(ti, b) in first[..n.min(2)].iter().chain(more.iter()) {
+            let mut link = &mut self.t[ti].buckets[b];
+            while let Some(node) = link {
+                f(&node.key, &node.val, &mut node.meta);
+                link = &mut node.next;
+            }
+        }
+        next
+    }
+
+    /// The cursor walk shared by the scans: calls `emit(table, bucket)` for
+    /// each bucket to visit at `cursor` and returns the next cursor.
+    fn scan_buckets(&self, cursor: u64, mut emit: impl FnMut(usize, usize)) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        let mut v = cursor;
         // The cursor's reversed increment runs on the smaller table's bits.
         let m_small;
         if self.rehash_idx.is_none() {
             m_small = self.t[0].mask();
-            emit(&self.t[0], v);
+            emit(0, (v & m_small) as usize);
         } else {
             let (small, large) = if self.t[0].buckets.len() <= self.t[1].buckets.len() {
-                (&self.t[0], &self.t[1])
+                (0, 1)
             } else {
-                (&self.t[1], &self.t[0])
+                (1, 0)
             };
-            let m0 = small.mask();
-            let m1 = large.mask();
+            let m0 = self.t[small].mask();
+            let m1 = self.t[large].mask();
             m_small = m0;
-            emit(small, v);
+            emit(small, (v & m0) as usize);
             loop {
-                emit(large, v);
+                emit(large, (v & m1) as usize);
                 v = (((v | m0).wrapping_add(1)) & !m0) | (v & m0);
                 if v & (m0 ^ m1) == 0 {
                     break;
@@ -547,6 +578,44 @@ mod tests {
         let mut a: Vec<_> = c.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
         a.sort();
         assert_eq!(a.len(), 101);
+    }
+
+    #[test]
+    fn keyspace_node_stays_in_the_64_byte_class() {
+        assert_eq!(
+            std::mem::size_of::<Node<crate::Value, crate::db::Access>>(),
+            64
+        );
+    }
+
+    #[test]
+    fn scan_meta_mut_visits_like_scan() {
+        let mut d: Dict<u32, u8> = Dict::with_meta();
+        for i in 0..512u32 {
+            d.insert_new(CBytes::from(format!("k{i}").as_str()), i);
+        }
+        // Stop mid-rehash so both tables are walked.
+        d.insert_new(CBytes::from("grow"), 0);
+        assert!(d.is_rehashing());
+        let mut cursor = 0;
+        let mut seen = HashSet::new();
+        loop {
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            let c1 = d.scan(cursor, |k, _| a.push(k.to_vec()));
+            let c2 = d.scan_meta_mut(cursor, |k, _, m| {
+                *m += 1;
+                b.push(k.to_vec());
+            });
+            assert_eq!((c1, &a), (c2, &b));
+            seen.extend(b);
+            cursor = c1;
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 513);
+        assert_eq!(d.iter().count(), 513);
     }
 
     #[test]

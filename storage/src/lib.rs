@@ -19,6 +19,7 @@ pub mod quicklist;
 pub mod rdb;
 pub mod set;
 pub mod skiplist;
+pub mod snapshot;
 mod value;
 pub mod zset;
 

@@ -464,3 +464,375 @@ fn restore_idletime_sets_the_access_clock() {
         f => panic!("{f:?}"),
     }
 }
+
+// ------------------------------------------------------------------ BGSAVE
+
+fn info_field(c: &mut RawClient, name: &str) -> String {
+    let info = text(&cmd(c, &["INFO", "persistence"]));
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO:\n{info}"))
+        .trim()
+        .to_string()
+}
+
+fn wait_bgsave(c: &mut RawClient) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while info_field(c, "rdb_bgsave_in_progress") == "1" {
+        assert!(Instant::now() < deadline, "BGSAVE did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A keyspace big enough for the background walk to take a while: strings
+/// (DEBUG POPULATE), hashes, lists, sets, sorted sets, TTLs, two dbs.
+fn big_dataset(c: &mut RawClient, strings: usize) {
+    must(c, &["DEBUG", "POPULATE", &strings.to_string(), "k", "20"]);
+    let mut batch = Vec::new();
+    for i in 0..3000 {
+        batch.extend(cinnabar_tests::encode(&[
+            "HSET",
+            &format!("h:{i}"),
+            "f1",
+            "a",
+            "f2",
+            &i.to_string(),
+        ]));
+        batch.extend(cinnabar_tests::encode(&[
+            "RPUSH",
+            &format!("l:{i}"),
+            "x",
+            "y",
+            &i.to_string(),
+        ]));
+        batch.extend(cinnabar_tests::encode(&[
+            "SADD",
+            &format!("s:{i}"),
+            "1",
+            "2",
+            "m",
+        ]));
+        batch.extend(cinnabar_tests::encode(&[
+            "ZADD",
+            &format!("z:{i}"),
+            "1.5",
+            "a",
+            &i.to_string(),
+            "b",
+        ]));
+        batch.extend(cinnabar_tests::encode(&[
+            "SET",
+            &format!("t:{i}"),
+            "ttl",
+            "EX",
+            "100000",
+        ]));
+    }
+    c.send(&batch);
+    for _ in 0..3000 * 5 {
+        let r = c.read();
+        assert!(!matches!(r, RespFrame::Error(_)), "{r:?}");
+    }
+    must(c, &["SELECT", "3"]);
+    must(c, &["DEBUG", "POPULATE", "30000", "d3", "10"]);
+    must(c, &["SELECT", "9"]);
+    must(c, &["DEBUG", "POPULATE", "5000", "d9", "10"]);
+    must(c, &["SELECT", "0"]);
+    must(c, &["SET", "counter", "0"]);
+}
+
+/// Every kind of write, pipelined, until the background save ends; returns
+/// how many were acknowledged while it was still running.
+fn write_during_bgsave(port: u16) -> u64 {
+    let mut w = RawClient::connect(port);
+    let mut probe = RawClient::connect(port);
+    let mut during = 0u64;
+    let mut round = 0u64;
+    loop {
+        let running = info_field(&mut probe, "rdb_bgsave_in_progress") == "1";
+        if !running {
+            return during;
+        }
+        let mut batch = Vec::new();
+        let mut n = 0;
+        for j in 0..50 {
+            let i = round * 50 + j;
+            let k = |p: &str, m: u64| format!("{p}:{}", (i * 7919) % m);
+            let cmds: Vec<Vec<String>> = vec![
+                vec!["INCR".into(), "counter".into()],
+                vec!["SET".into(), k("k", 100_000), "overwritten".into()],
+                vec!["DEL".into(), k("k", 90_000)],
+                vec!["SET".into(), format!("new:{i}"), "n".into()],
+                vec!["HSET".into(), k("h", 3000), "f1".into(), "changed".into()],
+                vec!["RPUSH".into(), k("l", 3000), "more".into()],
+                vec!["SREM".into(), k("s", 3000), "m".into()],
+                vec!["ZINCRBY".into(), k("z", 3000), "10".into(), "a".into()],
+                vec!["PERSIST".into(), k("t", 3000)],
+                vec!["EXPIRE".into(), k("t", 2000), "5".into()],
+                vec!["RENAME".into(), k("h", 2500), format!("renamed:{i}")],
+                // Moves a database not walked yet below one being walked.
+                vec!["SWAPDB".into(), "1".into(), "9".into()],
+            ];
+            for c in cmds {
+                batch.extend(cinnabar_tests::encode(&c));
+                n += 1;
+            }
+        }
+        w.send(&batch);
+        for _ in 0..n {
+            w.read();
+        }
+        during += n;
+        round += 1;
+    }
+}
+
+#[test]
+fn bgsave_is_a_point_in_time_image_while_clients_write() {
+    if is_real_redis() {
+        return;
+    }
+    let d = TempDir::new("pit");
+    let s = cinnabar(d.dir());
+    let mut c = s.raw();
+    big_dataset(&mut c, 100_000);
+    must(&mut c, &["SET", "marker", "before"]);
+    let image = text(&cmd(&mut c, &["DEBUG", "DIGEST"]));
+    let dbsize = cmd(&mut c, &["DBSIZE"]);
+    assert_eq!(
+        cmd(&mut c, &["BGSAVE"]),
+        cinnabar_tests::simple("Background saving started")
+    );
+    must(&mut c, &["SET", "marker", "after"]);
+    let during = write_during_bgsave(s.port);
+    assert!(during > 0, "no write landed during the BGSAVE");
+    wait_bgsave(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    // The live dataset did change.
+    assert_ne!(text(&cmd(&mut c, &["DEBUG", "DIGEST"])), image);
+
+    let dst = TempDir::new("pit-load");
+    let file = copy_rdb(d.path(), &dst);
+    if let Some(check) = redis_check_rdb() {
+        let out = Command::new(check).arg(&file).output().unwrap();
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && log.contains("RDB looks OK"),
+            "redis-check-rdb:\n{log}"
+        );
+    }
+    let s2 = cinnabar(dst.dir());
+    let mut c2 = s2.raw();
+    assert_eq!(text(&cmd(&mut c2, &["DEBUG", "DIGEST"])), image);
+    assert_eq!(cmd(&mut c2, &["DBSIZE"]), dbsize);
+    assert_eq!(
+        cmd(&mut c2, &["GET", "marker"]),
+        cinnabar_tests::bulk("before")
+    );
+    assert_eq!(cmd(&mut c2, &["GET", "counter"]), cinnabar_tests::bulk("0"));
+    // Real Redis reads the same image.
+    if redis_bin().is_some() {
+        let r = redis(dst.dir()).unwrap();
+        let mut rc = r.raw();
+        // Redis answers DEBUG while it is still loading.
+        while info_field(&mut rc, "loading") != "0" {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(text(&cmd(&mut rc, &["DEBUG", "DIGEST"])), image);
+    }
+}
+
+#[test]
+fn shutdown_during_bgsave_keeps_every_acknowledged_write() {
+    if is_real_redis() {
+        return;
+    }
+    let d = TempDir::new("shut");
+    let s = Server::start(&[
+        ("dir", d.dir()),
+        ("enable-debug-command", "yes"),
+        ("save", "3600 1"),
+    ]);
+    let mut c = s.raw();
+    big_dataset(&mut c, 300_000);
+    assert_eq!(
+        cmd(&mut c, &["BGSAVE"]),
+        cinnabar_tests::simple("Background saving started")
+    );
+    let mut w = s.raw();
+    let mut acked = 0u64;
+    for i in 0..200 {
+        must(&mut w, &["INCR", "counter"]);
+        must(&mut w, &["SET", &format!("w:{i}"), "v"]);
+        acked += 1;
+    }
+    let in_progress = info_field(&mut c, "rdb_bgsave_in_progress");
+    c.send(&cinnabar_tests::encode(&["SHUTDOWN"]));
+    c.expect_closed();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut s = s;
+    while s.alive() {
+        assert!(Instant::now() < deadline, "server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = s.log();
+    if in_progress == "1" {
+        assert!(log.contains("Killing it"), "{log}");
+    }
+    assert!(log.contains("DB saved on disk"), "{log}");
+    let s2 = cinnabar(d.dir());
+    let mut c2 = s2.raw();
+    assert_eq!(
+        cmd(&mut c2, &["GET", "counter"]),
+        cinnabar_tests::bulk(acked.to_string())
+    );
+    for i in 0..200 {
+        assert_eq!(
+            cmd(&mut c2, &["EXISTS", &format!("w:{i}")]),
+            RespFrame::Integer(1)
+        );
+    }
+    let entries = std::fs::read_dir(d.path()).unwrap().count();
+    assert_eq!(entries, 1, "temporary files left behind");
+}
+
+#[test]
+fn save_points_start_a_bgsave() {
+    if is_real_redis() {
+        return;
+    }
+    let d = TempDir::new("points");
+    let s = Server::start(&[("dir", d.dir()), ("save", "1 1 100 100")]);
+    let mut c = s.raw();
+    let t0 = match cmd(&mut c, &["LASTSAVE"]) {
+        RespFrame::Integer(n) => n,
+        f => panic!("{f:?}"),
+    };
+    must(&mut c, &["SET", "a", "1"]);
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if matches!(cmd(&mut c, &["LASTSAVE"]), RespFrame::Integer(n) if n > t0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no save point fired");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(d.path().join("dump.rdb").exists());
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert!(s.log().contains("1 changes in 1 seconds. Saving..."));
+}
+
+/// Replies checked against redis-server 7.0.15.
+#[test]
+fn bgsave_replies_as_redis() {
+    let d = TempDir::new("replies");
+    let s = cinnabar(d.dir());
+    let mut c = s.raw();
+    let e = |m: &str| RespFrame::Error(m.to_string().into());
+    assert_eq!(cmd(&mut c, &["BGSAVE", "foo"]), e("ERR syntax error"));
+    assert_eq!(
+        cmd(&mut c, &["BGSAVE", "schedule", "x"]),
+        e("ERR syntax error")
+    );
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_time_sec"), "-1");
+    must(&mut c, &["DEBUG", "POPULATE", "200000"]);
+    assert_eq!(
+        cmd(&mut c, &["BGSAVE"]),
+        cinnabar_tests::simple("Background saving started")
+    );
+    if info_field(&mut c, "rdb_bgsave_in_progress") == "1" {
+        let busy = e("ERR Background save already in progress");
+        assert_eq!(cmd(&mut c, &["BGSAVE"]), busy);
+        assert_eq!(cmd(&mut c, &["BGSAVE", "SCHEDULE"]), busy);
+        assert_eq!(cmd(&mut c, &["SAVE"]), busy);
+    }
+    wait_bgsave(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+    assert_eq!(info_field(&mut c, "rdb_current_bgsave_time_sec"), "-1");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_time_sec").len(), 1);
+    // Inside MULTI the save is scheduled, and the cron starts it.
+    must(&mut c, &["MULTI"]);
+    assert_eq!(cmd(&mut c, &["BGSAVE"]), cinnabar_tests::simple("QUEUED"));
+    match cmd(&mut c, &["EXEC"]) {
+        RespFrame::Array(v) => assert_eq!(
+            v,
+            vec![cinnabar_tests::simple("Background saving scheduled")]
+        ),
+        f => panic!("{f:?}"),
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "rdb_saves") != "2" {
+        assert!(Instant::now() < deadline, "scheduled BGSAVE never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    wait_bgsave(&mut c);
+    assert_eq!(cmd(&mut c, &["SAVE"]), ok());
+    assert_eq!(info_field(&mut c, "rdb_saves"), "3");
+}
+
+/// Checked against redis-server 7.0.15 with its directory removed.
+#[test]
+fn failed_bgsave_stops_writes_with_misconf() {
+    let base = TempDir::new("misconf");
+    let dir = base.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    let s = Server::start(&[("dir", dir.to_str().unwrap()), ("save", "3600 1")]);
+    let mut c = s.raw();
+    must(&mut c, &["SET", "a", "1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(cmd(&mut c, &["SAVE"]), RespFrame::Error("ERR".into()));
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(
+        cmd(&mut c, &["BGSAVE"]),
+        cinnabar_tests::simple("Background saving started")
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "rdb_last_bgsave_status") != "err" {
+        assert!(Instant::now() < deadline, "BGSAVE did not fail");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let misconf = RespFrame::Error(
+        "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error."
+            .into(),
+    );
+    assert_eq!(cmd(&mut c, &["SET", "a", "2"]), misconf);
+    assert_eq!(cmd(&mut c, &["DEL", "a"]), misconf);
+    assert_eq!(cmd(&mut c, &["PING"]), misconf);
+    assert_eq!(cmd(&mut c, &["GET", "a"]), cinnabar_tests::bulk("1"));
+    assert_eq!(cmd(&mut c, &["PUBLISH", "ch", "m"]), RespFrame::Integer(0));
+    must(&mut c, &["MULTI"]);
+    assert_eq!(cmd(&mut c, &["SET", "a", "1"]), misconf);
+    assert_eq!(
+        cmd(&mut c, &["EXEC"]),
+        RespFrame::Error("EXECABORT Transaction discarded because of previous errors.".into())
+    );
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
+    must(
+        &mut c,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+    );
+    assert_eq!(cmd(&mut c, &["SET", "a", "3"]), ok());
+    must(
+        &mut c,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"],
+    );
+    must(&mut c, &["CONFIG", "SET", "save", ""]);
+    assert_eq!(cmd(&mut c, &["SET", "a", "4"]), ok());
+    must(&mut c, &["CONFIG", "SET", "save", "3600 1"]);
+    assert_eq!(cmd(&mut c, &["SET", "a", "5"]), misconf);
+    // The directory is back: the next save succeeds and writes resume.
+    std::fs::create_dir(&dir).unwrap();
+    if !is_real_redis() {
+        assert_eq!(
+            cmd(&mut c, &["BGSAVE"]),
+            cinnabar_tests::simple("Background saving started")
+        );
+        wait_bgsave(&mut c);
+        assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+        assert_eq!(cmd(&mut c, &["SET", "a", "6"]), ok());
+        assert!(dir.join("dump.rdb").exists());
+    }
+}

@@ -577,7 +577,7 @@ impl State {
         make: impl FnOnce() -> Value,
     ) -> Result<&mut T, Error> {
         self.expire_if_needed(db, key, now);
-        let v = self.dbs[db].keys.get_or_insert_with(key, make);
+        let v = self.dbs[db].get_or_add(key, make);
         T::of_mut(v).ok_or(WRONGTYPE)
     }
 
@@ -770,6 +770,9 @@ fn check(
     }
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));
+    }
+    if !st.rdb.last_bgsave_ok && crate::persist::denies(st, cl, cmd) {
+        return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));

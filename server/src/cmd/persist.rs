@@ -1,4 +1,4 @@
-//! Persistence commands: SAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
+//! Persistence commands: SAVE BGSAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
 //! DIGEST-VALUE helpers the DEBUG dispatcher calls.
 
 use super::flags::*;
@@ -20,6 +20,7 @@ pub static COMMANDS: &[Command] = &[
         (0, 0, 0),
         save,
     ),
+    Command::new("bgsave", -1, ADMIN | NOSCRIPT, "admin", (0, 0, 0), bgsave),
     Command::new("dump", 2, READONLY, "keyspace", (1, 1, 1), dump),
     Command::new(
         "restore",
@@ -31,10 +32,37 @@ pub static COMMANDS: &[Command] = &[
     ),
 ];
 
+const IN_PROGRESS: &str = "ERR Background save already in progress";
+
 /// SAVE
 fn save(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    if persist::bgsave_in_progress(c.st) {
+        return Err(Error::other(IN_PROGRESS));
+    }
     persist::save(c.st).map_err(|_| Error::other("ERR"))?;
     c.out.ok();
+    Ok(())
+}
+
+/// BGSAVE [SCHEDULE]
+///
+/// SCHEDULE matters in Redis only while another child (an AOF rewrite)
+/// runs; a BGSAVE already running is an error either way. Inside
+/// MULTI/EXEC the save is scheduled for the cron, as Redis does.
+fn bgsave(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 2 || (a.len() == 2 && !is(&a[1], "schedule")) {
+        return Err(Error::Syntax);
+    }
+    if persist::bgsave_in_progress(c.st) {
+        return Err(Error::other(IN_PROGRESS));
+    }
+    if c.cl.deny_blocking {
+        c.st.rdb.scheduled = true;
+        c.out.simple("Background saving scheduled");
+        return Ok(());
+    }
+    persist::bgsave_start(c.st);
+    c.out.simple("Background saving started");
     Ok(())
 }
 

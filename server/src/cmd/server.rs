@@ -457,22 +457,38 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("# Persistence");
             f!("loading:0");
             f!("async_loading:0");
+            // No fork, so no copy-on-write; the save's progress is real.
+            let (done, total) = crate::persist::bgsave_progress(st);
+            let rdb = &st.rdb;
             f!("current_cow_peak:0");
             f!("current_cow_size:0");
             f!("current_cow_size_age:0");
-            f!("current_fork_perc:0.00");
-            f!("current_save_keys_processed:0");
-            f!("current_save_keys_total:0");
+            let perc = if total > 0 {
+                done as f64 * 100.0 / total as f64
+            } else {
+                0.0
+            };
+            f!("current_fork_perc:{perc:.2}");
+            f!("current_save_keys_processed:{done}");
+            f!("current_save_keys_total:{total}");
             f!("rdb_changes_since_last_save:{}", st.dirty);
-            f!("rdb_bgsave_in_progress:0");
+            f!("rdb_bgsave_in_progress:{}", rdb.running.is_some() as u8);
             f!("rdb_last_save_time:{}", st.lastsave);
-            f!("rdb_last_bgsave_status:ok");
-            f!("rdb_last_bgsave_time_sec:-1");
-            f!("rdb_current_bgsave_time_sec:-1");
-            f!("rdb_saves:0");
+            f!(
+                "rdb_last_bgsave_status:{}",
+                if rdb.last_bgsave_ok { "ok" } else { "err" }
+            );
+            f!("rdb_last_bgsave_time_sec:{}", rdb.last_bgsave_time_s);
+            f!(
+                "rdb_current_bgsave_time_sec:{}",
+                rdb.running
+                    .as_ref()
+                    .map_or(-1, |r| r.started.elapsed().as_secs() as i64)
+            );
+            f!("rdb_saves:{}", rdb.saves);
             f!("rdb_last_cow_size:0");
-            f!("rdb_last_load_keys_expired:0");
-            f!("rdb_last_load_keys_loaded:0");
+            f!("rdb_last_load_keys_expired:{}", rdb.last_load_keys_expired);
+            f!("rdb_last_load_keys_loaded:{}", rdb.last_load_keys_loaded);
             for line in crate::aof::info(st) {
                 f!("{line}");
             }

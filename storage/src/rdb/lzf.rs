@@ -15,16 +15,56 @@ fn idx(h: u32) -> usize {
     (((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5))) as usize) & (HSIZE - 1)
 }
 
+/// The hash table, reused by every call on a thread: a fresh zeroed one
+/// per string (256 KB) cost more than the compression of a short string.
+/// Each slot carries the generation (call) that wrote it, so an old
+/// generation reads as "never seen" and nothing is ever cleared.
+struct Htab {
+    gen: u32,
+    slots: Vec<u64>,
+}
+
+impl Htab {
+    fn get(&self, i: usize) -> u32 {
+        let e = self.slots[i];
+        if (e >> 32) as u32 == self.gen {
+            e as u32
+        } else {
+            0
+        }
+    }
+    fn set(&mut self, i: usize, pos: u32) {
+        self.slots[i] = (u64::from(self.gen) << 32) | u64::from(pos);
+    }
+}
+
+thread_local! {
+    static HTAB: std::cell::RefCell<Htab> = const {
+        std::cell::RefCell::new(Htab { gen: 0, slots: Vec::new() })
+    };
+}
+
 /// Compresses `input` into at most `max_out` bytes; `None` when the result
 /// would not fit (Redis then stores the string as is).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    HTAB.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.slots.is_empty() || t.gen == u32::MAX {
+            t.slots = vec![0; HSIZE];
+            t.gen = 0;
+        }
+        t.gen += 1;
+        compress_with(input, max_out, &mut t)
+    })
+}
+
+fn compress_with(input: &[u8], max_out: usize, htab: &mut Htab) -> Option<Vec<u8>> {
     let n = input.len();
     if n == 0 || max_out == 0 {
         return None;
     }
-    // Positions + 1, so 0 means "never seen" (liblzf's table holds offsets
-    // from the input start, and a reference to position 0 is never taken).
-    let mut htab = vec![0u32; HSIZE];
+    // Positions; 0 means "never seen" (liblzf's table holds offsets from
+    // the input start, and a reference to position 0 is never taken).
     let mut out: Vec<u8> = Vec::with_capacity(max_out + 1);
     let mut lit: usize = 0;
     out.push(0); // the control byte of the first literal run
@@ -34,8 +74,8 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     while n >= 3 && ip < n - 2 {
         hval = (hval << 8) | u32::from(input[ip + 2]);
         let slot = idx(hval);
-        let rf = htab[slot] as usize;
-        htab[slot] = ip as u32;
+        let rf = htab.get(slot) as usize;
+        htab.set(slot, ip as u32);
         let matched = rf > 0 && rf < ip && ip - rf - 1 < MAX_OFF && {
             input[rf + 2] == input[ip + 2]
                 && input[rf] == input[ip]
@@ -90,10 +130,10 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
             ip -= 2;
             hval = frst(ip);
             hval = (hval << 8) | u32::from(input[ip + 2]);
-            htab[idx(hval)] = ip as u32;
+            htab.set(idx(hval), ip as u32);
             ip += 1;
             hval = (hval << 8) | u32::from(input[ip + 2]);
-            htab[idx(hval)] = ip as u32;
+            htab.set(idx(hval), ip as u32);
             ip += 1;
         } else {
             if out.len() >= max_out {
