@@ -243,6 +243,8 @@ impl Host for ScriptHost<'_> {
             Some(e) => self.out.error(e),
             None => {
                 self.cl.resp3 = resp3;
+                // Time the command alone, not the Lua that ran before it.
+                self.st.last_tick = std::time::Instant::now();
                 execute(self.st, &mut self.cl, &mut self.out, &args);
             }
         }
