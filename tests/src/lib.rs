@@ -428,3 +428,43 @@ pub fn has_command(c: &mut RawClient, name: &str) -> bool {
         _ => false,
     }
 }
+
+/// A program on PATH (`command -v`), if installed.
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| PathBuf::from(p))
+}
+
+/// A scratch directory of a test's own, removed when dropped (a `Server`
+/// removes only the one it makes itself).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let d = std::env::temp_dir().join(format!("cinnabar-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("create a temporary directory");
+        TempDir(d)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn dir(&self) -> &str {
+        self.0.to_str().expect("temporary paths are UTF-8")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

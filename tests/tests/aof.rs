@@ -4,48 +4,14 @@
 //! the real redis-server 7.0.15 in both directions (its files load here,
 //! ours load there and pass redis-check-aof).
 
-use cinnabar_tests::{encode, is_real_redis, server_bin, RawClient, RespFrame, Server};
+use cinnabar_tests::{
+    encode, is_real_redis, server_bin, tool, RawClient, RespFrame, Server, TempDir,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn tool(name: &str) -> Option<PathBuf> {
-    let out = Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!p.is_empty()).then(|| PathBuf::from(p))
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let d =
-            std::env::temp_dir().join(format!("cinnabar-aof-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn dir(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-    fn aof(&self) -> PathBuf {
-        self.0.join("appendonlydir")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn start(bin: &Path, dir: &TempDir, extra: &[(&str, &str)]) -> Server {
     let mut opts = vec![
@@ -298,7 +264,10 @@ fn interop_with_real_redis_both_ways() {
         drop(c);
         sigkill(&s);
         drop(s);
-        let manifest = dir.aof().join("appendonly.aof.manifest");
+        let manifest = dir
+            .path()
+            .join("appendonlydir")
+            .join("appendonly.aof.manifest");
         let out = Command::new(&check)
             .arg(&manifest)
             .stdin(Stdio::null())
@@ -325,7 +294,12 @@ fn interop_with_real_redis_both_ways() {
 }
 
 fn incr_file(dir: &TempDir) -> PathBuf {
-    let m = std::fs::read_to_string(dir.aof().join("appendonly.aof.manifest")).unwrap();
+    let m = std::fs::read_to_string(
+        dir.path()
+            .join("appendonlydir")
+            .join("appendonly.aof.manifest"),
+    )
+    .unwrap();
     let name = m
         .lines()
         .rfind(|l| l.ends_with("type i"))
@@ -334,7 +308,7 @@ fn incr_file(dir: &TempDir) -> PathBuf {
         .nth(1)
         .unwrap()
         .to_string();
-    dir.aof().join(name)
+    dir.path().join("appendonlydir").join(name)
 }
 
 /// Runs the server to completion (it must refuse to start); its output.
@@ -424,7 +398,10 @@ fn missing_manifest_and_missing_files() {
     drop(c);
     drop(s);
     // A base file the manifest names is missing: refused, as Redis.
-    let base = dir.aof().join("appendonly.aof.1.base.rdb");
+    let base = dir
+        .path()
+        .join("appendonlydir")
+        .join("appendonly.aof.1.base.rdb");
     let saved = std::fs::read(&base).unwrap();
     std::fs::remove_file(&base).unwrap();
     let log = refused(&dir, &[]);
@@ -434,18 +411,33 @@ fn missing_manifest_and_missing_files() {
     );
     std::fs::write(&base, saved).unwrap();
     // Without a manifest Redis 7.0 starts empty and creates new files.
-    std::fs::remove_file(dir.aof().join("appendonly.aof.manifest")).unwrap();
+    std::fs::remove_file(
+        dir.path()
+            .join("appendonlydir")
+            .join("appendonly.aof.manifest"),
+    )
+    .unwrap();
     let s = start(&server_bin(), &dir, &[]);
     let mut c = s.raw();
     assert_eq!(c.cmd(&["DBSIZE"]), RespFrame::Integer(0));
     assert!(s
         .log()
         .contains("Creating AOF base file appendonly.aof.1.base.rdb on server start"));
-    assert!(dir.aof().join("appendonly.aof.manifest").exists());
+    assert!(dir
+        .path()
+        .join("appendonlydir")
+        .join("appendonly.aof.manifest")
+        .exists());
     // A damaged manifest is refused.
     drop(c);
     drop(s);
-    std::fs::write(dir.aof().join("appendonly.aof.manifest"), "garbage line\n").unwrap();
+    std::fs::write(
+        dir.path()
+            .join("appendonlydir")
+            .join("appendonly.aof.manifest"),
+        "garbage line\n",
+    )
+    .unwrap();
     let log = refused(&dir, &[]);
     assert!(log.contains("Invalid AOF manifest file format"), "{log}");
 }
@@ -477,7 +469,12 @@ fn rewrite_and_enable_at_run_time() {
     };
     assert!(info.contains("aof_enabled:1"), "{info}");
     assert!(info.contains("aof_last_bgrewrite_status:ok"), "{info}");
-    let m = std::fs::read_to_string(dir.aof().join("appendonly.aof.manifest")).unwrap();
+    let m = std::fs::read_to_string(
+        dir.path()
+            .join("appendonlydir")
+            .join("appendonly.aof.manifest"),
+    )
+    .unwrap();
     assert_eq!(
         m,
         "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"

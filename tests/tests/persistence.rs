@@ -4,56 +4,12 @@
 //! SIGKILL; SIGTERM saves when save points are configured; corrupt and
 //! truncated files are refused at start-up with the offset of the problem.
 
-use cinnabar_tests::{free_port, is_real_redis, ok, server_bin, RawClient, RespFrame, Server};
+use cinnabar_tests::{
+    free_port, is_real_redis, ok, server_bin, tool, RawClient, RespFrame, Server, TempDir,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn redis_bin() -> Option<PathBuf> {
-    let out = Command::new("sh")
-        .args(["-c", "command -v redis-server"])
-        .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!p.is_empty()).then(|| PathBuf::from(p))
-}
-
-fn redis_check_rdb() -> Option<PathBuf> {
-    let out = Command::new("sh")
-        .args(["-c", "command -v redis-check-rdb"])
-        .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!p.is_empty()).then(|| PathBuf::from(p))
-}
-
-/// A directory of our own (servers delete theirs when dropped).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let d =
-            std::env::temp_dir().join(format!("cinnabar-rdb-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-    fn dir(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn cmd(c: &mut RawClient, args: &[&str]) -> RespFrame {
     c.cmd(args)
@@ -196,7 +152,7 @@ fn fingerprint(c: &mut RawClient) -> (String, Vec<String>) {
 }
 
 fn redis(dir: &str) -> Option<Server> {
-    let bin = redis_bin()?;
+    let bin = tool("redis-server")?;
     Some(Server::start_bin(
         &bin,
         &[("dir", dir), ("enable-debug-command", "yes")],
@@ -218,7 +174,7 @@ fn cinnabar_rdb_loads_in_redis() {
     if is_real_redis() {
         return;
     }
-    let Some(_) = redis_bin() else {
+    let Some(_) = tool("redis-server") else {
         eprintln!("redis-server not installed: skipped");
         return;
     };
@@ -230,7 +186,7 @@ fn cinnabar_rdb_loads_in_redis() {
     assert_eq!(cmd(&mut c, &["SAVE"]), ok());
     let dst = TempDir::new("to-redis");
     let file = copy_rdb(src.path(), &dst);
-    if let Some(check) = redis_check_rdb() {
+    if let Some(check) = tool("redis-check-rdb") {
         let out = Command::new(check).arg(&file).output().unwrap();
         let log = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -613,7 +569,7 @@ fn bgsave_is_a_point_in_time_image_while_clients_write() {
 
     let dst = TempDir::new("pit-load");
     let file = copy_rdb(d.path(), &dst);
-    if let Some(check) = redis_check_rdb() {
+    if let Some(check) = tool("redis-check-rdb") {
         let out = Command::new(check).arg(&file).output().unwrap();
         let log = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -631,7 +587,7 @@ fn bgsave_is_a_point_in_time_image_while_clients_write() {
     );
     assert_eq!(cmd(&mut c2, &["GET", "counter"]), cinnabar_tests::bulk("0"));
     // Real Redis reads the same image.
-    if redis_bin().is_some() {
+    if tool("redis-server").is_some() {
         let r = redis(dst.dir()).unwrap();
         let mut rc = r.raw();
         // Redis answers DEBUG while it is still loading.
