@@ -1,0 +1,116 @@
+//! Keyspace access for command handlers: lazy expiry, hit/miss statistics,
+//! typed lookups (WRONGTYPE), and the bookkeeping of a change.
+
+use crate::error::{Error, WRONGTYPE};
+use crate::state::State;
+use storage::{StrValue, Typed, Value};
+
+/// Keyspace access with lazy expiry and the hit/miss statistics.
+impl State {
+    /// Deletes `key` if expired; true if it was.
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64) -> bool {
+        if self.dbs[db].expire_if_needed(key, now) {
+            self.expired(db, key);
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
+        self.expire_if_needed(db, key, now);
+        let found = self.dbs[db].contains(key);
+        if found {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
+            self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+        }
+        self.dbs[db].get(key)
+    }
+
+    pub fn lookup_write(&mut self, db: usize, key: &[u8], now: i64) -> Option<&mut Value> {
+        self.expire_if_needed(db, key, now);
+        self.dbs[db].get_mut(key)
+    }
+
+    /// The value of type `T` at `key` for reading: `None` if absent,
+    /// WRONGTYPE if it holds another type.
+    pub fn read<T: Typed>(&mut self, db: usize, key: &[u8], now: i64) -> Result<Option<&T>, Error> {
+        match self.lookup_read(db, key, now) {
+            None => Ok(None),
+            Some(v) => T::of(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// As [`State::read`], for modifying the value in place.
+    pub fn write<T: Typed>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&mut T>, Error> {
+        match self.lookup_write(db, key, now) {
+            None => Ok(None),
+            Some(v) => T::of_mut(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// The value of type `T` at `key`, created with `make` if absent. A
+    /// caller that fails after creating must leave no empty aggregate behind
+    /// ([`State::delete_if_empty`]).
+    pub fn write_or_create<T: Typed>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+        make: impl FnOnce() -> Value,
+    ) -> Result<&mut T, Error> {
+        self.expire_if_needed(db, key, now);
+        let v = self.dbs[db].get_or_add(key, make);
+        T::of_mut(v).ok_or(WRONGTYPE)
+    }
+
+    pub fn read_str(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&StrValue>, Error> {
+        self.read(db, key, now)
+    }
+
+    pub fn write_str(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&mut StrValue>, Error> {
+        self.write(db, key, now)
+    }
+
+    /// Deletes `key` if its aggregate became empty, as Redis does after any
+    /// removal; true if it did.
+    pub fn delete_if_empty(&mut self, db: usize, key: &[u8]) -> bool {
+        if self.dbs[db].get(key).is_some_and(Value::is_empty_aggregate) {
+            self.dbs[db].remove(key);
+            self.notify(crate::cmd::string::GENERIC, "del", db, key);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records that a command changed `key`: dirty counter, keyspace event
+    /// (and, as they land, WATCH invalidation and client-side caching).
+    pub fn changed(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        if !self.blocking.is_empty() {
+            self.signal_ready(db, key);
+        }
+        if !self.watched.is_empty() {
+            self.touch_watched(db, key);
+        }
+        self.dirty += 1;
+        self.notify(class, event, db, key);
+    }
+}
