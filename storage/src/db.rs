@@ -526,34 +526,20 @@ impl Db {
         mut f: impl FnMut(&CBytes, EvictSample),
     ) {
         let now = self.access_clock();
-        for _ in 0..n {
-            let (key, expire) = if volatile {
-                match self.expires.random(rng) {
-                    Some((k, &t)) => (k, Some(t)),
-                    None => return,
+        let sample = |a: &Access, expire: Option<i64>| EvictSample {
+            idle_ms: elapsed_s(now, a.clock()) as u64 * 1000,
+            freq: decayed(a, now, self.lfu),
+            expire,
+        };
+        if volatile {
+            self.expires.sample(rng, n, |key, &t, _| {
+                if let Some((_, _, a)) = self.keys.get_entry_meta(key) {
+                    f(key, sample(a, Some(t)));
                 }
-            } else {
-                match self.keys.random(rng) {
-                    Some((k, _)) => (k, None),
-                    None => return,
-                }
-            };
-            let Some((_, _, a)) = self.keys.get_entry_meta(key) else {
-                continue;
-            };
-            let expire = if volatile {
-                expire
-            } else {
-                self.expire_at(key)
-            };
-            f(
-                key,
-                EvictSample {
-                    idle_ms: elapsed_s(now, a.clock()) as u64 * 1000,
-                    freq: decayed(a, now, self.lfu),
-                    expire,
-                },
-            );
+            });
+        } else {
+            self.keys
+                .sample(rng, n, |key, _, a| f(key, sample(a, self.expire_at(key))));
         }
     }
 
