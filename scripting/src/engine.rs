@@ -129,6 +129,48 @@ impl std::fmt::Display for Raised {
 
 impl std::error::Error for Raised {}
 
+thread_local! {
+    /// The host of the script running on this thread, set only while
+    /// `Engine::invoke` runs. `redis.call` is one function created with the
+    /// engine and finds its host here: building per-run closures with
+    /// `Lua::scope` cost a userdata and garbage per run.
+    static HOST: std::cell::Cell<Option<std::ptr::NonNull<dyn Host>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes `host` the running script's host until dropped.
+struct HostGuard;
+
+impl HostGuard {
+    fn set(host: &mut dyn Host) -> HostGuard {
+        let p: std::ptr::NonNull<dyn Host + '_> = std::ptr::NonNull::from(host);
+        // SAFETY: only the lifetime bound is erased. The pointer is read
+        // only by `with_host` on this thread while the guard lives, and the
+        // guard does not outlive the `&mut` it was made from (`invoke`).
+        let p: std::ptr::NonNull<dyn Host> = unsafe { std::mem::transmute(p) };
+        HOST.with(|h| h.set(Some(p)));
+        HostGuard
+    }
+}
+
+impl Drop for HostGuard {
+    fn drop(&mut self) {
+        HOST.with(|h| h.set(None));
+    }
+}
+
+/// Runs `f` with the running script's host, or `None` outside a run. The
+/// host is taken for the call, so a nested call cannot alias it.
+fn with_host<R>(f: impl FnOnce(Option<&mut dyn Host>) -> R) -> R {
+    let Some(mut p) = HOST.with(|h| h.take()) else {
+        return f(None);
+    };
+    // SAFETY: set by a live `HostGuard` on this thread (see there), and
+    // taken out of the cell, so this is the only reference.
+    let r = f(Some(unsafe { p.as_mut() }));
+    HOST.with(|h| h.set(Some(p)));
+    r
+}
+
 fn raise(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::external(Raised(msg.into()))
 }
@@ -283,6 +325,34 @@ impl Engine {
             .load(include_str!("prelude.lua"))
             .set_name("=cinnabar")
             .call((g.clone(), dbg, r.clone()))?;
+        {
+            let full: Table = api.raw_get("full")?;
+            let not_running: Function = api.raw_get("not_running")?;
+            let (r3, nr) = (resp3.clone(), not_running.clone());
+            let call = lua.create_function(move |lua, args: MultiValue| {
+                with_host(|h| match h {
+                    None => nr.call::<Value>(()),
+                    Some(h) => match command(lua, args, r3.load(Relaxed), h)? {
+                        (true, v) => Ok(v),
+                        (false, Value::Table(t)) => Err(raise(
+                            t.raw_get::<mlua::String>("err")
+                                .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
+                                .unwrap_or_default(),
+                        )),
+                        (false, v) => Ok(v),
+                    },
+                })
+            })?;
+            let r3 = resp3.clone();
+            let pcall = lua.create_function(move |lua, args: MultiValue| {
+                with_host(|h| match h {
+                    None => not_running.call::<Value>(()),
+                    Some(h) => Ok(command(lua, args, r3.load(Relaxed), h)?.1),
+                })
+            })?;
+            full.raw_set("call", call)?;
+            full.raw_set("pcall", pcall)?;
+        }
         let hook_run = run.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(10_000),
@@ -441,39 +511,14 @@ impl Engine {
         run.running.store(true, Relaxed);
         self.resp3.store(false, Relaxed);
         let runner: Function = self.api.raw_get("run").map_err(|e| e.to_string())?;
-        let resp3 = self.resp3.clone();
-        let full: Table = self.api.raw_get("full").map_err(|e| e.to_string())?;
-        let not_running: Function = self.api.raw_get("not_running").map_err(|e| e.to_string())?;
-        let host = std::cell::RefCell::new(host);
-        let result = self.lua.scope(|scope| {
-            let r3 = resp3.clone();
-            let host = &host;
-            let call = scope.create_function(move |lua, args: MultiValue| {
-                let mut h = host.try_borrow_mut().map_err(|_| raise("ERR busy"))?;
-                match command(lua, args, r3.load(Relaxed), &mut **h)? {
-                    (true, v) => Ok(v),
-                    (false, Value::Table(t)) => Err(raise(
-                        t.raw_get::<mlua::String>("err")
-                            .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
-                            .unwrap_or_default(),
-                    )),
-                    (false, v) => Ok(v),
-                }
-            })?;
-            let pcall = scope.create_function(move |lua, args: MultiValue| {
-                let mut h = host.try_borrow_mut().map_err(|_| raise("ERR busy"))?;
-                Ok(command(lua, args, resp3.load(Relaxed), &mut **h)?.1)
-            })?;
-            full.raw_set("call", call)?;
-            full.raw_set("pcall", pcall)?;
+        let result = (|| {
+            let guard = HostGuard::set(host);
             let res = match fargs {
                 Some((k, a)) => runner.call::<MultiValue>((func, k, a)),
                 None => runner.call::<MultiValue>(func),
             };
-            full.raw_set("call", not_running.clone())?;
-            full.raw_set("pcall", not_running.clone())?;
-            let res = res?;
-            let mut it = res.into_iter();
+            drop(guard);
+            let mut it = res?.into_iter();
             let ok = matches!(it.next(), Some(Value::Boolean(true)));
             let v = it.next().unwrap_or(Value::Nil);
             if ok {
@@ -482,7 +527,7 @@ impl Engine {
             } else {
                 Ok(Some(error_text(&v, name)))
             }
-        });
+        })();
         run.running.store(false, Relaxed);
         run.busy.store(false, Relaxed);
         run.kill.store(false, Relaxed);
