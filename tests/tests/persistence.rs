@@ -632,7 +632,8 @@ fn shutdown_during_bgsave_keeps_every_acknowledged_write() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let log = s.log();
-    if in_progress == "1" {
+    // The BGSAVE may also have finished between the INFO and the SHUTDOWN.
+    if in_progress == "1" && !log.contains("Background saving terminated with success") {
         assert!(log.contains("Killing it"), "{log}");
     }
     assert!(log.contains("DB saved on disk"), "{log}");
