@@ -328,28 +328,26 @@ impl Engine {
         {
             let full: Table = api.raw_get("full")?;
             let not_running: Function = api.raw_get("not_running")?;
-            let (r3, nr) = (resp3.clone(), not_running.clone());
-            let call = lua.create_function(move |lua, args: MultiValue| {
-                with_host(|h| match h {
-                    None => nr.call::<Value>(()),
-                    Some(h) => match command(lua, args, r3.load(Relaxed), h)? {
-                        (true, v) => Ok(v),
-                        (false, Value::Table(t)) => Err(raise(
-                            t.raw_get::<mlua::String>("err")
-                                .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
-                                .unwrap_or_default(),
-                        )),
-                        (false, v) => Ok(v),
-                    },
+            // redis.call raises a command's error; redis.pcall returns it.
+            let make = |raises: bool| {
+                let (r3, nr) = (resp3.clone(), not_running.clone());
+                lua.create_function(move |lua, args: MultiValue| {
+                    with_host(|h| {
+                        let Some(h) = h else {
+                            return nr.call::<Value>(());
+                        };
+                        match command(lua, args, r3.load(Relaxed), h)? {
+                            (false, Value::Table(t)) if raises => Err(raise(
+                                t.raw_get::<mlua::String>("err")
+                                    .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
+                                    .unwrap_or_default(),
+                            )),
+                            (_, v) => Ok(v),
+                        }
+                    })
                 })
-            })?;
-            let r3 = resp3.clone();
-            let pcall = lua.create_function(move |lua, args: MultiValue| {
-                with_host(|h| match h {
-                    None => not_running.call::<Value>(()),
-                    Some(h) => Ok(command(lua, args, r3.load(Relaxed), h)?.1),
-                })
-            })?;
+            };
+            let (call, pcall) = (make(true)?, make(false)?);
             full.raw_set("call", call)?;
             full.raw_set("pcall", pcall)?;
         }

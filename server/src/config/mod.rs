@@ -155,6 +155,21 @@ impl Default for Config {
     }
 }
 
+/// The multiplier of a memory unit as Redis reads it (k=1000, kb=1024, …;
+/// already lower-cased; empty or `b` is bytes).
+fn unit_multiplier(unit: &str) -> Option<u64> {
+    Some(match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    })
+}
+
 /// Parses a memory value as CONFIG SET does: digits and an optional unit,
 /// no sign; the empty string is 0 and too many digits saturate, as C's
 /// `strtoull` does.
@@ -164,16 +179,7 @@ pub fn parse_memory_u64(s: &str) -> Option<u64> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(lower.len());
     let (num, unit) = lower.split_at(split);
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
+    let mul = unit_multiplier(unit)?;
     let mut n: u64 = 0;
     for d in num.bytes() {
         n = n.saturating_mul(10).saturating_add((d - b'0') as u64);
@@ -189,16 +195,7 @@ pub fn parse_memory(s: &str) -> Option<i64> {
         .find(|c: char| !c.is_ascii_digit() && c != '-')
         .unwrap_or(lower.len());
     let (num, unit) = lower.split_at(split);
-    let mul: i64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
+    let mul = unit_multiplier(unit)? as i64;
     let n: i64 = storage::num::parse_i64(num.as_bytes())?;
     n.checked_mul(mul)
 }
