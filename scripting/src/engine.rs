@@ -54,13 +54,14 @@ pub struct RunFlags {
     pub wrote: AtomicBool,
     pub start_ms: AtomicI64,
     pub threshold_ms: AtomicI64,
-    /// Called every few ms while a script runs long, so the host can keep
-    /// serving its other clients (the server wakes an idle worker thread).
+    /// Called once per run when a script runs long, so the host can keep
+    /// serving its other clients (the server hands its worker role to
+    /// another thread).
     pub nudge: std::sync::OnceLock<fn()>,
-    pub last_nudge_ms: AtomicI64,
+    pub nudged: AtomicBool,
 }
 
-/// How long a script runs before the host is nudged, and how often.
+/// How long a script runs before the host is nudged.
 const NUDGE_MS: i64 = 2;
 
 pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
@@ -362,13 +363,11 @@ impl Engine {
                 if !f.running.load(Relaxed) {
                     return Ok(VmState::Continue);
                 }
-                let now = now_ms();
-                let ran = now - f.start_ms.load(Relaxed);
+                let ran = now_ms() - f.start_ms.load(Relaxed);
                 if !f.busy.load(Relaxed) && ran >= f.threshold_ms.load(Relaxed) {
                     f.busy.store(true, Relaxed);
                 }
-                if ran >= NUDGE_MS && now - f.last_nudge_ms.load(Relaxed) >= NUDGE_MS {
-                    f.last_nudge_ms.store(now, Relaxed);
+                if ran >= NUDGE_MS && !f.nudged.swap(true, Relaxed) {
                     if let Some(nudge) = f.nudge.get() {
                         nudge();
                     }
@@ -503,6 +502,7 @@ impl Engine {
         run.kill.store(false, Relaxed);
         run.wrote.store(false, Relaxed);
         run.busy.store(false, Relaxed);
+        run.nudged.store(false, Relaxed);
         run.function.store(is_function, Relaxed);
         run.threshold_ms.store(threshold_ms, Relaxed);
         run.start_ms.store(now_ms(), Relaxed);

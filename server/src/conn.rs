@@ -299,12 +299,16 @@ async fn write_out(
                 Ok(n) => off += n,
             },
             _ = wake.notified() => {
-                let mut st = shared.state.lock();
+                woken = true;
+                // A busy script holds the lock: the main loop collects the
+                // output once it ends.
+                let Some(mut st) = shared.lock_or_busy().await else {
+                    continue;
+                };
                 match st.clients.get_mut(&id) {
                     Some(cl) if !cl.killed => {
                         buf.extend_from_slice(&cl.pending);
                         cl.pending.clear();
-                        woken = true;
                     }
                     _ => break false,
                 }

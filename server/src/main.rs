@@ -34,11 +34,11 @@ fn main() {
     };
     init_logging(&cfg);
     disable_thp(&cfg);
-    // At least two workers: while a long script holds one, the other serves
-    // everyone else (-BUSY replies, SCRIPT KILL).
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .max(2);
+    // `io-threads` worker threads (default 1, as Redis's single thread): on
+    // a machine whose other cores run the clients, one thread that never
+    // contends for the state lock serves them fastest. A script that runs
+    // long hands the worker on (state.rs, hand_off_worker).
+    let workers = cfg.int("io-threads").clamp(1, 128) as usize;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()

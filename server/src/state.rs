@@ -336,7 +336,7 @@ impl State {
             memory: Default::default(),
             rdb: Default::default(),
         };
-        let _ = st.script_run.nudge.set(wake_idle_worker);
+        let _ = st.script_run.nudge.set(hand_off_worker);
         st.apply_config();
         st
     }
@@ -456,14 +456,26 @@ impl State {
     }
 }
 
-/// Spawns an empty task from a long-running script. Tokio wakes a parked
-/// worker to take it (on the second spawn: the first sits in the LIFO
-/// slot); that worker then finds the I/O driver free and serves the other
-/// connections, which would otherwise wait for the script to end.
-fn wake_idle_worker() {
-    if let Ok(h) = tokio::runtime::Handle::try_current() {
-        h.spawn(async {});
+/// Called from a script that runs long. The script keeps this thread (and
+/// the state lock); the tokio worker role moves to a new thread, which
+/// serves the other connections (-BUSY, SCRIPT KILL) meanwhile. With the
+/// default single worker nothing else would run until the script ends.
+fn hand_off_worker() {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if rt.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return;
     }
+    tokio::task::block_in_place(move || {
+        // Return only once another thread runs tasks: tokio would otherwise
+        // hand the worker back to this thread when this closure returns.
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            let _ = tx.send(());
+        });
+        let _ = rx.recv();
+    });
 }
 
 /// What connection tasks and the cron share.

@@ -74,7 +74,6 @@ const PROTECTED: &[&str] = &["dir", "dbfilename"];
 /// Options cinnabar accepts and shows but whose feature it does not have.
 const NOT_IMPLEMENTED: &[&str] = &[
     "cluster-enabled",
-    "io-threads",
     "replicaof",
     "tls-port",
     "unixsocket",

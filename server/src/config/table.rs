@@ -426,7 +426,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "io-threads",
-        kind: Kind::Int(i64::MIN, i64::MAX),
+        kind: Kind::Int(1, 128),
         default: "1",
         mutable: false,
     },
