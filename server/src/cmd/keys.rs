@@ -77,13 +77,27 @@ static OBJECT_SUBS: &[Command] = &[
 
 impl State {
     /// A read that does not count as an access of the key (Redis's
-    /// `LOOKUP_NOTOUCH`): expires it if due and counts the hit or miss.
+    /// `LOOKUP_NOTOUCH`: TYPE, EXISTS, the TTL family): expires it if due,
+    /// counts the hit or miss and reports a miss as `keymiss`.
     pub fn lookup_read_notouch(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
+        self.peek_counted(db, key, now, true)
+    }
+
+    /// As `lookup_read_notouch` without the `keymiss` event (OBJECT, SCAN's
+    /// TYPE filter).
+    pub fn lookup_read_nonotify(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
+        self.peek_counted(db, key, now, false)
+    }
+
+    fn peek_counted(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> Option<&Value> {
         self.expire_if_needed(db, key, now);
         if self.dbs[db].contains(key) {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
+            if notify {
+                self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+            }
         }
         self.dbs[db].peek(key)
     }
@@ -533,7 +547,7 @@ fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         if let Some(t) = o.typ {
             let name =
-                c.st.lookup_read_notouch(db, &k, c.now)
+                c.st.lookup_read_nonotify(db, &k, c.now)
                     .map_or("none", |v| v.type_name());
             if !t.eq_ignore_ascii_case(name.as_bytes()) {
                 continue;
@@ -584,7 +598,7 @@ fn randomkey(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// OBJECT ENCODING key
 fn object_encoding(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    match c.st.lookup_read_notouch(c.cl.db, &a[2], c.now) {
+    match c.st.lookup_read_nonotify(c.cl.db, &a[2], c.now) {
         Some(v) => {
             let e = v.encoding();
             c.out.bulk(e.as_bytes());
@@ -601,7 +615,7 @@ fn object_refcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let policy = c.st.cfg.str("maxmemory-policy");
     let shared_ok =
         c.st.cfg.int("maxmemory") == 0 || !(policy.contains("lru") || policy.contains("lfu"));
-    match c.st.lookup_read_notouch(c.cl.db, &a[2], c.now) {
+    match c.st.lookup_read_nonotify(c.cl.db, &a[2], c.now) {
         Some(Value::Str(StrValue::Int(n))) if shared_ok && (0..10000).contains(n) => {
             c.out.int(i32::MAX as i64)
         }
@@ -618,7 +632,7 @@ fn lfu_policy(c: &Ctx) -> bool {
 /// OBJECT IDLETIME key
 fn object_idletime(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
-    if c.st.lookup_read_notouch(db, &a[2], c.now).is_none() {
+    if c.st.lookup_read_nonotify(db, &a[2], c.now).is_none() {
         c.out.null();
         return Ok(());
     }
@@ -635,7 +649,7 @@ fn object_idletime(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// OBJECT FREQ key
 fn object_freq(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
-    if c.st.lookup_read_notouch(db, &a[2], c.now).is_none() {
+    if c.st.lookup_read_nonotify(db, &a[2], c.now).is_none() {
         c.out.null();
         return Ok(());
     }

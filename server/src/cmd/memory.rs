@@ -179,7 +179,9 @@ fn usage(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     let key = &a[2];
-    let Some(v) = c.st.lookup_read_notouch(c.cl.db, key, c.now) else {
+    // Not a keyspace access: no hit/miss counted, no event.
+    c.st.expire_if_needed(c.cl.db, key, c.now);
+    let Some(v) = c.st.dbs[c.cl.db].peek(key) else {
         c.out.null();
         return Ok(());
     };
