@@ -94,7 +94,6 @@ awk -v n="$KEYS" 'BEGIN {
   }
 }' >"$WORK/load.resp"
 
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 C_BASE=$(rss_kb "$C_PID"); R_BASE=$(rss_kb "$R_PID")
 redis-cli -p "$C_PORT" --pipe <"$WORK/load.resp" >"$WORK/pipe-c.log" 2>&1 || { cat "$WORK/pipe-c.log"; exit 1; }
 redis-cli -p "$R_PORT" --pipe <"$WORK/load.resp" >"$WORK/pipe-r.log" 2>&1 || { cat "$WORK/pipe-r.log"; exit 1; }

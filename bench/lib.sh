@@ -7,11 +7,19 @@
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# A free port: random in 20000-29999 (below the ephemeral range), probed.
+# A free port: from PORT_BASE upwards if set, else random in 20000-29999
+# (below the ephemeral range), probed. Run it in $(...) and a port freed by
+# a stopped server is probed again.
+NEXT_PORT=${PORT_BASE:-}
 free_port() {
   local p
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 10000))
+    if [ -n "$NEXT_PORT" ]; then
+      p=$NEXT_PORT
+      NEXT_PORT=$((NEXT_PORT + 1))
+    else
+      p=$((20000 + RANDOM % 10000))
+    fi
     if ! port_busy "$p"; then echo "$p"; return 0; fi
   done
   echo "no free port" >&2
@@ -79,8 +87,21 @@ start() {
   return 1
 }
 
+# stop PID: ends a server started by start().
+stop() {
+  local pid=$1 p keep=()
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for p in "${PIDS[@]}"; do
+    [ "$p" != "$pid" ] && keep+=("$p")
+  done
+  PIDS=("${keep[@]:-}")
+}
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
 # ratio A B: A/B with 3 decimals, or n/a.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else printf "n/a" }'; }
+ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else printf "n/a" }'; }
 
 # geomean X...: geometric mean of positive numbers (n/a entries skipped).
 geomean() { printf '%s\n' "$@" | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f (%d tests)", exp(s / n), n; else print "n/a" }'; }

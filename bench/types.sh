@@ -37,10 +37,8 @@
 # check the script with Redis against itself), PORT_BASE (ports probed from
 # there; default random 20000-29999), CLIENTS (50), N (requests per test).
 set -euo pipefail
-
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 QUICK=""
 LARGE_ZSETS=""
@@ -62,9 +60,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-for tool in "$REDIS_SERVER" redis-benchmark redis-cli awk python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y redis-server redis-tools python3)" >&2; exit 1; }
-done
+bench_init python3
 
 if [ -n "$QUICK" ]; then
   N=${N:-20000}
@@ -83,103 +79,12 @@ LARGE_MEMBERS=${LARGE_MEMBERS:-100000}
 CLIENTS=${CLIENTS:-50}
 GEN="$ROOT/bench/types_gen.py"
 
-if [ -z "${CINNABAR_BIN:-}" ]; then
-  echo "building cinnabar-server (release)..." >&2
-  cargo build --release --quiet --bin cinnabar-server
-  target=${CARGO_TARGET_DIR:-$ROOT/target}
-  case "$target" in /*) ;; *) target="$ROOT/$target" ;; esac
-  CINNABAR_BIN="$target/release/cinnabar-server"
-fi
-[ -x "$CINNABAR_BIN" ] || { echo "no binary at $CINNABAR_BIN" >&2; exit 1; }
-REDIS_BIN=$(command -v "$REDIS_SERVER")
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/cinnabar-types.XXXXXX")
-PIDS=()
-# shellcheck disable=SC2317 # run by the trap
-cleanup() {
-  local p
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-NEXT_PORT=${PORT_BASE:-}
-# (Run in $(...): a port freed by a stopped server is probed again.)
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    if [ -n "$NEXT_PORT" ]; then
-      p=$NEXT_PORT
-      NEXT_PORT=$((NEXT_PORT + 1))
-    else
-      p=$((20000 + RANDOM % 10000))
-    fi
-    if ! port_busy "$p"; then echo "$p"; return 0; fi
-  done
-  echo "no free port" >&2
-  return 1
-}
-
-# The pid of the server started on a port.
-declare -A PORT_PID=()
-pid_of() { echo "${PORT_PID[$1]}"; }
-
-# start NAME BINARY -> sets START_PORT and START_PID
-start() {
-  local name=$1 bin=$2 port pid
-  mkdir -p "$WORK/$name"
-  for _ in 1 2 3; do
-    port=$(free_port)
-    (cd "$WORK/$name" && exec "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-      >"$WORK/$name/log" 2>&1) &
-    pid=$!
-    for _ in $(seq 1 200); do
-      if redis-cli -p "$port" PING 2>/dev/null | grep -q PONG; then
-        START_PORT=$port
-        START_PID=$pid
-        PIDS+=("$pid")
-        PORT_PID[$port]=$pid
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  echo "$name failed to start:" >&2
-  cat "$WORK/$name/log" >&2
-  return 1
-}
-
-# stop PID: ends a server started by start().
-stop() {
-  local pid=$1 p keep=()
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  for p in "${PIDS[@]}"; do
-    [ "$p" != "$pid" ] && keep+=("$p")
-  done
-  PIDS=("${keep[@]:-}")
-}
-
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-
 # Whether the server on PORT knows a command (an arity error means yes).
 knows() {
   local out
   out=$(redis-cli -p "$1" "$2" 2>&1 || true)
   case "$out" in *"unknown command"*) return 1 ;; esac
   return 0
-}
-
-# ratio A B: A/B with 3 decimals, or n/a.
-ratio() {
-  awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "n/a" }'
 }
 
 echo "cinnabar: $CINNABAR_BIN"
@@ -197,9 +102,9 @@ rps() {
 }
 
 throughput() {
-  local C R p label prefix cmd probe c r rat note port
-  start cinnabar "$CINNABAR_BIN"; C=$START_PORT
-  start redis "$REDIS_BIN"; R=$START_PORT
+  local C R C_PID R_PID p label prefix cmd probe c r rat note port
+  start cinnabar "$CINNABAR_BIN"; C=$START_PORT; C_PID=$START_PID
+  start redis "$REDIS_BIN"; R=$START_PORT; R_PID=$START_PID
   for port in "$C" "$R"; do
     python3 "$GEN" custom | redis-cli -p "$port" --pipe >"$WORK/custom-$port.log" 2>&1 || true
   done
@@ -247,8 +152,8 @@ EOF
   else
     echo "geometric mean: n/a (no test ran on both servers)"
   fi
-  stop "$(pid_of "$C")"
-  stop "$(pid_of "$R")"
+  stop "$C_PID"
+  stop "$R_PID"
 }
 
 # -------------------------------------------------------------------- memory
@@ -318,9 +223,9 @@ usec_per_call() {
 }
 
 complexity() {
-  local C R n port cmd label c r cu ru first mid v u
-  start cinnabar "$CINNABAR_BIN"; C=$START_PORT
-  start redis "$REDIS_BIN"; R=$START_PORT
+  local C R C_PID R_PID n port cmd label c r cu ru first mid v u
+  start cinnabar "$CINNABAR_BIN"; C=$START_PORT; C_PID=$START_PID
+  start redis "$REDIS_BIN"; R=$START_PORT; R_PID=$START_PID
   echo
   echo "complexity: one sorted set of n members, redis-benchmark -c $CLIENTS -n $CX_N -P 16"
   printf '%-9s %-8s %14s %14s %16s %16s\n' n command "cinnabar us/op" "redis us/op" "cinnabar usec/call" "redis usec/call"
@@ -363,8 +268,8 @@ EOF
         printf "growth of us/op from n=%s to n=%s: %-6s cinnabar %s, redis %s (O(n): ~%dx)\n", first, last, k, c, r, last / first
       }
     }' "$WORK/cx" | sort
-  stop "$(pid_of "$C")"
-  stop "$(pid_of "$R")"
+  stop "$C_PID"
+  stop "$R_PID"
 }
 
 [ -n "$DO_THROUGHPUT" ] && throughput
