@@ -14,6 +14,8 @@
 use cinnabar_tests::Server;
 use redis::{cmd, pipe, Connection, Value};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -1089,14 +1091,17 @@ fn find_prefix_range(prefix: &str) -> (String, String) {
     (format!("{head}{suffix}{{"), format!("{prefix}{{"))
 }
 
-fn autocomplete_on_prefix(c: &mut Connection, guild: &str, prefix: &str) -> Vec<String> {
+/// autocompleteOnPrefix(): returns the items and the attempts taken.
+fn autocomplete_on_prefix(c: &mut Connection, guild: &str, prefix: &str) -> (Vec<String>, usize) {
     let (start, end) = find_prefix_range(prefix);
     let id = uuid();
     let (start, end) = (format!("{start}{id}"), format!("{end}{id}"));
     let zset = format!("members:{guild}");
     let _: i64 = r!(c, "ZADD", &zset, 0, &start);
     let _: i64 = r!(c, "ZADD", &zset, 0, &end);
+    let mut attempts = 0;
     let items: Vec<String> = loop {
+        attempts += 1;
         let _: () = r!(c, "WATCH", &zset);
         let sindex: i64 = r!(c, "ZRANK", &zset, &start);
         let eindex: i64 = r!(c, "ZRANK", &zset, &end);
@@ -1115,11 +1120,15 @@ fn autocomplete_on_prefix(c: &mut Connection, guild: &str, prefix: &str) -> Vec<
             .arg(erange)
             .query(c)
             .unwrap();
-        if let Some((_, _, items)) = res {
+        if let Some((1, 1, items)) = res {
             break items;
         }
+        assert!(res.is_none(), "markers vanished: {res:?}");
     };
-    items.into_iter().filter(|x| !x.contains('{')).collect()
+    (
+        items.into_iter().filter(|x| !x.contains('{')).collect(),
+        attempts,
+    )
 }
 
 #[test]
@@ -1136,26 +1145,26 @@ fn seed002_ch6_autocomplete_on_prefix() {
         let _: i64 = r!(c, "ZADD", "members:test", 0, name); // joinGuild
     }
     assert_eq!(
-        autocomplete_on_prefix(c, "test", "je"),
+        autocomplete_on_prefix(c, "test", "je").0,
         ["je", "jeff", "jeffrey", "jennifer", "jenny"]
     );
     assert_eq!(
-        autocomplete_on_prefix(c, "test", "jen"),
+        autocomplete_on_prefix(c, "test", "jen").0,
         ["jennifer", "jenny"]
     );
-    assert_eq!(autocomplete_on_prefix(c, "test", "ja"), ["ja", "jack"]);
-    assert!(autocomplete_on_prefix(c, "test", "k").is_empty());
+    assert_eq!(autocomplete_on_prefix(c, "test", "ja").0, ["ja", "jack"]);
+    assert!(autocomplete_on_prefix(c, "test", "k").0.is_empty());
     // leaveGuild()
     let _: i64 = r!(c, "ZREM", "members:test", "jeff");
     assert_eq!(
-        autocomplete_on_prefix(c, "test", "jef"),
+        autocomplete_on_prefix(c, "test", "jef").0,
         ["jeffrey"].map(String::from)
     );
     // At most ten results.
     for i in 0..15 {
         let _: i64 = r!(c, "ZADD", "members:test", 0, format!("ba{i:02}"));
     }
-    let got = autocomplete_on_prefix(c, "test", "ba");
+    let got = autocomplete_on_prefix(c, "test", "ba").0;
     let want: Vec<String> = (0..10).map(|i| format!("ba{i:02}")).collect();
     assert_eq!(got, want);
     // The markers are gone.
@@ -3323,4 +3332,218 @@ fn seed002_ch9_sharded_hashes_and_sets() {
         members += n;
     }
     assert_eq!(members, 300);
+}
+
+// ---------------------------------------------------------------------
+// The WATCH retry loops above under THREADS concurrent clients: no lost
+// update, exact final counts.
+
+const THREADS: usize = 10;
+
+/// Runs `f(thread_index, connection)` on THREADS threads started together;
+/// joins them all before reporting a failure.
+fn run_threads<T: Send + 'static>(
+    s: &Arc<Server>,
+    f: impl Fn(usize, &mut Connection) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let f = Arc::new(f);
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (s, f, barrier) = (s.clone(), f.clone(), barrier.clone());
+            thread::spawn(move || {
+                let mut c = s.redis();
+                barrier.wait();
+                f(t, &mut c)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+    assert!(results.iter().all(|r| r.is_ok()), "a client thread failed");
+    results.into_iter().map(|r| r.unwrap()).collect()
+}
+
+#[test]
+fn log_common_concurrent_rollover_loses_nothing() {
+    let s = Arc::new(Server::start(&[]));
+    let (h1, h2) = ("2024-01-01T10:00:00", "2024-01-01T11:00:00");
+    let per = 30;
+    // One write in the first hour before the threads, so the rollover
+    // happens exactly once, when the first thread reaches the second hour.
+    log_common(&mut s.redis(), "web", "m0", "info", h1);
+    let attempts = run_threads(&s, move |_, c| {
+        (0..per)
+            .map(|i| {
+                let hour = if i < per / 2 { h1 } else { h2 };
+                log_common(c, "web", &format!("m{}", i % 3), "info", hour)
+            })
+            .sum::<usize>()
+    });
+    let mut c = s.redis();
+    let c = &mut c;
+    let mut totals: HashMap<String, i64> = HashMap::new();
+    for key in ["common:web:info", "common:web:info:last"] {
+        let v: Vec<(String, i64)> = r!(c, "ZRANGE", key, 0, -1, "WITHSCORES");
+        for (m, n) in v {
+            *totals.entry(m).or_default() += n;
+        }
+    }
+    let n = (THREADS * per / 3) as i64;
+    let want: HashMap<String, i64> = [("m0", n + 1), ("m1", n), ("m2", n)]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    assert_eq!(totals, want);
+    let pstart: String = r!(c, "GET", "common:web:info:pstart");
+    assert_eq!(pstart, h1);
+    let start: String = r!(c, "GET", "common:web:info:start");
+    assert_eq!(start, h2);
+    let len: i64 = r!(c, "LLEN", "recent:web:info");
+    assert_eq!(len, 100);
+    let total_attempts: usize = attempts.iter().sum();
+    assert!(total_attempts >= THREADS * per);
+    eprintln!(
+        "logCommon: {} retries for {} writes",
+        total_attempts - THREADS * per,
+        THREADS * per
+    );
+}
+
+#[test]
+fn update_stats_concurrent_exact_aggregates() {
+    let s = Arc::new(Server::start(&[]));
+    let per = 20;
+    let results = run_threads(&s, move |t, c| {
+        (0..per)
+            .map(|i| {
+                let v = (t * per + i + 1) as f64;
+                update_stats(c, "ProfilePage", "AccessTime", v, "2024-01-01T10:00:00").0
+            })
+            .collect::<Vec<_>>()
+    });
+    // Each transaction saw its own count: 1..=200, each exactly once.
+    let counts: BTreeSet<i64> = results.iter().flatten().map(|r| r[0] as i64).collect();
+    let n = (THREADS * per) as i64;
+    assert_eq!(counts, (1..=n).collect());
+    let mut c = s.redis();
+    let c = &mut c;
+    let stats: Vec<(String, f64)> = r!(
+        c,
+        "ZRANGE",
+        "stats:ProfilePage:AccessTime",
+        0,
+        -1,
+        "WITHSCORES"
+    );
+    let stats: HashMap<String, f64> = stats.into_iter().collect();
+    assert_eq!(stats["count"], n as f64);
+    assert_eq!(stats["min"], 1.0);
+    assert_eq!(stats["max"], n as f64);
+    assert_eq!(stats["sum"], (n * (n + 1) / 2) as f64);
+    assert_eq!(stats["sumsq"], (n * (n + 1) * (2 * n + 1) / 6) as f64);
+    // No temporary key left behind.
+    let keys: i64 = r!(c, "DBSIZE");
+    assert_eq!(keys, 2);
+}
+
+#[test]
+fn autocomplete_on_prefix_concurrent() {
+    let s = Arc::new(Server::start(&[]));
+    let names: Vec<String> = (0..20).map(|i| format!("abc{i:02}")).collect();
+    {
+        let mut c = s.redis();
+        let _: i64 = r!(&mut c, "ZADD", "members:g", 0, &names[0]);
+        for n in &names[1..] {
+            let _: i64 = r!(&mut c, "ZADD", "members:g", 0, n);
+        }
+    }
+    let per = 20;
+    let expected = names.clone();
+    let attempts = run_threads(&s, move |t, c| {
+        let mut attempts = 0;
+        for i in 0..per {
+            // joinGuild() of non-matching names: concurrent writes to the
+            // watched zset.
+            let _: i64 = r!(c, "ZADD", "members:g", 0, format!("t{t}x{i:02}"));
+            let (items, a) = autocomplete_on_prefix(c, "g", "abc");
+            attempts += a;
+            // Other clients' markers may take slots in the window, never
+            // show up in the result, never reorder it.
+            assert!(!items.is_empty() && items.len() <= 10, "{items:?}");
+            assert_eq!(items, expected[..items.len()]);
+            let (items, a) = autocomplete_on_prefix(c, "g", &format!("t{t}x"));
+            attempts += a;
+            let mine: Vec<String> = (0..=i.min(9)).map(|k| format!("t{t}x{k:02}")).collect();
+            assert_eq!(items, mine);
+        }
+        attempts
+    });
+    let mut c = s.redis();
+    let all: Vec<String> = r!(&mut c, "ZRANGE", "members:g", 0, -1);
+    assert_eq!(all.len(), 20 + THREADS * per, "markers left behind");
+    assert!(all.iter().all(|m| !m.contains('{')));
+    let total: usize = attempts.iter().sum();
+    eprintln!(
+        "autocompleteOnPrefix: {} retries for {} lookups",
+        total - 2 * THREADS * per,
+        2 * THREADS * per
+    );
+}
+
+/// acquireSemaphoreWithLock(): the fair semaphore taken under a lock whose
+/// release is a WATCH loop.
+fn acquire_semaphore_with_lock(c: &mut Connection, sem: &str, limit: i64) -> Option<String> {
+    let lock = acquire_lock(c, sem, 10_000)?;
+    let got = acquire_fair_semaphore(c, sem, limit, 10_000, now_ms());
+    assert!(release_lock(c, sem, &lock), "lost the lock");
+    got
+}
+
+#[test]
+fn fair_semaphore_never_over_acquired() {
+    let s = Arc::new(Server::start(&[]));
+    let limit = 3;
+    let per = 20;
+    let holders = Arc::new(AtomicUsize::new(0));
+    let max_seen = Arc::new(AtomicUsize::new(0));
+    let (h, m) = (holders.clone(), max_seen.clone());
+    let acquired = run_threads(&s, move |_, c| {
+        let mut mine = 0;
+        for _ in 0..per {
+            let Some(id) = acquire_semaphore_with_lock(c, "semaphore:remote", limit) else {
+                thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            mine += 1;
+            let now = h.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            let _: i64 = r!(c, "INCR", "acquired:total");
+            thread::sleep(Duration::from_millis(2));
+            h.fetch_sub(1, Ordering::SeqCst);
+            assert!(release_fair_semaphore(c, "semaphore:remote", &id));
+        }
+        mine
+    });
+    let total: i64 = acquired.iter().sum();
+    let max = max_seen.load(Ordering::SeqCst);
+    assert!(max <= limit as usize, "{max} holders at once");
+    assert!(total > 0);
+    let mut c = s.redis();
+    let c = &mut c;
+    let counted: i64 = r!(c, "GET", "acquired:total");
+    assert_eq!(counted, total);
+    let attempts: i64 = r!(c, "GET", "semaphore:remote:counter");
+    assert_eq!(attempts, (THREADS * per) as i64);
+    let left: i64 = r!(
+        c,
+        "EXISTS",
+        "semaphore:remote",
+        "semaphore:remote:owner",
+        "lock:semaphore:remote"
+    );
+    assert_eq!(left, 0);
+    eprintln!(
+        "fair semaphore: {total} of {} attempts acquired, at most {max} holders",
+        THREADS * per
+    );
 }
