@@ -77,7 +77,7 @@ pub fn write_db<W: Write>(
         return Ok(());
     }
     w.select_db(index, db.len(), db.expires.len())?;
-    for (k, v) in db.keys.iter() {
+    for (k, v) in db.keys().iter() {
         let (idle, freq) = match meta {
             AccessMeta::None => (None, None),
             AccessMeta::Lru => (db.idle_ms(k).map(|ms| ms / 1000), None),

@@ -90,7 +90,9 @@ pub struct EvictSample {
 
 #[derive(Default)]
 pub struct Db {
-    pub keys: Dict<Value, Access>,
+    /// Private: every write goes through `Db`'s methods, which run the
+    /// snapshot hook (a BGSAVE in progress captures a key before it changes).
+    keys: Dict<Value, Access>,
     pub expires: Dict<i64>,
     /// Where the active expire cycle resumes its scan of `expires`.
     pub expire_cursor: u64,
@@ -153,6 +155,11 @@ fn save_entry(
 }
 
 impl Db {
+    /// The main dict, read-only.
+    pub fn keys(&self) -> &Dict<Value, Access> {
+        &self.keys
+    }
+
     pub fn len(&self) -> usize {
         self.keys.len()
     }

@@ -509,7 +509,7 @@ fn keys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let now = c.now;
     // Expired keys are skipped, not deleted: KEYS only reads.
     let found: Vec<&CBytes> = d
-        .keys
+        .keys()
         .iter()
         .map(|(k, _)| k)
         .filter(|k| (all || storage::glob::matches(pat, k, false)) && !d.is_expired(k, now))
@@ -534,7 +534,7 @@ fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // still answers quickly (maybe with nothing).
     let mut budget = count.saturating_mul(10);
     loop {
-        cur = d.keys.scan(cur, |k, _| found.push(k.clone()));
+        cur = d.keys().scan(cur, |k, _| found.push(k.clone()));
         if cur == 0 || budget == 0 || found.len() >= count {
             break;
         }
@@ -585,7 +585,7 @@ fn randomkey(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     }
     let d = &c.st.dbs[db];
     let live = d
-        .keys
+        .keys()
         .iter()
         .find(|(k, _)| !d.is_expired(k, c.now))
         .map(|(k, _)| k.clone());

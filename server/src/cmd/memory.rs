@@ -217,7 +217,7 @@ pub fn summary(st: &mut crate::state::State) -> MemSummary {
             continue;
         }
         keys += d.len() as u64;
-        let main = d.len() as u64 * 64 + d.keys.buckets() as u64 * 8;
+        let main = d.len() as u64 * 64 + d.keys().buckets() as u64 * 8;
         let exp = d.expires.len() as u64 * 48 + d.expires.buckets() as u64 * 8;
         dbs.push((i, main, exp));
     }

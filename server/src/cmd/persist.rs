@@ -276,7 +276,7 @@ pub fn debug_digest(c: &mut Ctx) -> CmdResult {
             continue;
         }
         mix(&mut fin, &(i as u32).to_be_bytes());
-        for (k, v) in db.keys.iter() {
+        for (k, v) in db.keys().iter() {
             let mut d = [0u8; 20];
             mix(&mut d, k);
             object_digest(&mut d, v, db.expire_at(k).is_some());
