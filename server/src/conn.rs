@@ -58,7 +58,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                     let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
                     let wake = c.wake.clone();
                     let unsent = c.out_unsent.clone();
-                    st.clients.insert(id, c);
+                    st.clients.insert(id, Box::new(c));
                     Ok((id, wake, unsent, st.tun.max_bulk, st.tun.timeout_s, authed))
                 }
             };

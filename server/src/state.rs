@@ -227,7 +227,9 @@ pub struct State {
     pub cfg: Config,
     pub tun: Tuning,
     pub stats: Stats,
-    pub clients: BTreeMap<u64, Client>,
+    /// Boxed: a connection takes its client out for each batch and puts it
+    /// back, which then moves a pointer instead of the whole struct.
+    pub clients: BTreeMap<u64, Box<Client>>,
     pub next_client_id: u64,
     /// Changes since the last save (`rdb_changes_since_last_save`).
     pub dirty: u64,
