@@ -166,17 +166,37 @@ pub fn load_bytes_mode(
     let lim = limits(st);
     let verify = st.cfg.flag("rdbchecksum");
     let now = now_ms();
-    let ndbs = st.dbs.len();
-    let dbs = &mut st.dbs;
-    let sum = rdb::load(data, &lim, now, verify, |k| {
-        if k.db >= ndbs {
+    rdb::load_into(
+        data,
+        &lim,
+        now,
+        verify,
+        Loader {
+            dbs: &mut st.dbs,
+            merge,
+            now,
+        },
+    )
+}
+
+/// Puts loaded keys into the databases.
+struct Loader<'a> {
+    dbs: &'a mut [Db],
+    /// DEBUG RELOAD MERGE: a key already present is replaced.
+    merge: bool,
+    now: i64,
+}
+
+impl rdb::Sink for Loader<'_> {
+    fn key(&mut self, k: rdb::Loaded) -> Result<(), String> {
+        let ndbs = self.dbs.len();
+        let Some(db) = self.dbs.get_mut(k.db) else {
             return Err(format!(
                 "the file has database {} but the server is configured with {ndbs} databases",
                 k.db
             ));
-        }
-        let db = &mut dbs[k.db];
-        if merge {
+        };
+        if self.merge {
             db.remove(&k.key);
         } else if db.contains(&k.key) {
             return Err(format!(
@@ -185,7 +205,7 @@ pub fn load_bytes_mode(
                 k.db
             ));
         }
-        db.set_clock(now);
+        db.set_clock(self.now);
         db.add(&k.key, k.value);
         if let Some(t) = k.expire_ms {
             db.set_expire(&k.key, t);
@@ -194,8 +214,14 @@ pub fn load_bytes_mode(
             db.set_access(&k.key, k.idle_s, k.freq);
         }
         Ok(())
-    });
-    sum
+    }
+
+    fn resize(&mut self, db: usize, keys: u64, expires: u64) {
+        if let Some(d) = self.dbs.get_mut(db) {
+            let n = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
+            d.reserve(n(keys), n(expires));
+        }
+    }
 }
 
 /// The error for the log: what and where, and whether the checksum agrees

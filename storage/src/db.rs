@@ -155,6 +155,12 @@ fn save_entry(
 }
 
 impl Db {
+    /// Room for `keys` keys, `expires` of them with a TTL (RDB load).
+    pub fn reserve(&mut self, keys: usize, expires: usize) {
+        self.keys.reserve(keys);
+        self.expires.reserve(expires);
+    }
+
     /// The main dict, read-only.
     pub fn keys(&self) -> &Dict<Value, Access> {
         &self.keys

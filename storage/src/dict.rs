@@ -186,6 +186,14 @@ impl<V, M: Default> Dict<V, M> {
         }
     }
 
+    /// Sizes the table for `n` entries now (RDB load), so inserting them
+    /// rehashes nothing.
+    pub fn reserve(&mut self, n: usize) {
+        if n > self.t[0].buckets.len() {
+            self.resize_to(n);
+        }
+    }
+
     /// Shrinks a table that is under 10% full, as Redis's cron does.
     pub fn shrink_if_needed(&mut self) {
         let size = self.t[0].buckets.len();

@@ -65,6 +65,22 @@ pub struct Loaded {
     pub freq: Option<u8>,
 }
 
+/// Where a load puts what it reads. Any `FnMut(Loaded) -> Result<(),
+/// String>` is one that ignores size hints.
+pub trait Sink {
+    /// One key; an error stops the load.
+    fn key(&mut self, k: Loaded) -> Result<(), String>;
+    /// RESIZEDB: database `db` is about to get `keys` keys, `expires` of
+    /// them with a TTL (sizing the tables up front saves rehashing).
+    fn resize(&mut self, _db: usize, _keys: u64, _expires: u64) {}
+}
+
+impl<F: FnMut(Loaded) -> Result<(), String>> Sink for F {
+    fn key(&mut self, k: Loaded) -> Result<(), String> {
+        self(k)
+    }
+}
+
 /// What a whole load found besides the keys.
 #[derive(Debug, Default)]
 pub struct LoadSummary {
@@ -500,7 +516,18 @@ pub fn load(
     lim: &Limits,
     now_ms: i64,
     verify_checksum: bool,
-    mut sink: impl FnMut(Loaded) -> Result<(), String>,
+    sink: impl FnMut(Loaded) -> Result<(), String>,
+) -> R<LoadSummary> {
+    load_into(data, lim, now_ms, verify_checksum, sink)
+}
+
+/// As `load`, with a sink that also takes the file's size hints.
+pub fn load_into(
+    data: &[u8],
+    lim: &Limits,
+    now_ms: i64,
+    verify_checksum: bool,
+    mut sink: impl Sink,
 ) -> R<LoadSummary> {
     let mut r = Reader { d: data, p: 0 };
     let magic = r
@@ -538,8 +565,11 @@ pub fn load(
                     .map_or_else(|| at(format!("bad database number {n}"), op_at), Ok)?;
             }
             OP_RESIZEDB => {
-                r.len()?;
-                r.len()?;
+                // A hint from the file: no more keys than it has room for
+                // (a key record takes at least 3 bytes).
+                let most = data.len() as u64 / 3;
+                let (keys, expires) = (r.len()?.min(most), r.len()?.min(most));
+                sink.resize(db, keys, expires);
             }
             OP_EXPIRETIME_MS => {
                 let s = r.take(8)?;
@@ -573,7 +603,7 @@ pub fn load(
                     sum.expired += 1;
                     continue;
                 }
-                sink(Loaded {
+                sink.key(Loaded {
                     db,
                     key,
                     value,

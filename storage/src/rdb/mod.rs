@@ -24,7 +24,8 @@ pub mod encode;
 pub mod lzf;
 
 pub use decode::{
-    function_payload, load, restore_payload, Limits, LoadError, LoadSummary, Loaded, RestoreError,
+    function_payload, load, load_into, restore_payload, Limits, LoadError, LoadSummary, Loaded,
+    RestoreError, Sink,
 };
 pub use encode::{dump_payload, function_dump_payload, SaveOpts, Writer};
 
