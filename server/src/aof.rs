@@ -131,6 +131,11 @@ impl Manifest {
     }
 }
 
+/// Under `always`, the fsync waits until no write came for this long…
+const GATHER_QUIET: Duration = Duration::from_micros(60);
+/// …but not longer than this.
+const GATHER_MAX: Duration = Duration::from_micros(600);
+
 /// The fsync thread's view of the files.
 struct Sync {
     /// The file being appended to.
@@ -252,6 +257,25 @@ impl Io {
                         .wait_timeout(q, wait)
                         .unwrap_or_else(|e| e.into_inner())
                         .0;
+                }
+                if q.policy == Fsync::Always && !q.stop {
+                    // Group commit: the clients the last fsync released
+                    // are writing their next batches now; one fsync
+                    // after they are done covers them all (as Redis's
+                    // one fsync per event-loop round), where fsyncing at
+                    // the first write would take one or two of them.
+                    let start = Instant::now();
+                    loop {
+                        let before = q.written;
+                        q = self
+                            .cv
+                            .wait_timeout(q, GATHER_QUIET)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        if q.written == before || start.elapsed() >= GATHER_MAX || q.stop {
+                            break;
+                        }
+                    }
                 }
                 let due = q.stop
                     || (!q.hold
@@ -1312,6 +1336,19 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
     };
     st.aof.ready = true;
     res
+}
+
+/// Start-up with `appendonly no`: the manifest is still read, as Redis
+/// does, so that turning the AOF on later continues its numbering and
+/// deletes the files it lists.
+pub fn read_manifest_at_startup(st: &mut State) {
+    let path = aof_dir(st).join(format!("{}.manifest", fname(st)));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        match Manifest::parse(&text) {
+            Ok(m) => st.aof.manifest = m,
+            Err(e) => warn!("Ignoring the AOF manifest {}: {e}", path.display()),
+        }
+    }
 }
 
 fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> {

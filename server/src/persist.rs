@@ -223,6 +223,7 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
         return crate::aof::load_at_startup(st);
     }
     st.aof.ready = true;
+    crate::aof::read_manifest_at_startup(st);
     let path = rdb_path(st);
     let data = match std::fs::read(&path) {
         Ok(d) => d,

@@ -518,6 +518,26 @@ fn rewrite_and_enable_at_run_time() {
     let s = start(&server_bin(), &dir, &[]);
     let mut c = s.raw();
     assert_eq!(c.cmd(&["GET", "while-off"]), RespFrame::Null);
+    sigkill(&s);
+    drop(s);
+    // Started with the AOF off, the manifest is still read (as Redis):
+    // turning it on continues the numbering and removes the old files.
+    let s = start(&server_bin(), &dir, &[("appendonly", "no")]);
+    let mut c = s.raw();
+    c.cmd(&["SET", "k", "1"]);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendonly", "yes"]),
+        cinnabar_tests::ok()
+    );
+    wait_rewrites(&mut c);
+    assert_eq!(
+        aof_files(&dir),
+        [
+            "appendonly.aof.3.base.rdb",
+            "appendonly.aof.3.incr.aof",
+            "appendonly.aof.manifest"
+        ]
+    );
 }
 
 /// Writes a mix of commands over a small key space (overwrites, deletes,
