@@ -16,20 +16,26 @@
 //! wrapped in MULTI/EXEC. `SELECT` is written when the database differs
 //! from the last one written.
 //!
-//! # Durability without holding the lock
+//! # Writes and fsyncs
 //! Units are serialized into `Aof::buf` under the state lock; the logical
-//! offset grows with it. At the end of a connection's batch the buffer is
-//! handed to the writer thread ([`Aof::submit`]), which writes it and, for
-//! `appendfsync always`, fsyncs and publishes the synced offset. A
-//! connection whose batch wrote waits for `synced >= its offset` before it
-//! sends its replies: one fsync covers every batch queued meanwhile (group
-//! commit), and the lock is never held across a write or an fsync.
-//! `everysec` fsyncs from the writer thread once a second; `no` never.
+//! offset grows with it. At the end of a connection's batch, still under
+//! the lock, [`Aof::commit`] write(2)s the buffer to the incr file, as
+//! Redis writes its AOF buffer from the main thread before replying: a
+//! crash of the process never loses an acknowledged write. Fsyncs are the
+//! fsync thread's ([`Io`]): every second under `everysec`, never under
+//! `no`; under `always` a connection whose batch wrote waits for
+//! `synced >= its offset` before it sends its replies, and one fsync
+//! covers every batch written meanwhile (group commit), never under the
+//! lock.
+//!
+//! # Rewrites
+//! BGREWRITEAOF writes the new base with the BGSAVE snapshot engine
+//! (`crate::persist`, serialize-before-overwrite, on the saver thread):
+//! see [`rewrite_start`] and [`rewrite_done`].
 
 use crate::state::{now_ms, Client, State};
 use bytes::{Bytes, BytesMut};
 use protocol::{Decoder, Frame, ReplyBuf};
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -125,107 +131,126 @@ impl Manifest {
     }
 }
 
-/// What the writer thread is handed.
-enum Item {
-    /// Bytes and the logical offset at their end.
-    Data(Vec<u8>, u64),
-    /// Continue in this file (after a rewrite), fsyncing the old one first.
-    Switch(File),
-}
+/// Under `always`, the fsync waits until no write came for this long…
+const GATHER_QUIET: Duration = Duration::from_micros(60);
+/// …but not longer than this.
+const GATHER_MAX: Duration = Duration::from_micros(600);
 
-struct Queue {
-    items: VecDeque<Item>,
+/// The fsync thread's view of the files.
+struct Sync {
+    /// The file being appended to.
+    file: Arc<File>,
+    /// Files a rewrite switched away from, with the logical offset at
+    /// their end: fsynced before `synced` moves past it.
+    old: Vec<(Arc<File>, u64)>,
+    /// The logical offset handed to the kernel.
+    written: u64,
     policy: Fsync,
     /// Skip fsyncs (no-appendfsync-on-rewrite while a rewrite runs).
-    hold_fsync: bool,
+    hold: bool,
     stop: bool,
 }
 
-/// The writer thread's side, shared with the state.
+/// The background fsync thread, shared with the state. Writes are not its
+/// business: they happen under the state lock, before the replies.
 pub struct Io {
-    q: Mutex<Queue>,
+    m: Mutex<Sync>,
     cv: Condvar,
-    /// The offset known to be on disk (published after each fsync).
+    /// The logical offset known to be on disk (published after each fsync).
     synced: watch::Sender<u64>,
-    /// The offset handed to the kernel (survives a crash of the process).
-    written: watch::Sender<u64>,
-    pub write_ok: AtomicBool,
-    pub delayed_fsync: std::sync::atomic::AtomicU64,
+    pub fsync_ok: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Io {
-    fn start(file: File, policy: Fsync, offset: u64) -> Arc<Io> {
+    fn start(file: Arc<File>, policy: Fsync, offset: u64) -> Arc<Io> {
         let io = Arc::new(Io {
-            q: Mutex::new(Queue {
-                items: VecDeque::new(),
+            m: Mutex::new(Sync {
+                file,
+                old: Vec::new(),
+                written: offset,
                 policy,
-                hold_fsync: false,
+                hold: false,
                 stop: false,
             }),
             cv: Condvar::new(),
             synced: watch::channel(offset).0,
-            written: watch::channel(offset).0,
-            write_ok: AtomicBool::new(true),
-            delayed_fsync: Default::default(),
+            fsync_ok: AtomicBool::new(true),
             thread: Mutex::new(None),
         });
         let me = io.clone();
         let h = std::thread::Builder::new()
-            .name("aof-writer".into())
-            .spawn(move || me.run(file, offset))
-            .expect("spawn the AOF writer thread");
+            .name("aof-fsync".into())
+            .spawn(move || me.run(offset))
+            .expect("spawn the AOF fsync thread");
         *io.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         io
     }
 
-    fn push(&self, item: Item) {
-        let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
-        match (q.items.back_mut(), item) {
-            (Some(Item::Data(d, end)), Item::Data(more, e)) => {
-                d.extend_from_slice(&more);
-                *end = e;
-            }
-            (_, item) => q.items.push_back(item),
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sync> {
+        self.m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records how far the file was written; under `always` the thread
+    /// is woken to fsync it.
+    fn wrote(&self, written: u64) {
+        let mut q = self.lock();
+        q.written = written;
+        let wake = q.policy == Fsync::Always;
+        drop(q);
+        if wake {
+            self.cv.notify_one();
         }
+    }
+
+    /// Continues in `file`; the old file is fsynced first.
+    fn switch(&self, file: Arc<File>, written: u64) {
+        let mut q = self.lock();
+        let old = std::mem::replace(&mut q.file, file);
+        q.old.push((old, written));
+        q.written = written;
         drop(q);
         self.cv.notify_one();
     }
 
     fn set_policy(&self, p: Fsync, hold: bool) {
-        let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.lock();
         q.policy = p;
-        q.hold_fsync = hold;
+        q.hold = hold;
+        drop(q);
+        self.cv.notify_one();
     }
 
-    /// Writes what is queued, fsyncs, and ends the thread.
+    /// Fsyncs what was written and ends the thread.
     fn stop(&self) {
-        self.q.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
+        self.lock().stop = true;
         self.cv.notify_one();
         if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
     }
 
-    fn run(&self, mut file: File, start: u64) {
-        let mut written = start;
+    fn run(&self, start: u64) {
         let mut synced = start;
         let mut last_sync = Instant::now();
         loop {
-            let (items, policy, hold, stop) = {
-                let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
+            let (file, old, target, stop) = {
+                let mut q = self.lock();
                 loop {
-                    if !q.items.is_empty() || q.stop {
+                    if q.stop || (!q.old.is_empty() && !q.hold) {
                         break;
                     }
-                    let wait = if written > synced && q.policy == Fsync::Everysec {
-                        let due = Duration::from_secs(1).saturating_sub(last_sync.elapsed());
-                        if due.is_zero() {
-                            break;
+                    let behind = q.written > synced && !q.hold;
+                    let wait = match q.policy {
+                        Fsync::Always if behind => break,
+                        Fsync::Everysec if behind => {
+                            let due = Duration::from_secs(1).saturating_sub(last_sync.elapsed());
+                            if due.is_zero() {
+                                break;
+                            }
+                            due
                         }
-                        due
-                    } else {
-                        Duration::from_secs(1)
+                        _ => Duration::from_secs(1),
                     };
                     q = self
                         .cv
@@ -233,49 +258,65 @@ impl Io {
                         .unwrap_or_else(|e| e.into_inner())
                         .0;
                 }
-                (std::mem::take(&mut q.items), q.policy, q.hold_fsync, q.stop)
-            };
-            for item in items {
-                match item {
-                    Item::Data(d, end) => {
-                        // A failed write is retried: an acknowledged
-                        // `always` write must never be skipped.
-                        while let Err(e) = file.write_all(&d) {
-                            if self.write_ok.swap(false, Ordering::Relaxed) {
-                                warn!("Error writing to the AOF file: {e}");
-                            }
-                            std::thread::sleep(Duration::from_millis(100));
+                if q.policy == Fsync::Always && !q.stop {
+                    // Group commit: the clients the last fsync released
+                    // are writing their next batches now; one fsync
+                    // after they are done covers them all (as Redis's
+                    // one fsync per event-loop round), where fsyncing at
+                    // the first write would take one or two of them.
+                    let start = Instant::now();
+                    loop {
+                        let before = q.written;
+                        q = self
+                            .cv
+                            .wait_timeout(q, GATHER_QUIET)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        if q.written == before || start.elapsed() >= GATHER_MAX || q.stop {
+                            break;
                         }
-                        if !self.write_ok.swap(true, Ordering::Relaxed) {
-                            info!("AOF write error looks solved, Redis can write again.");
-                        }
-                        written = end;
                     }
-                    Item::Switch(f) => {
-                        let _ = file.sync_data();
-                        file = f;
-                        synced = written;
-                        self.synced.send_replace(synced);
+                }
+                let due = q.stop
+                    || (!q.hold
+                        && q.written > synced
+                        && match q.policy {
+                            Fsync::Always => true,
+                            Fsync::Everysec => last_sync.elapsed() >= Duration::from_secs(1),
+                            Fsync::No => false,
+                        });
+                let file = due.then(|| q.file.clone());
+                (file, std::mem::take(&mut q.old), q.written, q.stop)
+            };
+            let mut ok = true;
+            for (f, end) in old {
+                match f.sync_data() {
+                    Ok(()) => synced = synced.max(end),
+                    Err(e) => {
+                        ok = false;
+                        warn!("Error fsyncing the AOF file switched away from: {e}");
                     }
                 }
             }
-            let due = match policy {
-                Fsync::Always => written > synced,
-                Fsync::Everysec => {
-                    written > synced && last_sync.elapsed() >= Duration::from_secs(1)
-                }
-                Fsync::No => false,
-            };
-            if (due && !hold) || stop {
-                if let Err(e) = file.sync_data() {
-                    warn!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}");
-                } else {
-                    synced = written;
-                    last_sync = Instant::now();
+            if let Some(f) = file {
+                match f.sync_data() {
+                    Ok(()) => {
+                        synced = synced.max(target);
+                        last_sync = Instant::now();
+                    }
+                    Err(e) => {
+                        ok = false;
+                        warn!("Can't persist AOF for fsync error: {e}");
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
                 }
             }
-            self.written.send_replace(written);
-            self.synced.send_replace(synced);
+            self.fsync_ok.store(ok, Ordering::Relaxed);
+            self.synced.send_if_modified(|s| {
+                let moved = *s != synced;
+                *s = synced;
+                moved
+            });
             if stop {
                 break;
             }
@@ -286,16 +327,26 @@ impl Io {
 /// The AOF state under the lock.
 #[derive(Default)]
 pub struct Aof {
-    /// Appending (appendonly yes and the files are open).
+    /// Appending: every logged unit is written to `file`.
     pub on: bool,
+    /// `appendonly yes` was set at run time and its first rewrite has not
+    /// finished: INFO says enabled; writes are logged (to a temporary incr
+    /// file) only while that rewrite runs.
+    pub wait_rewrite: bool,
     /// Start-up loading is over; config changes may start or stop the AOF.
     pub ready: bool,
     pub loading: bool,
     pub policy: Fsync,
-    /// Serialized units not yet handed to the writer.
+    /// Serialized units not yet written.
     pub buf: Vec<u8>,
-    /// Bytes ever appended (the writer's offsets).
+    /// Bytes ever appended (the logical offsets).
     pub offset: u64,
+    /// The logical offset handed to the kernel.
+    pub written: u64,
+    /// The file being appended to.
+    pub file: Option<Arc<File>>,
+    /// The last write(2) failed.
+    pub write_failed: bool,
     /// The database the last written command ran in.
     pub sel_db: Option<usize>,
     /// Nesting of `execute` calls: a unit ends at depth 0.
@@ -305,13 +356,34 @@ pub struct Aof {
     pub io: Option<Arc<Io>>,
     pub manifest: Manifest,
     pub base_size: u64,
+    /// Bytes in the incr files the manifest lists.
     pub incr_size: u64,
+    /// Bytes in the incr file being appended to.
+    pub last_incr_size: u64,
     /// Size at the last rewrite (auto-aof-rewrite-percentage's reference).
     pub rewrite_base_size: u64,
+    /// The background rewrite running, if any.
+    pub rewrite: Option<Rewrite>,
+    /// BGREWRITEAOF while another job ran (or inside MULTI): started by
+    /// the cron when the snapshot engine is free.
+    pub rewrite_scheduled: bool,
+    /// Rewrites started (`aof_rewrites`).
     pub rewrites: u64,
-    pub last_rewrite_ms: i64,
-    pub last_rewrite_ok: bool,
+    /// Duration of the last finished rewrite.
+    pub last_rewrite_ms: Option<i64>,
+    pub last_rewrite_failed: bool,
     pub rewrite_failures: u64,
+    /// When the last rewrite failed (unix s), to space out retries.
+    pub last_failure_s: i64,
+}
+
+/// A background rewrite in progress.
+pub struct Rewrite {
+    started: Instant,
+    child: crate::persist::Child,
+    /// Writes go to `temp-<appendfilename>.incr`, which the manifest
+    /// lists only once the base is there (the AOF is being turned on).
+    temp_incr: bool,
 }
 
 /// Where a command started: what `after_command` compares against.
@@ -355,6 +427,7 @@ impl Aof {
         let n = (self.buf.len() - before) as u64;
         self.offset += n;
         self.incr_size += n;
+        self.last_incr_size += n;
     }
 
     /// Writes the finished unit, wrapped in MULTI/EXEC if it has more than
@@ -375,33 +448,113 @@ impl Aof {
         self.ops.clear();
     }
 
-    /// Hands the buffered bytes to the writer thread.
-    pub fn submit(&mut self) {
+    /// write(2)s the buffered units, under the state lock as Redis writes
+    /// from its main thread: the bytes are in the kernel before any reply
+    /// that depends on them is sent. What a failing write leaves is kept
+    /// and retried at the next commit or cron tick.
+    pub fn flush_buf(&mut self) {
         if self.buf.is_empty() {
             return;
         }
-        match &self.io {
-            Some(io) => io.push(Item::Data(std::mem::take(&mut self.buf), self.offset)),
-            None => self.buf.clear(),
+        let Some(f) = &self.file else {
+            self.buf.clear();
+            self.written = self.offset;
+            return;
+        };
+        let mut done = 0;
+        let mut failed = None;
+        while done < self.buf.len() {
+            match (&**f).write(&self.buf[done..]) {
+                Ok(0) => {
+                    failed = Some(io::Error::from(io::ErrorKind::WriteZero));
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => {
+                if self.write_failed {
+                    info!("AOF write error looks solved, Redis can write again.");
+                    self.write_failed = false;
+                }
+                self.buf.clear();
+                if self.buf.capacity() > 1 << 20 {
+                    self.buf = Vec::new();
+                }
+            }
+            Some(e) => {
+                if !self.write_failed {
+                    warn!("Error writing to the AOF file: {e}");
+                    self.write_failed = true;
+                }
+                self.buf.drain(..done);
+            }
+        }
+        self.written += done as u64;
+        if let Some(io) = &self.io {
+            io.wrote(self.written);
         }
     }
 
-    /// Ends a connection's batch: submits its writes and says what to wait
-    /// for before replying: under `appendfsync always` the fsync, otherwise
-    /// the write(2), so that, as in Redis, a crash of the process never
-    /// loses an acknowledged write (only a crash of the machine can).
+    /// Ends a connection's batch: writes its units and says what to wait
+    /// for before replying. The write(2) is done here, so a crash of the
+    /// process never loses an acknowledged write (only a crash of the
+    /// machine can, within `everysec`'s second); under `appendfsync always`
+    /// the replies also wait for the fsync thread (one fsync covers every
+    /// batch written meanwhile: group commit, never under the lock).
     pub fn commit(&mut self, mark: u64, had_pending: bool) -> Option<(watch::Receiver<u64>, u64)> {
-        self.submit();
-        if self.offset == mark && !had_pending {
+        self.flush_buf();
+        if self.policy != Fsync::Always || (self.offset == mark && !had_pending) {
             return None;
         }
         let io = self.io.as_ref()?;
-        let rx = if self.policy == Fsync::Always {
-            io.synced.subscribe()
-        } else {
-            io.written.subscribe()
-        };
-        Some((rx, self.offset))
+        if *io.synced.borrow() >= self.offset {
+            return None;
+        }
+        Some((io.synced.subscribe(), self.offset))
+    }
+
+    /// Starts appending to `f` (logical offsets continue).
+    fn start_appending(&mut self, f: File) {
+        let f = Arc::new(f);
+        self.written = self.offset;
+        self.io = Some(Io::start(f.clone(), self.policy, self.offset));
+        self.file = Some(f);
+        self.write_failed = false;
+        self.on = true;
+        self.sel_db = None;
+        self.last_incr_size = 0;
+    }
+
+    /// Continues in `f`: what is buffered goes to the old file first.
+    fn switch(&mut self, f: File) {
+        self.flush_buf();
+        let f = Arc::new(f);
+        if let Some(io) = &self.io {
+            io.switch(f.clone(), self.written);
+        }
+        self.file = Some(f);
+        // The new file must say which database it starts in.
+        self.sel_db = None;
+        self.last_incr_size = 0;
+    }
+
+    /// Stops appending: what is buffered is written, then everything is
+    /// fsynced.
+    fn stop_appending(&mut self) {
+        self.flush_buf();
+        if let Some(io) = self.io.take() {
+            io.stop();
+        }
+        self.file = None;
+        self.on = false;
+        self.sel_db = None;
     }
 }
 
@@ -676,97 +829,280 @@ fn open_append(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Writes a new base file from the current dataset and starts a new incr
-/// file; the old files are deleted once the manifest names the new ones.
+fn temp_incr_name(name: &str) -> String {
+    format!("temp-{name}.incr")
+}
+
+fn next_incr_seq(m: &Manifest) -> u64 {
+    m.incrs
+        .iter()
+        .chain(&m.history)
+        .map(|i| i.1)
+        .max()
+        .unwrap_or(0)
+        + 1
+}
+
+/// Seconds after a failed rewrite before the cron starts another one.
+const RETRY_DELAY_S: i64 = 5;
+
+/// What BGREWRITEAOF (and the cron) can do now.
+pub enum Start {
+    Started,
+    /// The snapshot engine is busy, or a unit is open (inside MULTI/EXEC):
+    /// the cron starts it later.
+    Scheduled,
+}
+
+/// BGREWRITEAOF: starts a background rewrite, or schedules it while
+/// another job (a BGSAVE) uses the snapshot engine or a transaction runs.
+pub fn bgrewriteaof(st: &mut State, in_exec: bool) -> io::Result<Start> {
+    if crate::persist::child_active(st) || in_exec || !st.aof.ops.is_empty() {
+        st.aof.rewrite_scheduled = true;
+        return Ok(Start::Scheduled);
+    }
+    rewrite_start(st).map(|()| Start::Started)
+}
+
+/// Starts a background rewrite, as Redis 7.0 does: from this moment (this
+/// lock hold) writes go to a new incr file, listed in the manifest at
+/// once, and the snapshot engine writes the dataset as it is now into a
+/// temporary base file. When the base is complete, [`rewrite_done`] makes
+/// the manifest name the new base and the new incr file, and deletes the
+/// rest. Loading either manifest gives the live data.
 ///
-/// The base is written under the state lock: clients pause for the
-/// duration of the snapshot.
-pub fn rewrite(st: &mut State) -> io::Result<()> {
-    let start = Instant::now();
+/// When the AOF is being turned on (`wait_rewrite`), the incr file is a
+/// temporary one the manifest names only at the end; with the AOF off,
+/// the rewrite writes a base and no incr file.
+pub fn rewrite_start(st: &mut State) -> io::Result<()> {
+    debug_assert!(!crate::persist::child_active(st));
+    st.aof.rewrite_scheduled = false;
+    let res = rewrite_start_inner(st);
+    if let Err(e) = &res {
+        warn!("Can't rewrite append only file in background: {e}");
+        st.aof.last_rewrite_failed = true;
+        st.aof.rewrite_failures += 1;
+        st.aof.last_failure_s = now_ms() / 1000;
+    }
+    res
+}
+
+fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
     let dir = aof_dir(st);
     std::fs::create_dir_all(&dir)?;
     let name = fname(st);
+    let mut temp_incr = false;
+    if st.aof.on {
+        let seq = next_incr_seq(&st.aof.manifest);
+        let incr = format!("{name}.{seq}.incr.aof");
+        let f = open_append(&dir.join(&incr))?;
+        let mut m = st.aof.manifest.clone();
+        m.incrs.push((incr.clone(), seq));
+        write_manifest(&dir, &name, &m)?;
+        info!("Creating AOF incr file {incr} on background rewrite");
+        st.aof.manifest = m;
+        st.aof.switch(f);
+    } else if st.aof.wait_rewrite {
+        let path = dir.join(temp_incr_name(&name));
+        drop(File::create(&path)?);
+        st.aof.start_appending(open_append(&path)?);
+        temp_incr = true;
+    }
+    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    match crate::persist::snapshot_start(st, tmp, crate::persist::Target::AofBase) {
+        Ok(child) => {
+            st.aof.rewrite = Some(Rewrite {
+                started: Instant::now(),
+                child,
+                temp_incr,
+            });
+            st.aof.rewrites += 1;
+            sync_policy(st);
+            info!("Background append only file rewriting started");
+            Ok(())
+        }
+        Err(e) => {
+            if temp_incr {
+                st.aof.stop_appending();
+                let _ = std::fs::remove_file(dir.join(temp_incr_name(&name)));
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The completion hook of the rewrite's snapshot (run by the saver thread
+/// under the lock): the base is complete and fsynced at `tmp`.
+pub fn rewrite_done(st: &mut State, res: io::Result<()>, tmp: &Path) -> crate::persist::AfterDone {
+    let Some(rw) = st.aof.rewrite.take() else {
+        return Default::default();
+    };
+    st.aof.last_rewrite_ms = Some(rw.started.elapsed().as_millis() as i64);
+    let dir = aof_dir(st);
+    let name = fname(st);
+    let res = res.and_then(|()| install(st, &dir, &name, tmp, rw.temp_incr));
+    sync_policy(st);
+    match res {
+        Ok(remove) => {
+            st.aof.last_rewrite_failed = false;
+            st.aof.rewrite_failures = 0;
+            st.aof.wait_rewrite = false;
+            info!("Background AOF rewrite finished successfully");
+            crate::persist::AfterDone {
+                sync_dir: Some(dir),
+                remove,
+            }
+        }
+        Err(e) => {
+            warn!("Background AOF rewrite terminated with error: {e}");
+            let _ = std::fs::remove_file(tmp);
+            st.aof.last_rewrite_failed = true;
+            st.aof.rewrite_failures += 1;
+            st.aof.last_failure_s = now_ms() / 1000;
+            if rw.temp_incr {
+                // Still turning the AOF on: try again from the start.
+                st.aof.stop_appending();
+                let _ = std::fs::remove_file(dir.join(temp_incr_name(&name)));
+                st.aof.rewrite_scheduled = true;
+            }
+            Default::default()
+        }
+    }
+}
+
+/// Puts the new base (and a temporary incr file) in place and switches
+/// the manifest; returns the history files to delete.
+fn install(
+    st: &mut State,
+    dir: &Path,
+    name: &str,
+    tmp: &Path,
+    temp_incr: bool,
+) -> io::Result<Vec<PathBuf>> {
     let old = st.aof.manifest.clone();
     let base_seq = old.base.as_ref().map_or(0, |b| b.1) + 1;
-    let incr_seq = old.incrs.iter().map(|i| i.1).max().unwrap_or(0) + 1;
-    let base_name = format!("{name}.{base_seq}.base.rdb");
-    let incr_name = format!("{name}.{incr_seq}.incr.aof");
+    let base = format!("{name}.{base_seq}.base.rdb");
+    std::fs::rename(tmp, dir.join(&base))?;
+    info!(
+        "Successfully renamed the temporary AOF base file {} into {base}",
+        tmp.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let mut m = Manifest {
+        base: Some((base.clone(), base_seq)),
+        incrs: vec![],
+        history: vec![],
+    };
+    if temp_incr {
+        let seq = next_incr_seq(&old);
+        let incr = format!("{name}.{seq}.incr.aof");
+        std::fs::rename(dir.join(temp_incr_name(name)), dir.join(&incr))?;
+        info!(
+            "Successfully renamed the temporary AOF incr file {} into {incr}",
+            temp_incr_name(name)
+        );
+        m.incrs.push((incr, seq));
+    } else if st.aof.on {
+        // The incr file opened when the rewrite started.
+        m.incrs.extend(old.incrs.last().cloned());
+    }
+    write_manifest(dir, name, &m)?;
+    let kept = |n: &String| m.base.iter().chain(&m.incrs).any(|(k, _)| k == n);
+    let mut remove = Vec::new();
+    for (n, _) in old.base.iter().chain(&old.incrs).chain(&old.history) {
+        if !kept(n) {
+            info!("Removing the history file {n} in the background");
+            remove.push(dir.join(n));
+        }
+    }
+    st.aof.manifest = m;
+    st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
+    st.aof.incr_size = if st.aof.on { st.aof.last_incr_size } else { 0 };
+    st.aof.rewrite_base_size = st.aof.base_size + st.aof.incr_size;
+    Ok(remove)
+}
+
+/// Abandons a running rewrite (SHUTDOWN, turning the AOF off), as Redis
+/// kills its rewriting child.
+pub fn kill_rewrite(st: &mut State) {
+    if let Some(rw) = st.aof.rewrite.take() {
+        info!("Killing running AOF rewrite");
+        rw.child.kill(st);
+        if rw.temp_incr {
+            st.aof.stop_appending();
+            let _ = std::fs::remove_file(aof_dir(st).join(temp_incr_name(&fname(st))));
+        }
+        sync_policy(st);
+    }
+}
+
+/// Hands the fsync policy to the fsync thread (no-appendfsync-on-rewrite
+/// holds fsyncs back while a rewrite runs).
+fn sync_policy(st: &State) {
+    if let Some(io) = &st.aof.io {
+        let hold = st.aof.rewrite.is_some() && st.cfg.flag("no-appendfsync-on-rewrite");
+        io.set_policy(st.aof.policy, hold);
+    }
+}
+
+/// Start-up with `appendonly yes` and no AOF: the base and the incr file
+/// are created synchronously (nobody is connected yet), as Redis does.
+fn create_at_start(st: &mut State) -> io::Result<()> {
+    let dir = aof_dir(st);
+    std::fs::create_dir_all(&dir)?;
+    let name = fname(st);
+    let m = st.aof.manifest.clone();
+    let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
+    let incr_seq = next_incr_seq(&m);
+    let base = format!("{name}.{base_seq}.base.rdb");
+    let incr = format!("{name}.{incr_seq}.incr.aof");
+    info!("Creating AOF base file {base} on server start");
+    info!("Creating AOF incr file {incr} on server start");
     let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let res = (|| {
         let f = File::create(&tmp)?;
         let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f))?;
         let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(&base_name))?;
-        let incr = File::create(dir.join(&incr_name))?;
-        fsync_dir(&dir);
-        let m = Manifest {
-            base: Some((base_name.clone(), base_seq)),
-            incrs: vec![(incr_name.clone(), incr_seq)],
-            history: vec![],
-        };
-        // What is buffered predates the new base: it goes to the old file.
-        st.aof.submit();
-        write_manifest(&dir, &name, &m)?;
-        Ok((m, incr))
+        std::fs::rename(&tmp, dir.join(&base))
     })();
-    let (m, incr) = match res {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            st.aof.last_rewrite_ok = false;
-            st.aof.rewrite_failures += 1;
-            warn!("Error rewriting the append only file: {e}");
-            return Err(e);
-        }
-    };
-    let incr = {
-        // Append mode for the writer.
-        drop(incr);
-        open_append(&dir.join(&incr_name))?
-    };
-    match &st.aof.io {
-        Some(io) => io.push(Item::Switch(incr)),
-        None if st.aof.ready && st.cfg.flag("appendonly") => {
-            st.aof.io = Some(Io::start(incr, st.aof.policy, st.aof.offset));
-            st.aof.on = true;
-        }
-        None => {}
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
     }
-    // The new incr file must say which database it starts in.
-    st.aof.sel_db = None;
-    for (n, _) in old.base.iter().chain(&old.incrs).chain(&old.history) {
-        if *n != base_name && *n != incr_name {
-            let _ = std::fs::remove_file(dir.join(n));
-        }
-    }
+    let f = open_append(&dir.join(&incr))?;
+    let m = Manifest {
+        base: Some((base.clone(), base_seq)),
+        incrs: vec![(incr, incr_seq)],
+        history: vec![],
+    };
+    write_manifest(&dir, &name, &m)?;
     st.aof.manifest = m;
-    st.aof.base_size = std::fs::metadata(dir.join(&base_name)).map_or(0, |m| m.len());
+    st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
     st.aof.incr_size = 0;
     st.aof.rewrite_base_size = st.aof.base_size;
-    st.aof.rewrites += 1;
-    st.aof.last_rewrite_ms = start.elapsed().as_millis() as i64;
-    st.aof.last_rewrite_ok = true;
-    st.aof.rewrite_failures = 0;
-    info!("Background AOF rewrite finished successfully");
+    st.aof.start_appending(f);
     Ok(())
 }
 
-/// Stops appending: what is queued is written and fsynced.
+/// Stops appending (`appendonly no`): a running rewrite is abandoned, what
+/// is buffered is written and fsynced.
 pub fn stop(st: &mut State) {
-    st.aof.submit();
-    if let Some(io) = st.aof.io.take() {
-        io.stop();
-    }
-    st.aof.on = false;
-    st.aof.sel_db = None;
+    kill_rewrite(st);
+    st.aof.stop_appending();
+    st.aof.wait_rewrite = false;
+    st.aof.rewrite_scheduled = false;
 }
 
-/// Shutdown: the AOF is fsynced before exiting.
+/// Shutdown: a running rewrite is abandoned and the AOF fsynced before
+/// exiting.
 pub fn shutdown(st: &mut State) {
+    if st.aof.rewrite.is_some() {
+        warn!("There is a child rewriting the AOF. Killing it!");
+        kill_rewrite(st);
+    }
     if st.aof.on {
         info!("Calling fsync() on the AOF file.");
-        stop(st);
+        st.aof.stop_appending();
     }
 }
 
@@ -776,28 +1112,42 @@ pub fn config_changed(st: &mut State) {
     if !st.aof.ready {
         return;
     }
-    if let Some(io) = &st.aof.io {
-        io.set_policy(st.aof.policy, false);
-    }
+    sync_policy(st);
     let want = st.cfg.flag("appendonly");
-    if want && !st.aof.on {
-        // As Redis: a rewrite writes the base, then appending starts.
-        info!("Background append only file rewriting started");
-        if rewrite(st).is_err() {
-            warn!("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation.");
+    let enabled = st.aof.on || st.aof.wait_rewrite;
+    if want && !enabled {
+        // As Redis: appending starts with a rewrite, whose base holds
+        // the data written so far.
+        st.aof.wait_rewrite = true;
+        if crate::persist::child_active(st) || !st.aof.ops.is_empty() {
+            st.aof.rewrite_scheduled = true;
+        } else if rewrite_start(st).is_err() {
+            warn!("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
+            st.aof.wait_rewrite = false;
         }
-    } else if !want && st.aof.on {
+    } else if !want && enabled {
         stop(st);
     }
 }
 
-/// From the cron: hands over what active expiry logged and checks the
-/// automatic rewrite.
+/// From the cron: writes what active expiry logged, starts a scheduled
+/// rewrite and checks the automatic one.
 pub fn cron(st: &mut State) {
-    if !st.aof.on {
+    st.aof.flush_buf();
+    if crate::persist::child_active(st) || !st.aof.ops.is_empty() {
         return;
     }
-    st.aof.submit();
+    let now_s = now_ms() / 1000;
+    if st.aof.rewrite_failures > 0 && now_s - st.aof.last_failure_s < RETRY_DELAY_S {
+        return;
+    }
+    if st.aof.rewrite_scheduled {
+        let _ = rewrite_start(st);
+        return;
+    }
+    if !st.aof.on || st.aof.wait_rewrite {
+        return;
+    }
     let pct = st.cfg.int("auto-aof-rewrite-percentage");
     let min = st.cfg.int("auto-aof-rewrite-min-size").max(0) as u64;
     let size = st.aof.base_size + st.aof.incr_size;
@@ -806,7 +1156,7 @@ pub fn cron(st: &mut State) {
         let growth = (size.saturating_sub(base)) * 100 / base;
         if growth >= pct as u64 {
             info!("Starting automatic rewriting of AOF on {}% growth", growth);
-            let _ = rewrite(st);
+            let _ = rewrite_start(st);
         }
     }
 }
@@ -946,9 +1296,7 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
     let res = match text {
         None => {
             st.aof.ready = true;
-            let r = rewrite_at_start(st);
-            st.aof.rewrites = 0;
-            r
+            create_at_start(st).map_err(|e| format!("Can't create the AOF files: {e}"))
         }
         Some(t) => {
             let m = Manifest::parse(&t)?;
@@ -990,12 +1338,17 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
     res
 }
 
-fn rewrite_at_start(st: &mut State) -> Result<(), String> {
-    let name = fname(st);
-    let seq = 1;
-    info!("Creating AOF base file {name}.{seq}.base.rdb on server start");
-    info!("Creating AOF incr file {name}.{seq}.incr.aof on server start");
-    rewrite(st).map_err(|e| format!("Can't create the AOF files: {e}"))
+/// Start-up with `appendonly no`: the manifest is still read, as Redis
+/// does, so that turning the AOF on later continues its numbering and
+/// deletes the files it lists.
+pub fn read_manifest_at_startup(st: &mut State) {
+    let path = aof_dir(st).join(format!("{}.manifest", fname(st)));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        match Manifest::parse(&text) {
+            Ok(m) => st.aof.manifest = m,
+            Err(e) => warn!("Ignoring the AOF manifest {}: {e}", path.display()),
+        }
+    }
 }
 
 fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> {
@@ -1006,7 +1359,7 @@ fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> 
             (n.clone(), false)
         }
         None => {
-            let seq = m.incrs.iter().map(|i| i.1).max().unwrap_or(0) + 1;
+            let seq = next_incr_seq(&m);
             let n = format!("{name}.{seq}.incr.aof");
             info!("Creating AOF incr file {n} on server start");
             m.incrs.push((n.clone(), seq));
@@ -1020,64 +1373,61 @@ fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> 
         write_manifest(dir, name, &m).map_err(|e| e.to_string())?;
         st.aof.manifest = m;
     }
-    st.aof.incr_size = f.metadata().map_or(0, |x| x.len());
+    let last = f.metadata().map_or(0, |x| x.len());
+    st.aof.incr_size = st
+        .aof
+        .manifest
+        .incrs
+        .iter()
+        .map(|(n, _)| std::fs::metadata(dir.join(n)).map_or(0, |x| x.len()))
+        .sum();
     st.aof.rewrite_base_size = st.aof.base_size + st.aof.incr_size;
-    st.aof.io = Some(Io::start(f, st.aof.policy, st.aof.offset));
-    st.aof.on = true;
-    st.aof.sel_db = None;
+    st.aof.start_appending(f);
+    st.aof.last_incr_size = last;
     Ok(())
 }
 
 /// INFO persistence's aof_* fields.
 pub fn info(st: &State) -> Vec<String> {
     let a = &st.aof;
+    let enabled = a.on || a.wait_rewrite;
+    let write_ok = !a.write_failed;
+    let fsync_ok =
+        a.io.as_ref()
+            .is_none_or(|io| io.fsync_ok.load(Ordering::Relaxed));
     let mut v = vec![
-        format!("aof_enabled:{}", a.on as u8),
-        "aof_rewrite_in_progress:0".to_string(),
-        "aof_rewrite_scheduled:0".to_string(),
+        format!("aof_enabled:{}", enabled as u8),
+        format!("aof_rewrite_in_progress:{}", a.rewrite.is_some() as u8),
+        format!("aof_rewrite_scheduled:{}", a.rewrite_scheduled as u8),
         format!(
             "aof_last_rewrite_time_sec:{}",
-            if a.rewrites > 0 {
-                a.last_rewrite_ms / 1000
-            } else {
-                -1
-            }
+            a.last_rewrite_ms.map_or(-1, |ms| ms / 1000)
         ),
-        "aof_current_rewrite_time_sec:-1".to_string(),
+        format!(
+            "aof_current_rewrite_time_sec:{}",
+            a.rewrite
+                .as_ref()
+                .map_or(-1, |r| r.started.elapsed().as_secs() as i64)
+        ),
         format!(
             "aof_last_bgrewrite_status:{}",
-            if a.last_rewrite_ok || a.rewrites == 0 && a.rewrite_failures == 0 {
-                "ok"
-            } else {
-                "err"
-            }
+            if a.last_rewrite_failed { "err" } else { "ok" }
         ),
         format!("aof_rewrites:{}", a.rewrites),
         format!("aof_rewrites_consecutive_failures:{}", a.rewrite_failures),
         format!(
             "aof_last_write_status:{}",
-            if a.io
-                .as_ref()
-                .is_none_or(|io| io.write_ok.load(Ordering::Relaxed))
-            {
-                "ok"
-            } else {
-                "err"
-            }
+            if write_ok && fsync_ok { "ok" } else { "err" }
         ),
         "aof_last_cow_size:0".to_string(),
     ];
-    if a.on {
+    if enabled {
         v.push(format!("aof_current_size:{}", a.base_size + a.incr_size));
-        v.push(format!("aof_base_size:{}", a.base_size));
-        v.push("aof_pending_rewrite:0".to_string());
+        v.push(format!("aof_base_size:{}", a.rewrite_base_size));
+        v.push(format!("aof_pending_rewrite:{}", a.rewrite_scheduled as u8));
         v.push(format!("aof_buffer_length:{}", a.buf.len()));
         v.push("aof_pending_bio_fsync:0".to_string());
-        v.push(format!(
-            "aof_delayed_fsync:{}",
-            a.io.as_ref()
-                .map_or(0, |io| io.delayed_fsync.load(Ordering::Relaxed))
-        ));
+        v.push("aof_delayed_fsync:0".to_string());
     }
     v
 }

@@ -249,6 +249,7 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
         return crate::aof::load_at_startup(st);
     }
     st.aof.ready = true;
+    crate::aof::read_manifest_at_startup(st);
     let path = rdb_path(st);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
@@ -342,9 +343,51 @@ pub struct Running {
     pub started_s: i64,
     /// `dirty` when it started: what a successful save makes persistent.
     pub dirty_before: u64,
-    /// Set when the save is abandoned (SHUTDOWN); the saver thread stops.
+    child: Child,
+}
+
+/// The snapshot engine's running job, whichever its purpose (BGSAVE or
+/// the base of an AOF rewrite): at most one runs at a time, as Redis runs
+/// at most one child.
+pub struct Child {
+    /// Set when the job is abandoned; the saver thread stops at its next
+    /// slice and does not call the completion hook.
     abort: Arc<AtomicBool>,
     tmp: PathBuf,
+}
+
+impl Child {
+    /// Abandons the job (SHUTDOWN, turning the AOF off): the databases
+    /// stop capturing and the temporary file is removed.
+    pub fn kill(self, st: &mut State) {
+        self.abort.store(true, Relaxed);
+        end_captures(st);
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+fn end_captures(st: &mut State) {
+    for db in st.dbs.iter_mut() {
+        db.snapshot_end();
+    }
+}
+
+/// What a finished snapshot becomes (the completion hook the saver thread
+/// runs under the lock).
+pub enum Target {
+    /// BGSAVE: renamed over `path` (in `dir`).
+    Rdb { path: PathBuf, dir: PathBuf },
+    /// BGREWRITEAOF: the new base of the AOF (`crate::aof::rewrite_done`).
+    AofBase,
+}
+
+/// What the completion hook leaves to do once the lock is released.
+#[derive(Default)]
+pub struct AfterDone {
+    /// A directory whose entries changed (fsynced).
+    pub sync_dir: Option<PathBuf>,
+    /// Files no longer needed (AOF history files).
+    pub remove: Vec<PathBuf>,
 }
 
 /// The MISCONF error of write commands after a failed background save.
@@ -361,6 +404,12 @@ pub fn writes_denied(st: &State) -> bool {
 
 pub fn bgsave_in_progress(st: &State) -> bool {
     st.rdb.running.is_some()
+}
+
+/// Whether the snapshot engine is busy (a BGSAVE or an AOF rewrite): what
+/// Redis calls an active child process.
+pub fn child_active(st: &State) -> bool {
+    st.rdb.running.is_some() || st.aof.rewrite.is_some()
 }
 
 /// The save points of the `save` option: (seconds, changes) pairs.
@@ -388,7 +437,7 @@ fn bg_tmp_name(dir: &std::path::Path) -> PathBuf {
 /// thread. A failure to open the file is reported as Redis reports its
 /// child's: the save "started" and failed at once.
 pub fn bgsave_start(st: &mut State) {
-    debug_assert!(st.rdb.running.is_none());
+    debug_assert!(!child_active(st));
     let now_s = now_ms() / 1000;
     st.rdb.saves += 1;
     st.rdb.last_try_s = now_s;
@@ -399,8 +448,17 @@ pub fn bgsave_start(st: &mut State) {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
     let tmp = bg_tmp_name(&dir);
-    let file = match std::fs::File::create(&tmp) {
-        Ok(f) => f,
+    let dirty_before = st.dirty;
+    match snapshot_start(st, tmp.clone(), Target::Rdb { path, dir }) {
+        Ok(child) => {
+            st.rdb.running = Some(Running {
+                started: Instant::now(),
+                started_s: now_s,
+                dirty_before,
+                child,
+            });
+            info!("Background saving started");
+        }
         Err(e) => {
             warn!(
                 "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
@@ -410,19 +468,26 @@ pub fn bgsave_start(st: &mut State) {
             warn!("Background saving error");
             st.rdb.last_bgsave_ok = false;
             st.rdb.last_bgsave_time_s = 0;
-            return;
         }
-    };
+    }
+}
+
+/// Starts the snapshot engine: creates `tmp`, raises the snapshot epoch in
+/// every database (the image is the dataset at this moment, in this lock
+/// hold) and starts the saver thread, which streams the image to `tmp`,
+/// fsyncs it and then, under the lock, runs `target`'s completion hook.
+pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Result<Child> {
+    let file = std::fs::File::create(&tmp)?;
     let Some(shared) = st.shared.upgrade() else {
         // No server around the state (unit tests): nothing to run on.
         drop(file);
         let _ = std::fs::remove_file(&tmp);
-        return;
+        return Err(io::Error::other("no server"));
     };
     let opts = save_opts(st);
     let mut head = rdb::Writer::new(Vec::new(), opts);
     let header = head
-        .header(REDIS_VER, now_s, crate::cmd::server::rss_bytes())
+        .header(REDIS_VER, now_ms() / 1000, crate::cmd::server::rss_bytes())
         .and_then(|_| head.finish())
         .map(|mut v| {
             // Without the EOF byte and checksum `finish` added.
@@ -436,30 +501,22 @@ pub fn bgsave_start(st: &mut State) {
         db.snapshot_begin(i, epoch, opts, meta);
     }
     let abort = Arc::new(AtomicBool::new(false));
-    st.rdb.running = Some(Running {
-        started: Instant::now(),
-        started_s: now_s,
-        dirty_before: st.dirty,
-        abort: abort.clone(),
-        tmp: tmp.clone(),
-    });
-    info!("Background saving started");
     let job = Job {
         shared,
-        abort,
-        tmp,
-        path,
-        dir,
+        abort: abort.clone(),
+        tmp: tmp.clone(),
+        target,
         checksum: opts.checksum,
     };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
         .spawn(move || job.run(file, header));
+    let child = Child { abort, tmp };
     if let Err(e) = spawned {
-        warn!("Can't save in background: {e}");
-        abort_bgsave(st);
-        st.rdb.last_bgsave_ok = false;
+        child.kill(st);
+        return Err(e);
     }
+    Ok(child)
 }
 
 /// Abandons a running background save (SHUTDOWN): the databases stop
@@ -467,17 +524,13 @@ pub fn bgsave_start(st: &mut State) {
 /// file is removed.
 pub fn abort_bgsave(st: &mut State) {
     if let Some(r) = st.rdb.running.take() {
-        r.abort.store(true, Relaxed);
-        for db in st.dbs.iter_mut() {
-            db.snapshot_end();
-        }
-        let _ = std::fs::remove_file(&r.tmp);
+        r.child.kill(st);
     }
 }
 
 /// (keys saved, keys in the snapshot) of the running save.
 pub fn bgsave_progress(st: &State) -> (u64, u64) {
-    if st.rdb.running.is_none() {
+    if !child_active(st) {
         return (0, 0);
     }
     st.dbs
@@ -555,12 +608,46 @@ fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, boo
     (out, complete)
 }
 
+/// BGSAVE's completion hook: the file replaces `dir/dbfilename`, with
+/// Redis's bookkeeping.
+fn bgsave_done(
+    st: &mut State,
+    res: io::Result<()>,
+    tmp: &std::path::Path,
+    path: &std::path::Path,
+    dir: &std::path::Path,
+) -> AfterDone {
+    let Some(r) = st.rdb.running.take() else {
+        return AfterDone::default();
+    };
+    let res = res.and_then(|()| std::fs::rename(tmp, path));
+    st.rdb.last_bgsave_time_s = r.started.elapsed().as_secs() as i64;
+    match res {
+        Ok(()) => {
+            info!("Background saving terminated with success");
+            st.dirty = st.dirty.saturating_sub(r.dirty_before);
+            st.lastsave = now_ms() / 1000;
+            st.rdb.last_bgsave_ok = true;
+        }
+        Err(e) => {
+            warn!("Write error saving DB on disk: {e}");
+            warn!("Background saving error");
+            let _ = std::fs::remove_file(tmp);
+            st.rdb.last_bgsave_ok = false;
+            end_captures(st);
+        }
+    }
+    AfterDone {
+        sync_dir: Some(dir.to_path_buf()),
+        remove: vec![],
+    }
+}
+
 struct Job {
     shared: Arc<Shared>,
     abort: Arc<AtomicBool>,
     tmp: PathBuf,
-    path: PathBuf,
-    dir: PathBuf,
+    target: Target,
     checksum: bool,
 }
 
@@ -571,35 +658,24 @@ impl Job {
             return;
         }
         let mut st = self.shared.state.lock();
-        // SHUTDOWN may have abandoned the save while the file was synced.
+        // SHUTDOWN may have abandoned the job while the file was synced.
         if self.abort.load(Relaxed) {
             return;
         }
-        let res = res.and_then(|()| std::fs::rename(&self.tmp, &self.path));
-        let Some(r) = st.rdb.running.take() else {
-            return;
-        };
-        st.rdb.last_bgsave_time_s = r.started.elapsed().as_secs() as i64;
-        match res {
-            Ok(()) => {
-                info!("Background saving terminated with success");
-                st.dirty = st.dirty.saturating_sub(r.dirty_before);
-                st.lastsave = now_ms() / 1000;
-                st.rdb.last_bgsave_ok = true;
-            }
-            Err(e) => {
-                warn!("Write error saving DB on disk: {e}");
-                warn!("Background saving error");
-                let _ = std::fs::remove_file(&self.tmp);
-                st.rdb.last_bgsave_ok = false;
-                for db in st.dbs.iter_mut() {
-                    db.snapshot_end();
-                }
-            }
+        if res.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+            end_captures(&mut st);
         }
+        let after = match &self.target {
+            Target::Rdb { path, dir } => bgsave_done(&mut st, res, &self.tmp, path, dir),
+            Target::AofBase => crate::aof::rewrite_done(&mut st, res, &self.tmp),
+        };
         drop(st);
-        if let Ok(d) = std::fs::File::open(&self.dir) {
+        if let Some(d) = after.sync_dir.and_then(|d| std::fs::File::open(d).ok()) {
             let _ = d.sync_all();
+        }
+        for f in after.remove {
+            let _ = std::fs::remove_file(f);
         }
     }
 
@@ -668,7 +744,7 @@ impl Job {
 /// seconds with at least M changes"), retrying a failed save only after
 /// [`RETRY_DELAY_S`].
 pub fn cron(st: &mut State) {
-    if st.rdb.running.is_some() {
+    if child_active(st) {
         return;
     }
     let now_s = now_ms() / 1000;

@@ -9,7 +9,7 @@ use cinnabar_tests::{
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -256,7 +256,7 @@ fn interop_with_real_redis_both_ways() {
             c.cmd(&["BGREWRITEAOF"]),
             cinnabar_tests::simple("Background append only file rewriting started")
         );
-        std::thread::sleep(Duration::from_millis(300));
+        wait_rewrites(&mut c);
         c.cmd(&["SET", "after-rewrite", "1"]);
         c.cmd(&["SELECT", "3"]);
         c.cmd(&["SET", "after-rewrite-3", "1"]);
@@ -290,6 +290,26 @@ fn interop_with_real_redis_both_ways() {
         );
         assert_eq!(bulk(&c.cmd(&["GET", "fl"])), b"1.5");
         assert!(int(&c.cmd(&["TTL", "ttl"])) > 900);
+    }
+}
+
+fn persistence(c: &mut RawClient) -> String {
+    match c.cmd(&["INFO", "persistence"]) {
+        RespFrame::Bulk(b) => String::from_utf8_lossy(&b).to_string(),
+        f => panic!("{f:?}"),
+    }
+}
+
+/// Waits until no rewrite runs or is scheduled.
+fn wait_rewrites(c: &mut RawClient) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let info = persistence(c);
+        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "rewrite never ended: {info}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -457,18 +477,18 @@ fn rewrite_and_enable_at_run_time() {
     );
     c.cmd(&["SET", "after-on", "1"]);
     c.cmd(&["RPUSH", "l", "1", "2"]);
+    wait_rewrites(&mut c);
     assert_eq!(
         c.cmd(&["BGREWRITEAOF"]),
         cinnabar_tests::simple("Background append only file rewriting started")
     );
     c.cmd(&["SET", "after-rewrite", "1"]);
     c.cmd(&["LPOP", "l"]);
-    let info = match c.cmd(&["INFO", "persistence"]) {
-        RespFrame::Bulk(b) => String::from_utf8_lossy(&b).to_string(),
-        f => panic!("{f:?}"),
-    };
+    wait_rewrites(&mut c);
+    let info = persistence(&mut c);
     assert!(info.contains("aof_enabled:1"), "{info}");
     assert!(info.contains("aof_last_bgrewrite_status:ok"), "{info}");
+    assert!(info.contains("aof_rewrites:2"), "{info}");
     let m = std::fs::read_to_string(
         dir.path()
             .join("appendonlydir")
@@ -498,4 +518,298 @@ fn rewrite_and_enable_at_run_time() {
     let s = start(&server_bin(), &dir, &[]);
     let mut c = s.raw();
     assert_eq!(c.cmd(&["GET", "while-off"]), RespFrame::Null);
+    sigkill(&s);
+    drop(s);
+    // Started with the AOF off, the manifest is still read (as Redis):
+    // turning it on continues the numbering and removes the old files.
+    let s = start(&server_bin(), &dir, &[("appendonly", "no")]);
+    let mut c = s.raw();
+    c.cmd(&["SET", "k", "1"]);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendonly", "yes"]),
+        cinnabar_tests::ok()
+    );
+    wait_rewrites(&mut c);
+    assert_eq!(
+        aof_files(&dir),
+        [
+            "appendonly.aof.3.base.rdb",
+            "appendonly.aof.3.incr.aof",
+            "appendonly.aof.manifest"
+        ]
+    );
+}
+
+/// Writes a mix of commands over a small key space (overwrites, deletes,
+/// expiry, aggregates, transactions, scripts, two databases) until `stop`;
+/// returns how many were acknowledged.
+fn mixed_writer(port: u16, seed: u64, stop: Arc<AtomicBool>) -> u64 {
+    let mut c = RawClient::connect(port);
+    let mut x = seed | 1;
+    let mut acked = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let mut buf = Vec::new();
+        let mut n = 0;
+        for _ in 0..16 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = format!("key:{:08}", x % 3000);
+            let v = (x >> 20).to_string();
+            let cmd: Vec<String> = match (x >> 8) % 12 {
+                0 | 1 => vec!["SET".into(), k, v],
+                2 => vec!["DEL".into(), k],
+                3 => vec!["INCR".into(), format!("cnt:{}", x % 50)],
+                4 => vec!["RPUSH".into(), format!("list:{}", x % 50), v],
+                5 => vec!["HSET".into(), format!("hash:{}", x % 50), k, v],
+                6 => vec!["SADD".into(), format!("set:{}", x % 50), v],
+                7 => vec!["ZADD".into(), format!("zset:{}", x % 50), v, k],
+                8 => vec!["EXPIRE".into(), k, "100000".into()],
+                9 => vec!["INCRBYFLOAT".into(), format!("fl:{}", x % 20), "0.5".into()],
+                10 => vec![
+                    "EVAL".into(),
+                    "redis.call('select', 1) redis.call('incr', KEYS[1]) return redis.call('lpop', 'list:1')".into(),
+                    "1".into(),
+                    k,
+                ],
+                _ => vec!["SET".into(), format!("key:{:08}", 1_000_000 + x % 100_000), v],
+            };
+            buf.extend_from_slice(&encode(&cmd));
+            n += 1;
+        }
+        buf.extend_from_slice(b"MULTI\r\nSELECT 1\r\nINCR c1\r\nRPUSH l1 x\r\nEXEC\r\n");
+        n += 5;
+        if c.sock_write(&buf).is_err() {
+            break;
+        }
+        for _ in 0..n {
+            match c.try_read() {
+                Ok(RespFrame::Error(e)) => {
+                    let e = String::from_utf8_lossy(&e).to_string();
+                    assert!(e.starts_with("WRONGTYPE"), "{e}");
+                }
+                Ok(_) => acked += 1,
+                Err(_) => return acked,
+            }
+        }
+    }
+    acked
+}
+
+/// The files in appendonlydir, sorted.
+fn aof_files(dir: &TempDir) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.path().join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// After the load: the server is killed, its files checked by
+/// redis-check-aof and loaded by a new cinnabar (and by the real Redis when
+/// present); every one must hold `want`.
+fn restart_and_compare(s: Server, dir: &TempDir, want: &RespFrame) {
+    sigkill(&s);
+    drop(s);
+    if let Some(check) = tool("redis-check-aof") {
+        let out = Command::new(&check)
+            .arg(
+                dir.path()
+                    .join("appendonlydir")
+                    .join("appendonly.aof.manifest"),
+            )
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("All AOF files and manifest are valid"),
+            "{text}"
+        );
+    }
+    let mut bins = vec![server_bin()];
+    bins.extend(tool("redis-server"));
+    for bin in bins {
+        let s = start(&bin, dir, &[]);
+        let mut c = s.raw();
+        // Redis answers DEBUG while it is still loading.
+        while persistence(&mut c).contains("loading:1") {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(&digest(&mut c), want, "loaded by {}", bin.display());
+        drop(c);
+        // Not SIGKILL: a clean stop, so the next reader finds the files
+        // as they were.
+        s.cli(&["SHUTDOWN", "NOSAVE"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut s = s;
+        while s.alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn rewrite_under_write_load_loses_nothing() {
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("rewrite-load");
+    let s = start(&server_bin(), &dir, &[("appendfsync", "everysec")]);
+    let mut c = s.raw();
+    // Not logged (as in Redis): only the new base can hold these.
+    assert_eq!(
+        c.cmd(&["DEBUG", "POPULATE", "60000", "key", "64"]),
+        cinnabar_tests::ok()
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|i| {
+            let (port, stop) = (s.port, stop.clone());
+            std::thread::spawn(move || mixed_writer(port, 0x9e37_79b9 + i, stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        cinnabar_tests::simple("Background append only file rewriting started")
+    );
+    // Replies while it runs, as Redis 7.0.15's.
+    let info = persistence(&mut c);
+    if info.contains("aof_rewrite_in_progress:1") {
+        assert_eq!(
+            c.cmd(&["BGREWRITEAOF"]),
+            cinnabar_tests::err("ERR Background append only file rewriting already in progress")
+        );
+        assert_eq!(
+            c.cmd(&["BGSAVE"]),
+            cinnabar_tests::err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
+        );
+        assert_eq!(
+            c.cmd(&["BGSAVE", "SCHEDULE"]),
+            cinnabar_tests::simple("Background saving scheduled")
+        );
+        assert!(info.contains("aof_rewrites:1"), "{info}");
+    }
+    wait_rewrites(&mut c);
+    // A second rewrite, started while the scheduled BGSAVE may run.
+    let r = c.cmd(&["BGREWRITEAOF"]);
+    assert!(
+        r == cinnabar_tests::simple("Background append only file rewriting started")
+            || r == cinnabar_tests::simple("Background append only file rewriting scheduled"),
+        "{r:?}"
+    );
+    wait_rewrites(&mut c);
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Relaxed);
+    let acked: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert!(acked > 1000, "{acked}");
+    let info = persistence(&mut c);
+    assert!(info.contains("aof_last_bgrewrite_status:ok"), "{info}");
+    assert!(info.contains("aof_rewrites:2"), "{info}");
+    let want = digest(&mut c);
+    // History files are gone: one base and one incr file.
+    assert_eq!(
+        aof_files(&dir),
+        [
+            "appendonly.aof.3.base.rdb",
+            "appendonly.aof.3.incr.aof",
+            "appendonly.aof.manifest"
+        ]
+    );
+    drop(c);
+    restart_and_compare(s, &dir, &want);
+}
+
+#[test]
+fn enabling_under_write_load_loses_nothing() {
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("enable-load");
+    let s = Server::start_bin(
+        &server_bin(),
+        &[
+            ("dir", dir.dir()),
+            ("appendonly", "no"),
+            ("appendfsync", "always"),
+            ("enable-debug-command", "yes"),
+        ],
+    );
+    let mut c = s.raw();
+    c.cmd(&["DEBUG", "POPULATE", "30000", "key", "64"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let w = {
+        let (port, stop) = (s.port, stop.clone());
+        std::thread::spawn(move || mixed_writer(port, 77, stop))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendonly", "yes"]),
+        cinnabar_tests::ok()
+    );
+    let info = persistence(&mut c);
+    assert!(info.contains("aof_enabled:1"), "{info}");
+    wait_rewrites(&mut c);
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Relaxed);
+    assert!(w.join().unwrap() > 100);
+    let want = digest(&mut c);
+    assert_eq!(
+        aof_files(&dir),
+        [
+            "appendonly.aof.1.base.rdb",
+            "appendonly.aof.1.incr.aof",
+            "appendonly.aof.manifest"
+        ]
+    );
+    drop(c);
+    restart_and_compare(s, &dir, &want);
+}
+
+#[test]
+fn rewrite_waits_for_a_running_bgsave() {
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("rewrite-sched");
+    let s = start(&server_bin(), &dir, &[]);
+    let mut c = s.raw();
+    c.cmd(&["DEBUG", "POPULATE", "200000", "key", "32"]);
+    assert_eq!(
+        c.cmd(&["BGSAVE"]),
+        cinnabar_tests::simple("Background saving started")
+    );
+    let r = c.cmd(&["BGREWRITEAOF"]);
+    if r == cinnabar_tests::simple("Background append only file rewriting scheduled") {
+        let info = persistence(&mut c);
+        assert!(info.contains("aof_rewrite_scheduled:1"), "{info}");
+        assert!(info.contains("aof_pending_rewrite:1"), "{info}");
+    } else {
+        // The save was already over.
+        assert_eq!(
+            r,
+            cinnabar_tests::simple("Background append only file rewriting started")
+        );
+    }
+    c.send(b"MULTI\r\nBGREWRITEAOF\r\nEXEC\r\n");
+    c.read();
+    c.read();
+    let exec = c.read();
+    assert!(
+        format!("{exec:?}").contains("rewriting scheduled")
+            || format!("{exec:?}").contains("already in progress"),
+        "{exec:?}"
+    );
+    wait_rewrites(&mut c);
+    // One rewrite, or two when the first had started before the EXEC.
+    let info = persistence(&mut c);
+    assert!(
+        info.contains("aof_rewrites:1") || info.contains("aof_rewrites:2"),
+        "{info}"
+    );
+    let want = digest(&mut c);
+    drop(c);
+    restart_and_compare(s, &dir, &want);
 }

@@ -2,6 +2,7 @@
 
 use super::flags::*;
 use super::{Command, Ctx};
+use crate::aof::Start;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
@@ -16,15 +17,25 @@ pub static COMMANDS: &[Command] = &[Command::new(
 
 /// BGREWRITEAOF
 ///
-/// The new base is written before the reply, under the state lock (see
-/// `aof::rewrite`), so a rewrite is never seen in progress.
+/// The base is written in the background by the snapshot engine; while a
+/// BGSAVE uses it, or inside MULTI/EXEC, the rewrite is scheduled for the
+/// cron, as Redis does.
 fn bgrewriteaof(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    crate::aof::rewrite(c.st).map_err(|e| {
-        Error::other(format!(
-            "ERR Background append only file rewriting failed: {e}"
-        ))
-    })?;
-    c.out
-        .simple("Background append only file rewriting started");
+    if c.st.aof.rewrite.is_some() {
+        return Err(Error::other(
+            "ERR Background append only file rewriting already in progress",
+        ));
+    }
+    match crate::aof::bgrewriteaof(c.st, c.cl.deny_blocking) {
+        Ok(Start::Started) => c
+            .out
+            .simple("Background append only file rewriting started"),
+        Ok(Start::Scheduled) => c
+            .out
+            .simple("Background append only file rewriting scheduled"),
+        Err(_) => return Err(Error::other(
+            "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.",
+        )),
+    }
     Ok(())
 }

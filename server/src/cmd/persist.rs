@@ -46,17 +46,24 @@ fn save(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// BGSAVE [SCHEDULE]
 ///
-/// SCHEDULE matters in Redis only while another child (an AOF rewrite)
-/// runs; a BGSAVE already running is an error either way. Inside
-/// MULTI/EXEC the save is scheduled for the cron, as Redis does.
+/// While an AOF rewrite uses the snapshot engine the save is refused, or
+/// with SCHEDULE started by the cron afterwards; a BGSAVE already running
+/// is an error either way. Inside MULTI/EXEC the save is scheduled for
+/// the cron, as Redis does.
 fn bgsave(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    if a.len() > 2 || (a.len() == 2 && !is(&a[1], "schedule")) {
+    let schedule = a.len() == 2 && is(&a[1], "schedule");
+    if a.len() > 2 || (a.len() == 2 && !schedule) {
         return Err(Error::Syntax);
     }
     if persist::bgsave_in_progress(c.st) {
         return Err(Error::other(IN_PROGRESS));
     }
-    if c.cl.deny_blocking {
+    if persist::child_active(c.st) || c.cl.deny_blocking {
+        if !schedule && !c.cl.deny_blocking {
+            return Err(Error::other(
+                "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+            ));
+        }
         c.st.rdb.scheduled = true;
         c.out.simple("Background saving scheduled");
         return Ok(());
