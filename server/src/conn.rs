@@ -217,10 +217,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
             false
         };
-        // appendfsync always: the replies go out once the batch's writes
-        // are on disk (one fsync serves every batch queued meanwhile).
-        if let Some((rx, offset)) = aof_wait {
-            crate::aof::wait_synced(rx, offset).await;
+        if let Some(d) = aof_wait {
+            crate::aof::wait_durable(&shared, d).await;
         }
         if !out.is_empty() {
             if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
