@@ -252,6 +252,13 @@ fn append_number(cfg: &Config, out: &mut Vec<u8>, n: f64) -> LResult<()> {
         }
         _ => {}
     }
+    // An integer with at most `precision` digits prints as itself under
+    // `%.*g`: skip printf for the common case.
+    let exact = 10f64.powi(cfg.encode_number_precision.clamp(1, 14));
+    if n.fract() == 0.0 && n.abs() < exact && !(n == 0.0 && n.is_sign_negative()) {
+        out.extend_from_slice(itoa::Buffer::new().format(n as i64).as_bytes());
+        return Ok(());
+    }
     let mut buf = [0u8; 32];
     // SAFETY: snprintf writes at most buf.len() bytes including the NUL.
     let len = unsafe {
@@ -579,6 +586,13 @@ impl Parser<'_> {
 
     fn number_token(&mut self) -> Token {
         let start = self.pos;
+        if let Some((n, end)) = self.plain_integer() {
+            self.pos = end;
+            return Token {
+                tok: Tok::Number(n),
+                index: start,
+            };
+        }
         let mut end: *mut c_char = std::ptr::null_mut();
         let base = self.data.as_ptr();
         // SAFETY: data ends with a NUL (Lua strings always do), so strtod
@@ -598,6 +612,32 @@ impl Parser<'_> {
             tok: Tok::Number(n),
             index: start,
         }
+    }
+
+    /// `-?[0-9]{1,15}` not followed by anything `strtod` would read on:
+    /// exactly representable, so its value without `strtod`; and where it
+    /// ends.
+    fn plain_integer(&self) -> Option<(f64, usize)> {
+        let neg = self.at(self.pos) == b'-';
+        let first = self.pos + neg as usize;
+        let mut p = first;
+        let mut v: u64 = 0;
+        while let c @ b'0'..=b'9' = self.at(p) {
+            v = v * 10 + u64::from(c - b'0');
+            p += 1;
+            if p - first > 15 {
+                return None;
+            }
+        }
+        if p == first || matches!(self.at(p), b'.' | b'e' | b'E' | b'x' | b'X') {
+            return None;
+        }
+        // The NUL terminator must stay past the token, as with strtod.
+        if p >= self.data.len() {
+            return None;
+        }
+        let n = v as f64;
+        Some((if neg { -n } else { n }, p))
     }
 
     fn string_token(&mut self) -> Token {
