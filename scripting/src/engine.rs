@@ -98,6 +98,9 @@ pub struct Engine {
     api: Table,
     /// The prelude's message handler, under which every run goes.
     handler: RegistryKey,
+    /// Keeps `runner`'s entry function referenced.
+    _entry: RegistryKey,
+    runner: crate::raw::Runner,
     pub run: Arc<RunFlags>,
     resp3: Arc<AtomicBool>,
     scripts: HashMap<String, Script>,
@@ -331,6 +334,10 @@ impl Engine {
         full.raw_set("call", crate::raw::create_call(&lua, true, &resp3)?)?;
         full.raw_set("pcall", crate::raw::create_call(&lua, false, &resp3)?)?;
         let handler = lua.create_registry_value(api.raw_get::<Function>("handler")?)?;
+        // SAFETY: `entry` is a C function that follows the run protocol.
+        let entry =
+            lua.create_registry_value(unsafe { lua.create_c_function(crate::raw::entry)? })?;
+        let runner = crate::raw::Runner::new(&lua, &entry)?;
         let hook_run = run.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(10_000),
@@ -360,6 +367,8 @@ impl Engine {
             lua,
             api,
             handler,
+            _entry: entry,
+            runner,
             run,
             resp3,
             scripts: HashMap::new(),
@@ -476,16 +485,13 @@ impl Engine {
             as_params: is_function,
         };
         let guard = HostGuard::set(host);
-        let res = crate::raw::run(&self.lua, &call, &self.resp3, out);
+        // SAFETY: `&mut self` holds the interpreter exclusively.
+        let res = unsafe { self.runner.run(&call, name, &self.resp3, out) };
         drop(guard);
         run.running.store(false, Relaxed);
         run.busy.store(false, Relaxed);
         run.kill.store(false, Relaxed);
-        match res {
-            Ok((true, _)) => Ok(()),
-            Ok((false, v)) => Err(error_text(&v, name)),
-            Err(e) => Err(host_error_text(&e)),
-        }
+        res
     }
 
     /// The name a library's `#!lua name=` header gives it.
@@ -586,20 +592,6 @@ fn syntax(e: &mlua::Error) -> String {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         other => other.to_string(),
     }
-}
-
-/// `msg script: name, on source:line.` from the handler's error table.
-fn error_text(v: &Value, name: &str) -> String {
-    let Value::Table(t) = v else {
-        return "ERR unknown error".into();
-    };
-    let msg: String = t
-        .raw_get::<mlua::String>("err")
-        .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
-        .unwrap_or_else(|_| "ERR unknown error".into());
-    let src: String = t.raw_get("source").unwrap_or_else(|_| "?".into());
-    let line: i64 = t.raw_get("line").unwrap_or(-1);
-    format!("{msg} script: {name}, on {src}:{line}.")
 }
 
 /// `#!lua [flags=a,b]` on the first line: the flags and the code to

@@ -513,49 +513,142 @@ pub(crate) struct Call<'a> {
     pub as_params: bool,
 }
 
-/// Runs `c` under its message handler. On success the result goes to `out`
-/// and `true` is returned; on failure `false` and the handler's error value
-/// (left for mlua to convert).
-pub(crate) fn run(
-    lua: &mlua::Lua,
-    c: &Call,
-    resp3: &AtomicBool,
-    out: &mut ReplyBuf,
-) -> mlua::Result<(bool, mlua::Value)> {
-    // SAFETY: balanced stack use; a script's errors are caught by its
-    // pcall, anything else (allocation) by exec_raw's.
-    unsafe {
-        lua.exec_raw((), |l| {
-            if ffi::lua_checkstack(l, 8) == 0 {
-                ffi::lua_pushboolean(l, 0);
-                ffi::lua_pushnil(l);
-                return;
-            }
-            let base = ffi::lua_gettop(l);
-            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, c.handler);
-            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, c.func);
-            let nargs = if c.as_params {
-                push_strings(l, c.keys);
-                push_strings(l, c.argv);
-                2
-            } else {
-                set_global(l, b"KEYS", Some(c.keys));
-                set_global(l, b"ARGV", Some(c.argv));
-                0
-            };
-            let status = ffi::lua_pcall(l, nargs, 1, base + 1);
-            if !c.as_params {
-                set_global(l, b"KEYS", None);
-                set_global(l, b"ARGV", None);
-            }
-            if status == 0 {
-                write_value(l, base + 2, out, resp3.load(Relaxed), 0);
-                ffi::lua_settop(l, base);
-                ffi::lua_pushboolean(l, 1);
-            } else {
-                ffi::lua_pushboolean(l, 0);
-                ffi::lua_replace(l, base + 1);
-            }
+/// The interpreter's main state and the registry reference of [`entry`],
+/// taken once: a run then needs neither mlua's lock nor its protected-call
+/// wrapper (which allocates two closures a call).
+pub(crate) struct Runner {
+    state: *mut lua_State,
+    entry: c_int,
+}
+
+// SAFETY: the state is used only through `&mut Engine`, which owns the
+// interpreter (and is itself moved between threads with it).
+unsafe impl Send for Runner {}
+
+impl Runner {
+    /// `entry` must stay referenced by the registry (the engine keeps its key).
+    pub(crate) fn new(lua: &mlua::Lua, entry: &mlua::RegistryKey) -> mlua::Result<Runner> {
+        let mut state = std::ptr::null_mut();
+        // SAFETY: only records the state exec_raw runs on, which is where
+        // scripts ran through mlua too (so its hook applies).
+        unsafe { lua.exec_raw::<()>((), |l| state = l)? };
+        Ok(Runner {
+            state,
+            entry: entry.id(),
         })
     }
+
+    /// Runs `c` under its message handler: the result goes to `out`, or
+    /// the error is returned as `msg script: name, on source:line.`.
+    ///
+    /// # Safety
+    /// Only with the interpreter exclusively borrowed (`&mut Engine`).
+    pub(crate) unsafe fn run(
+        &self,
+        c: &Call,
+        name: &str,
+        resp3: &AtomicBool,
+        out: &mut ReplyBuf,
+    ) -> Result<(), String> {
+        let l = self.state;
+        let mut p = Params {
+            c,
+            name,
+            resp3,
+            out,
+            result: Err("ERR unknown error".into()),
+        };
+        let top = ffi::lua_gettop(l);
+        if ffi::lua_checkstack(l, 2) == 0 {
+            return Err("ERR reached lua stack limit".into());
+        }
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, self.entry);
+        ffi::lua_pushlightuserdata(l, &mut p as *mut Params as *mut c_void);
+        // Everything, the script's own pcall included, runs inside this
+        // one: an allocation failure while building KEYS cannot escape.
+        if ffi::lua_pcall(l, 1, 0, 0) != 0 {
+            let msg = match ffi::lua_type(l, -1) {
+                ffi::LUA_TSTRING => String::from_utf8_lossy(str_at(l, -1)).into_owned(),
+                _ => "unknown error".into(),
+            };
+            p.result = Err(format!("ERR {msg}"));
+        }
+        ffi::lua_settop(l, top);
+        p.result
+    }
+}
+
+struct Params<'a> {
+    c: &'a Call<'a>,
+    name: &'a str,
+    resp3: &'a AtomicBool,
+    out: &'a mut ReplyBuf,
+    result: Result<(), String>,
+}
+
+/// The C function a run goes through (its one argument: `Params`).
+pub(crate) unsafe extern "C-unwind" fn entry(l: *mut lua_State) -> c_int {
+    let p = &mut *(ffi::lua_touserdata(l, 1) as *mut Params);
+    ffi::lua_settop(l, 0);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_body(l, p)));
+    if r.is_err() {
+        p.result = Err("ERR internal error running the script".into());
+    }
+    0
+}
+
+unsafe fn run_body(l: *mut lua_State, p: &mut Params) {
+    let c = p.c;
+    if ffi::lua_checkstack(l, 8) == 0 {
+        p.result = Err("ERR reached lua stack limit".into());
+        return;
+    }
+    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, c.handler);
+    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, c.func);
+    let nargs = if c.as_params {
+        push_strings(l, c.keys);
+        push_strings(l, c.argv);
+        2
+    } else {
+        set_global(l, b"KEYS", Some(c.keys));
+        set_global(l, b"ARGV", Some(c.argv));
+        0
+    };
+    let status = ffi::lua_pcall(l, nargs, 1, 1);
+    if !c.as_params {
+        set_global(l, b"KEYS", None);
+        set_global(l, b"ARGV", None);
+    }
+    p.result = if status == 0 {
+        write_value(l, 2, p.out, p.resp3.load(Relaxed), 0);
+        Ok(())
+    } else {
+        Err(error_text(l, 2, p.name))
+    };
+}
+
+/// `msg script: name, on source:line.` from the handler's error table at
+/// `idx`.
+unsafe fn error_text(l: *mut lua_State, idx: c_int, name: &str) -> String {
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return "ERR unknown error".into();
+    }
+    let msg = match field(l, idx, b"err") {
+        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => String::from_utf8_lossy(str_at(l, -1)).into_owned(),
+        _ => "ERR unknown error".into(),
+    };
+    ffi::lua_pop(l, 1);
+    let src = match field(l, idx, b"source") {
+        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => std::str::from_utf8(str_at(l, -1))
+            .unwrap_or("?")
+            .to_string(),
+        _ => "?".into(),
+    };
+    ffi::lua_pop(l, 1);
+    let line = match field(l, idx, b"line") {
+        ffi::LUA_TNUMBER => ffi::lua_tonumber(l, -1) as i64,
+        _ => -1,
+    };
+    ffi::lua_pop(l, 1);
+    format!("{msg} script: {name}, on {src}:{line}.")
 }
