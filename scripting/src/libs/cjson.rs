@@ -322,8 +322,14 @@ unsafe fn array_length(l: *mut lua_State, cfg: &Config) -> LResult<i32> {
     let mut items: i32 = 0;
     ffi::lua_pushnil(l);
     while ffi::lua_next(l, -2) != 0 {
-        let k = ffi::lua_tonumber(l, -2);
-        if ffi::lua_type(l, -2) == ffi::LUA_TNUMBER && k != 0.0 && k.floor() == k && k >= 1.0 {
+        // The type first: converting a string key would run strtod.
+        let is_number = ffi::lua_type(l, -2) == ffi::LUA_TNUMBER;
+        let k = if is_number {
+            ffi::lua_tonumber(l, -2)
+        } else {
+            0.0
+        };
+        if is_number && k != 0.0 && k.floor() == k && k >= 1.0 {
             if k > f64::from(max) {
                 max = c_f64_to_i32(k);
             }
@@ -465,7 +471,8 @@ unsafe fn encode_impl(l: *mut lua_State) -> LResult<c_int> {
     if ffi::lua_gettop(l) != 1 {
         return Err(LErr::arg(1, "expected 1 argument"));
     }
-    let mut out = Vec::new();
+    // Most encodings are small: one allocation instead of a few regrowths.
+    let mut out = Vec::with_capacity(128);
     append_data(l, &cfg, &mut out)?;
     push_bytes(l, &out);
     Ok(1)
@@ -920,7 +927,7 @@ unsafe fn decode_impl(l: *mut lua_State) -> LResult<c_int> {
         pos: 0,
         cfg,
         depth: 0,
-        buf: Vec::new(),
+        buf: Vec::with_capacity(64),
     };
     let token = p.next_token();
     p.value(l, token)?;
