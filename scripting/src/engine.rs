@@ -13,7 +13,7 @@ use bytes::Bytes;
 use mlua::{
     Function, HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState,
 };
-use protocol::{format_double, parse_reply, Frame, ReplyBuf};
+use protocol::{format_double, ReplyBuf};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -71,7 +71,7 @@ pub trait Host {
     /// Runs a command for the script and returns its reply's RESP bytes
     /// (error replies included), in RESP3 if `resp3`. The bytes may live in
     /// a buffer the host reuses for the next call.
-    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> &[u8];
+    fn call(&mut self, args: &[Bytes], resp3: bool) -> &[u8];
 }
 
 struct Script {
@@ -97,6 +97,11 @@ pub struct Library {
 pub struct Engine {
     lua: Lua,
     api: Table,
+    /// The prelude's message handler, under which every run goes.
+    handler: RegistryKey,
+    /// Keeps `runner`'s entry function referenced.
+    _entry: RegistryKey,
+    runner: crate::raw::Runner,
     pub run: Arc<RunFlags>,
     resp3: Arc<AtomicBool>,
     scripts: HashMap<String, Script>,
@@ -161,7 +166,7 @@ impl Drop for HostGuard {
 
 /// Runs `f` with the running script's host, or `None` outside a run. The
 /// host is taken for the call, so a nested call cannot alias it.
-fn with_host<R>(f: impl FnOnce(Option<&mut dyn Host>) -> R) -> R {
+pub(crate) fn with_host<R>(f: impl FnOnce(Option<&mut dyn Host>) -> R) -> R {
     let Some(mut p) = HOST.with(|h| h.take()) else {
         return f(None);
     };
@@ -326,32 +331,14 @@ impl Engine {
             .load(include_str!("prelude.lua"))
             .set_name("=cinnabar")
             .call((g.clone(), dbg, r.clone()))?;
-        {
-            let full: Table = api.raw_get("full")?;
-            let not_running: Function = api.raw_get("not_running")?;
-            // redis.call raises a command's error; redis.pcall returns it.
-            let make = |raises: bool| {
-                let (r3, nr) = (resp3.clone(), not_running.clone());
-                lua.create_function(move |lua, args: MultiValue| {
-                    with_host(|h| {
-                        let Some(h) = h else {
-                            return nr.call::<Value>(());
-                        };
-                        match command(lua, args, r3.load(Relaxed), h)? {
-                            (false, Value::Table(t)) if raises => Err(raise(
-                                t.raw_get::<mlua::String>("err")
-                                    .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
-                                    .unwrap_or_default(),
-                            )),
-                            (_, v) => Ok(v),
-                        }
-                    })
-                })
-            };
-            let (call, pcall) = (make(true)?, make(false)?);
-            full.raw_set("call", call)?;
-            full.raw_set("pcall", pcall)?;
-        }
+        let full: Table = api.raw_get("full")?;
+        full.raw_set("call", crate::raw::create_call(&lua, true, &resp3)?)?;
+        full.raw_set("pcall", crate::raw::create_call(&lua, false, &resp3)?)?;
+        let handler = lua.create_registry_value(api.raw_get::<Function>("handler")?)?;
+        // SAFETY: `entry` is a C function that follows the run protocol.
+        let entry =
+            lua.create_registry_value(unsafe { lua.create_c_function(crate::raw::entry)? })?;
+        let runner = crate::raw::Runner::new(&lua, &entry)?;
         let hook_run = run.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(10_000),
@@ -378,6 +365,9 @@ impl Engine {
         Ok(Engine {
             lua,
             api,
+            handler,
+            _entry: entry,
+            runner,
             run,
             resp3,
             scripts: HashMap::new(),
@@ -444,17 +434,8 @@ impl Engine {
         let Some(s) = self.scripts.get(sha) else {
             return Err("NOSCRIPT No matching script. Please use EVAL.".into());
         };
-        let func: Function = self
-            .lua
-            .registry_value(&s.func)
-            .map_err(|e| e.to_string())?;
-        let set_args: Function = self.api.raw_get("set_args").map_err(|e| e.to_string())?;
-        let k = self.strings(keys).map_err(|e| e.to_string())?;
-        let a = self.strings(argv).map_err(|e| e.to_string())?;
-        set_args.call::<()>((k, a)).map_err(|e| e.to_string())?;
-        let r = self.invoke(func, None, sha, false, threshold_ms, host, out);
-        let _ = set_args.call::<()>((Value::Nil, Value::Nil));
-        r
+        let func = s.func.id();
+        self.invoke(func, keys, argv, false, sha, threshold_ms, host, out)
     }
 
     /// FCALL: runs function `name` with its keys and arguments.
@@ -470,30 +451,18 @@ impl Engine {
         let Some(f) = self.functions.get(name) else {
             return Err("ERR Function not found".into());
         };
-        let func: Function = self
-            .lua
-            .registry_value(&f.func)
-            .map_err(|e| e.to_string())?;
-        let k = self.strings(keys).map_err(|e| e.to_string())?;
-        let a = self.strings(argv).map_err(|e| e.to_string())?;
-        self.invoke(func, Some((k, a)), name, true, threshold_ms, host, out)
-    }
-
-    fn strings(&self, v: &[Bytes]) -> mlua::Result<Table> {
-        let t = self.lua.create_table_with_capacity(v.len(), 0)?;
-        for (i, b) in v.iter().enumerate() {
-            t.raw_set(i + 1, self.lua.create_string(b)?)?;
-        }
-        Ok(t)
+        let func = f.func.id();
+        self.invoke(func, keys, argv, true, name, threshold_ms, host, out)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn invoke(
         &mut self,
-        func: Function,
-        fargs: Option<(Table, Table)>,
-        name: &str,
+        func: std::os::raw::c_int,
+        keys: &[Bytes],
+        argv: &[Bytes],
         is_function: bool,
+        name: &str,
         threshold_ms: i64,
         host: &mut dyn Host,
         out: &mut ReplyBuf,
@@ -508,32 +477,21 @@ impl Engine {
         run.start_ms.store(now_ms(), Relaxed);
         run.running.store(true, Relaxed);
         self.resp3.store(false, Relaxed);
-        let runner: Function = self.api.raw_get("run").map_err(|e| e.to_string())?;
-        let result = (|| {
-            let guard = HostGuard::set(host);
-            let res = match fargs {
-                Some((k, a)) => runner.call::<MultiValue>((func, k, a)),
-                None => runner.call::<MultiValue>(func),
-            };
-            drop(guard);
-            let mut it = res?.into_iter();
-            let ok = matches!(it.next(), Some(Value::Boolean(true)));
-            let v = it.next().unwrap_or(Value::Nil);
-            if ok {
-                write_reply(&v, out, self.resp3.load(Relaxed), 0);
-                Ok(None)
-            } else {
-                Ok(Some(error_text(&v, name)))
-            }
-        })();
+        let call = crate::raw::Call {
+            handler: self.handler.id(),
+            func,
+            keys,
+            argv,
+            as_params: is_function,
+        };
+        let guard = HostGuard::set(host);
+        // SAFETY: `&mut self` holds the interpreter exclusively.
+        let res = unsafe { self.runner.run(&call, name, &self.resp3, out) };
+        drop(guard);
         run.running.store(false, Relaxed);
         run.busy.store(false, Relaxed);
         run.kill.store(false, Relaxed);
-        match result {
-            Ok(None) => Ok(()),
-            Ok(Some(e)) => Err(e),
-            Err(e) => Err(host_error_text(&e)),
-        }
+        res
     }
 
     /// The name a library's `#!lua name=` header gives it.
@@ -636,20 +594,6 @@ fn syntax(e: &mlua::Error) -> String {
     }
 }
 
-/// `msg script: name, on source:line.` from the handler's error table.
-fn error_text(v: &Value, name: &str) -> String {
-    let Value::Table(t) = v else {
-        return "ERR unknown error".into();
-    };
-    let msg: String = t
-        .raw_get::<mlua::String>("err")
-        .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
-        .unwrap_or_else(|_| "ERR unknown error".into());
-    let src: String = t.raw_get("source").unwrap_or_else(|_| "?".into());
-    let line: i64 = t.raw_get("line").unwrap_or(-1);
-    format!("{msg} script: {name}, on {src}:{line}.")
-}
-
 /// `#!lua [flags=a,b]` on the first line: the flags and the code to
 /// compile (the shebang commented out, so line numbers stay).
 fn parse_eval_shebang(body: &[u8]) -> Result<(u32, Vec<u8>), String> {
@@ -707,103 +651,9 @@ fn parse_library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
     Ok((name, [b"--", code].concat()))
 }
 
-/// `redis.call` / `redis.pcall`: (true, reply) or (false, error table).
-fn command(lua: &Lua, args: MultiValue, resp3: bool, host: &mut dyn Host) -> mlua::Result<Ret> {
-    if args.is_empty() {
-        let e = err_table(
-            lua,
-            b"ERR Please specify at least one argument for this redis lib call",
-        )?;
-        return Ok((false, e));
-    }
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        match a {
-            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(i) => argv.push(Bytes::from(i.to_string())),
-            Value::Number(n) => argv.push(Bytes::from(format_double(*n))),
-            _ => {
-                let e = err_table(
-                    lua,
-                    b"ERR Lua redis lib command arguments must be strings or integers",
-                )?;
-                return Ok((false, e));
-            }
-        }
-    }
-    let reply = host.call(argv, resp3);
-    let Some((frame, _)) = parse_reply(reply) else {
-        return Ok((false, err_table(lua, b"ERR bad reply")?));
-    };
-    if let Frame::Error(e) = &frame {
-        return Ok((false, err_table(lua, e)?));
-    }
-    Ok((true, to_lua(lua, frame, resp3)?))
-}
-
-/// A reply as Lua sees it (Redis's RESP2/RESP3 → Lua rules).
-fn to_lua(lua: &Lua, f: Frame, resp3: bool) -> mlua::Result<Value> {
-    Ok(match f {
-        Frame::Integer(i) => Value::Number(i as f64),
-        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
-        Frame::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", lua.create_string(&s)?)?;
-            Value::Table(t)
-        }
-        Frame::Error(e) => err_table(lua, &e)?,
-        Frame::Null if resp3 => Value::Nil,
-        Frame::Null => Value::Boolean(false),
-        Frame::Array(v) | Frame::Push(v) => {
-            let t = lua.create_table_with_capacity(v.len(), 0)?;
-            for (i, x) in v.into_iter().enumerate() {
-                t.raw_set(i + 1, to_lua(lua, x, resp3)?)?;
-            }
-            Value::Table(t)
-        }
-        Frame::Map(pairs) => {
-            let m = lua.create_table()?;
-            for (k, v) in pairs {
-                m.raw_set(to_lua(lua, k, resp3)?, to_lua(lua, v, resp3)?)?;
-            }
-            let t = lua.create_table()?;
-            t.raw_set("map", m)?;
-            Value::Table(t)
-        }
-        Frame::Set(v) => {
-            let s = lua.create_table()?;
-            for x in v {
-                s.raw_set(to_lua(lua, x, resp3)?, true)?;
-            }
-            let t = lua.create_table()?;
-            t.raw_set("set", s)?;
-            Value::Table(t)
-        }
-        Frame::Double(d) => {
-            let t = lua.create_table()?;
-            t.raw_set("double", d)?;
-            Value::Table(t)
-        }
-        Frame::Boolean(b) => Value::Boolean(b),
-        Frame::BigNumber(b) => {
-            let t = lua.create_table()?;
-            t.raw_set("big_number", lua.create_string(&b)?)?;
-            Value::Table(t)
-        }
-        Frame::Verbatim(b) => {
-            let v = lua.create_table()?;
-            v.raw_set("format", "txt")?;
-            v.raw_set("string", lua.create_string(&b)?)?;
-            let t = lua.create_table()?;
-            t.raw_set("verbatim_string", v)?;
-            Value::Table(t)
-        }
-    })
-}
-
 /// C's `(long long)` cast as Redis does it on x86-64: out of range and NaN
 /// give the minimum.
-fn lua_number_to_int(n: f64) -> i64 {
+pub(crate) fn lua_number_to_int(n: f64) -> i64 {
     if !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
         i64::MIN
     } else {
@@ -811,87 +661,8 @@ fn lua_number_to_int(n: f64) -> i64 {
     }
 }
 
-fn no_crlf(b: &[u8]) -> String {
+pub(crate) fn no_crlf(b: &[u8]) -> String {
     String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
-}
-
-/// The script's result as a reply (Lua → RESP rules; `resp3` is the
-/// script's `redis.setresp`, the client's protocol is `out.resp3`).
-fn write_reply(v: &Value, out: &mut ReplyBuf, resp3: bool, depth: usize) {
-    if depth > 1000 {
-        out.error("ERR reached lua stack limit");
-        return;
-    }
-    match v {
-        Value::String(s) => out.bulk(&s.as_bytes()),
-        Value::Integer(i) => out.int(*i),
-        Value::Number(n) => out.int(lua_number_to_int(*n)),
-        Value::Boolean(b) if resp3 => out.boolean(*b),
-        Value::Boolean(true) => out.int(1),
-        Value::Boolean(false) | Value::Nil => out.null(),
-        Value::Table(t) => {
-            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-                out.error(&String::from_utf8_lossy(&e.as_bytes()));
-                return;
-            }
-            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
-                out.simple(&no_crlf(&s.as_bytes()));
-                return;
-            }
-            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
-                out.double(d);
-                return;
-            }
-            if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
-                out.double(d as f64);
-                return;
-            }
-            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-                let pairs: Vec<(Value, Value)> = m.pairs().filter_map(Result::ok).collect();
-                out.map(pairs.len());
-                for (k, v) in &pairs {
-                    write_reply(k, out, resp3, depth + 1);
-                    write_reply(v, out, resp3, depth + 1);
-                }
-                return;
-            }
-            if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
-                let keys: Vec<Value> = s
-                    .pairs::<Value, Value>()
-                    .filter_map(|r| r.ok().map(|(k, _)| k))
-                    .collect();
-                out.set(keys.len());
-                for k in &keys {
-                    write_reply(k, out, resp3, depth + 1);
-                }
-                return;
-            }
-            if let Ok(Value::String(b)) = t.raw_get::<Value>("big_number") {
-                out.big_number(&no_crlf(&b.as_bytes()));
-                return;
-            }
-            if let Ok(Value::Table(vt)) = t.raw_get::<Value>("verbatim_string") {
-                if let Ok(Value::String(s)) = vt.raw_get::<Value>("string") {
-                    out.verbatim(&s.as_bytes());
-                    return;
-                }
-            }
-            let mut items = Vec::new();
-            let mut i = 1;
-            loop {
-                match t.raw_get::<Value>(i) {
-                    Ok(Value::Nil) | Err(_) => break,
-                    Ok(x) => items.push(x),
-                }
-                i += 1;
-            }
-            out.array(items.len());
-            for x in &items {
-                write_reply(x, out, resp3, depth + 1);
-            }
-        }
-        _ => out.null(),
-    }
 }
 
 fn consts(lua: &Lua) -> mlua::Result<Table> {
@@ -1048,7 +819,7 @@ mod tests {
 
     struct NoHost;
     impl Host for NoHost {
-        fn call(&mut self, _: Vec<Bytes>, _: bool) -> &[u8] {
+        fn call(&mut self, _: &[Bytes], _: bool) -> &[u8] {
             b"+OK\r\n"
         }
     }
@@ -1077,5 +848,71 @@ mod tests {
             )
         );
         assert!(!run.running.load(Relaxed));
+    }
+}
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+
+    /// Answers the red-envelope grab's commands with fixed replies.
+    struct Grab;
+    impl Host for Grab {
+        fn call(&mut self, args: &[Bytes], _: bool) -> &[u8] {
+            match &args[0][..] {
+                b"hexists" => b":0\r\n",
+                b"rpop" => b"$24\r\n{\"id\":1234,\"money\":1234}\r\n",
+                b"hset" => b":1\r\n",
+                _ => b":7\r\n",
+            }
+        }
+    }
+
+    const GRAB: &str = "if redis.call(\"hexists\", KEYS[3], KEYS[4]) ~= 0 then
+return nil
+else
+local hongBao = redis.call(\"rpop\", KEYS[1]);
+if hongBao then
+local x = cjson.decode(hongBao);
+x[\"userId\"] = KEYS[4];
+local re = cjson.encode(x);
+redis.call(\"hset\", KEYS[3], KEYS[4], KEYS[4]);
+redis.call(\"lpush\", KEYS[2], re);
+return re;
+end
+end
+return nil";
+
+    /// `cargo test --release -p cinnabar-scripting bench_ -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn bench_grab_and_return_1() {
+        let mut e = Engine::new(Arc::new(RunFlags::default())).unwrap();
+        for (name, body) in [("grab", GRAB), ("return 1", "return 1")] {
+            let (sha, _) = e.load_script(body.as_bytes()).unwrap();
+            let keys: Vec<Bytes> = [
+                "hongBaoList",
+                "hongBaoConsumedList",
+                "hongBaoConsumedMap",
+                "123456789",
+            ]
+            .iter()
+            .map(|s| Bytes::from(*s))
+            .collect();
+            let keys = if name == "grab" { &keys[..] } else { &[][..] };
+            let mut out = ReplyBuf::new(false);
+            let n = 300_000;
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                out.buf.clear();
+                e.run_script(&sha, keys, &[], 5000, &mut Grab, &mut out)
+                    .unwrap();
+            }
+            let ns = t.elapsed().as_nanos() as f64 / n as f64;
+            println!(
+                "{name}: {ns:.0} ns/run  reply {:?}",
+                String::from_utf8_lossy(&out.buf)
+            );
+        }
     }
 }

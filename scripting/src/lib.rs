@@ -7,5 +7,6 @@
 
 pub mod engine;
 pub mod libs;
+mod raw;
 
 pub use engine::{flags, sha1_hex, Engine, Host, Library, RunFlags, KILLED};

@@ -29,8 +29,8 @@ local redis_mt = { __index = full, __newindex = readonly, __metatable = false }
 local redis_proxy = setmetatable({}, redis_mt)
 local redis_proxy_target = full
 
--- redis.call and redis.pcall are Rust functions installed for each run
--- (they reach the host); outside a run they fail.
+-- redis.call and redis.pcall are replaced by the engine's C functions
+-- (they reach the running script's host).
 local function not_running()
   error({ err = "ERR redis.call is not available now" })
 end
@@ -173,14 +173,8 @@ rawset(G, "__redis__err__handler", handler)
 local api = {}
 api.env = env
 api.full = full
-api.not_running = not_running
--- Runs `f` (with `keys`, `args` for FCALL): true, result or false, error table.
-api.run = function(f, keys, args)
-  if keys then
-    return xpcall(function() return f(keys, args) end, handler)
-  end
-  return xpcall(f, handler)
-end
+-- Every run goes under it: it makes the error table with the script line.
+api.handler = handler
 -- Runs a library's top-level code: true, registrations or false, error table.
 api.load = function(f)
   pending = {}
@@ -191,9 +185,5 @@ api.load = function(f)
   pending = nil
   if ok then return true, p end
   return false, e
-end
-api.set_args = function(keys, argv)
-  rawset(G, "KEYS", keys)
-  rawset(G, "ARGV", argv)
 end
 return api

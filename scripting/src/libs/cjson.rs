@@ -252,6 +252,13 @@ fn append_number(cfg: &Config, out: &mut Vec<u8>, n: f64) -> LResult<()> {
         }
         _ => {}
     }
+    // An integer with at most `precision` digits prints as itself under
+    // `%.*g`: skip printf for the common case.
+    let exact = 10f64.powi(cfg.encode_number_precision.clamp(1, 14));
+    if n.fract() == 0.0 && n.abs() < exact && !(n == 0.0 && n.is_sign_negative()) {
+        out.extend_from_slice(itoa::Buffer::new().format(n as i64).as_bytes());
+        return Ok(());
+    }
     let mut buf = [0u8; 32];
     // SAFETY: snprintf writes at most buf.len() bytes including the NUL.
     let len = unsafe {
@@ -315,8 +322,14 @@ unsafe fn array_length(l: *mut lua_State, cfg: &Config) -> LResult<i32> {
     let mut items: i32 = 0;
     ffi::lua_pushnil(l);
     while ffi::lua_next(l, -2) != 0 {
-        let k = ffi::lua_tonumber(l, -2);
-        if ffi::lua_type(l, -2) == ffi::LUA_TNUMBER && k != 0.0 && k.floor() == k && k >= 1.0 {
+        // The type first: converting a string key would run strtod.
+        let is_number = ffi::lua_type(l, -2) == ffi::LUA_TNUMBER;
+        let k = if is_number {
+            ffi::lua_tonumber(l, -2)
+        } else {
+            0.0
+        };
+        if is_number && k != 0.0 && k.floor() == k && k >= 1.0 {
             if k > f64::from(max) {
                 max = c_f64_to_i32(k);
             }
@@ -458,7 +471,8 @@ unsafe fn encode_impl(l: *mut lua_State) -> LResult<c_int> {
     if ffi::lua_gettop(l) != 1 {
         return Err(LErr::arg(1, "expected 1 argument"));
     }
-    let mut out = Vec::new();
+    // Most encodings are small: one allocation instead of a few regrowths.
+    let mut out = Vec::with_capacity(128);
     append_data(l, &cfg, &mut out)?;
     push_bytes(l, &out);
     Ok(1)
@@ -579,6 +593,13 @@ impl Parser<'_> {
 
     fn number_token(&mut self) -> Token {
         let start = self.pos;
+        if let Some((n, end)) = self.plain_integer() {
+            self.pos = end;
+            return Token {
+                tok: Tok::Number(n),
+                index: start,
+            };
+        }
         let mut end: *mut c_char = std::ptr::null_mut();
         let base = self.data.as_ptr();
         // SAFETY: data ends with a NUL (Lua strings always do), so strtod
@@ -598,6 +619,32 @@ impl Parser<'_> {
             tok: Tok::Number(n),
             index: start,
         }
+    }
+
+    /// `-?[0-9]{1,15}` not followed by anything `strtod` would read on:
+    /// exactly representable, so its value without `strtod`; and where it
+    /// ends.
+    fn plain_integer(&self) -> Option<(f64, usize)> {
+        let neg = self.at(self.pos) == b'-';
+        let first = self.pos + neg as usize;
+        let mut p = first;
+        let mut v: u64 = 0;
+        while let c @ b'0'..=b'9' = self.at(p) {
+            v = v * 10 + u64::from(c - b'0');
+            p += 1;
+            if p - first > 15 {
+                return None;
+            }
+        }
+        if p == first || matches!(self.at(p), b'.' | b'e' | b'E' | b'x' | b'X') {
+            return None;
+        }
+        // The NUL terminator must stay past the token, as with strtod.
+        if p >= self.data.len() {
+            return None;
+        }
+        let n = v as f64;
+        Some((if neg { -n } else { n }, p))
     }
 
     fn string_token(&mut self) -> Token {
@@ -880,7 +927,7 @@ unsafe fn decode_impl(l: *mut lua_State) -> LResult<c_int> {
         pos: 0,
         cfg,
         depth: 0,
-        buf: Vec::new(),
+        buf: Vec::with_capacity(64),
     };
     let token = p.next_token();
     p.value(l, token)?;

@@ -236,16 +236,16 @@ impl ScriptHost<'_> {
 }
 
 impl Host for ScriptHost<'_> {
-    fn call(&mut self, args: Vec<Bytes>, resp3: bool) -> &[u8] {
+    fn call(&mut self, args: &[Bytes], resp3: bool) -> &[u8] {
         self.out.buf.clear();
         self.out.resp3 = resp3;
-        match self.refuse(&args) {
+        match self.refuse(args) {
             Some(e) => self.out.error(e),
             None => {
                 self.cl.resp3 = resp3;
                 // Time the command alone, not the Lua that ran before it.
                 self.st.last_tick = std::time::Instant::now();
-                execute(self.st, &mut self.cl, &mut self.out, &args);
+                execute(self.st, &mut self.cl, &mut self.out, args);
             }
         }
         &self.out.buf
