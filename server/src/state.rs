@@ -11,9 +11,10 @@
 //! puts it back afterwards.
 
 use crate::config::Config;
+use ahash::AHashMap as HashMap;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 use storage::Db;

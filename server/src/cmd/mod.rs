@@ -39,9 +39,9 @@ pub use blocking::timeout_arg;
 
 use crate::error::{CmdResult, Error};
 use crate::state::{BlockKind, Blocked, Client, ReplyMode, SlowEntry, State};
+use ahash::AHashMap as HashMap;
 use bytes::Bytes;
 use protocol::ReplyBuf;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use storage::Db;
 
