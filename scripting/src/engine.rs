@@ -72,6 +72,34 @@ pub trait Host {
     /// (error replies included), in RESP3 if `resp3`. The bytes may live in
     /// a buffer the host reuses for the next call.
     fn call(&mut self, args: &[Bytes], resp3: bool) -> &[u8];
+
+    /// The script's reply holds this error. `counted`: it is a command's
+    /// error that the command already counted in the error stats (Redis's
+    /// `ignore_error_stats_update`).
+    fn error_reply(&mut self, _msg: &[u8], _counted: bool) {}
+}
+
+/// How a run failed: its error reply, and whether that is a command's
+/// error already counted in the error stats (see `Host::error_reply`).
+#[derive(Debug)]
+pub struct RunError {
+    pub msg: String,
+    pub counted: bool,
+}
+
+impl From<String> for RunError {
+    fn from(msg: String) -> Self {
+        RunError {
+            msg,
+            counted: false,
+        }
+    }
+}
+
+impl From<&str> for RunError {
+    fn from(msg: &str) -> Self {
+        msg.to_string().into()
+    }
 }
 
 struct Script {
@@ -430,7 +458,7 @@ impl Engine {
         threshold_ms: i64,
         host: &mut dyn Host,
         out: &mut ReplyBuf,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let Some(s) = self.scripts.get(sha) else {
             return Err("NOSCRIPT No matching script. Please use EVAL.".into());
         };
@@ -447,7 +475,7 @@ impl Engine {
         threshold_ms: i64,
         host: &mut dyn Host,
         out: &mut ReplyBuf,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let Some(f) = self.functions.get(name) else {
             return Err("ERR Function not found".into());
         };
@@ -466,7 +494,7 @@ impl Engine {
         threshold_ms: i64,
         host: &mut dyn Host,
         out: &mut ReplyBuf,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let run = self.run.clone();
         run.kill.store(false, Relaxed);
         run.wrote.store(false, Relaxed);
@@ -842,7 +870,7 @@ mod tests {
             .unwrap_err();
         killer.join().unwrap();
         assert_eq!(
-            err,
+            err.msg,
             format!(
                 "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:1."
             )

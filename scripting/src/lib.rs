@@ -9,4 +9,4 @@ pub mod engine;
 pub mod libs;
 mod raw;
 
-pub use engine::{flags, sha1_hex, Engine, Host, Library, RunFlags, KILLED};
+pub use engine::{flags, sha1_hex, Engine, Host, Library, RunError, RunFlags, KILLED};

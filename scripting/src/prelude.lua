@@ -150,7 +150,8 @@ local function handler(e)
   else
     msg = "ERR " .. tostring(e)
   end
-  return { err = msg, source = src, line = line }
+  local counted = type(e) == "table" and rawequal(rawget(e, "ignore_error_stats_update"), true) or nil
+  return { err = msg, source = src, line = line, ignore_error_stats_update = counted }
 end
 
 setmetatable(loading, { __index = missing, __newindex = readonly, __metatable = false })

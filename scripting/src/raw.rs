@@ -11,7 +11,7 @@
 //! otherwise only allocation failures can, which at worst leak a buffer
 //! (as in `libs`).
 
-use crate::engine::{lua_number_to_int, no_crlf, with_host};
+use crate::engine::{lua_number_to_int, no_crlf, with_host, RunError};
 use bytes::{BufMut, Bytes, BytesMut};
 use mlua::ffi::{self, lua_State};
 use protocol::{format_double, ReplyBuf};
@@ -403,7 +403,14 @@ pub(crate) unsafe fn write_value(
 unsafe fn write_table(l: *mut lua_State, t: c_int, out: &mut ReplyBuf, resp3: bool, depth: usize) {
     let top = ffi::lua_gettop(l);
     if field(l, t, b"err") == ffi::LUA_TSTRING {
-        out.error(&String::from_utf8_lossy(str_at(l, -1)));
+        let msg = str_at(l, -1);
+        out.error(&String::from_utf8_lossy(msg));
+        let counted = is_counted(l, t);
+        with_host(|h| {
+            if let Some(h) = h {
+                h.error_reply(msg, counted);
+            }
+        });
         return;
     }
     ffi::lua_settop(l, top);
@@ -549,7 +556,7 @@ impl Runner {
         name: &str,
         resp3: &AtomicBool,
         out: &mut ReplyBuf,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let l = self.state;
         let mut p = Params {
             c,
@@ -571,7 +578,7 @@ impl Runner {
                 ffi::LUA_TSTRING => String::from_utf8_lossy(str_at(l, -1)).into_owned(),
                 _ => "unknown error".into(),
             };
-            p.result = Err(format!("ERR {msg}"));
+            p.result = Err(format!("ERR {msg}").into());
         }
         ffi::lua_settop(l, top);
         p.result
@@ -583,7 +590,7 @@ struct Params<'a> {
     name: &'a str,
     resp3: &'a AtomicBool,
     out: &'a mut ReplyBuf,
-    result: Result<(), String>,
+    result: Result<(), RunError>,
 }
 
 /// The C function a run goes through (its one argument: `Params`).
@@ -629,10 +636,11 @@ unsafe fn run_body(l: *mut lua_State, p: &mut Params) {
 
 /// `msg script: name, on source:line.` from the handler's error table at
 /// `idx`.
-unsafe fn error_text(l: *mut lua_State, idx: c_int, name: &str) -> String {
+unsafe fn error_text(l: *mut lua_State, idx: c_int, name: &str) -> RunError {
     if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
         return "ERR unknown error".into();
     }
+    let counted = is_counted(l, idx);
     let msg = match field(l, idx, b"err") {
         ffi::LUA_TSTRING | ffi::LUA_TNUMBER => String::from_utf8_lossy(str_at(l, -1)).into_owned(),
         _ => "ERR unknown error".into(),
@@ -650,5 +658,17 @@ unsafe fn error_text(l: *mut lua_State, idx: c_int, name: &str) -> String {
         _ => -1,
     };
     ffi::lua_pop(l, 1);
-    format!("{msg} script: {name}, on {src}:{line}.")
+    RunError {
+        msg: format!("{msg} script: {name}, on {src}:{line}."),
+        counted,
+    }
+}
+
+/// Whether the error table at `t` (absolute) is a command's error, already
+/// counted in the error stats. Leaves the stack as it found it.
+unsafe fn is_counted(l: *mut lua_State, t: c_int) -> bool {
+    field(l, t, b"ignore_error_stats_update");
+    let counted = ffi::lua_toboolean(l, -1) != 0;
+    ffi::lua_pop(l, 1);
+    counted
 }

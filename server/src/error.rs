@@ -24,6 +24,9 @@ pub enum Error {
     OutOfRange,
     /// Any other error: the whole text, code included.
     Other(String),
+    /// A script passing on the error of a command it ran, which that
+    /// command already counted in the error stats.
+    Relayed(String),
 }
 
 pub type CmdResult = Result<(), Error>;
@@ -37,6 +40,12 @@ impl From<storage::Error> for Error {
 impl Error {
     pub fn other(s: impl Into<String>) -> Self {
         Error::Other(s.into())
+    }
+
+    /// Whether the error counts in INFO errorstats (it was not counted
+    /// where it arose).
+    pub fn counts(&self) -> bool {
+        !matches!(self, Error::Relayed(_))
     }
 
     /// The error code (first word), for INFO errorstats.
@@ -65,7 +74,7 @@ impl fmt::Display for Error {
             Error::InvalidDbIndex => f.write_str("ERR value is not an integer or out of range"),
             Error::InvalidExpire(cmd) => write!(f, "ERR invalid expire time in '{cmd}' command"),
             Error::OutOfRange => f.write_str("ERR index out of range"),
-            Error::Other(s) => f.write_str(s),
+            Error::Other(s) | Error::Relayed(s) => f.write_str(s),
         }
     }
 }

@@ -267,6 +267,9 @@ pub struct State {
     pub watched: HashMap<(usize, Bytes), Vec<u64>>,
     /// A key watched by the running client changed (see `touch_watched`).
     pub dirty_cas_running: bool,
+    /// The running command wrote an error reply while succeeding (a
+    /// script's reply holding errors): it counts as failed.
+    pub failed_reply: bool,
     /// Woken by SHUTDOWN; the main task waits on it and exits.
     pub shutdown_notify: Arc<Notify>,
     /// The replication ID INFO shows (DEBUG CHANGE-REPL-ID renews it).
@@ -325,6 +328,7 @@ impl State {
             ready_keys: Vec::new(),
             watched: HashMap::new(),
             dirty_cas_running: false,
+            failed_reply: false,
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),

@@ -612,3 +612,108 @@ fn seed004_twenty_clients_drain_pool() {
         assert!(ids.insert(id.expect("id").to_string()), "{s}");
     }
 }
+
+/// INFO text of a section, as lines.
+fn info_lines(c: &mut RawClient, section: &str) -> Vec<String> {
+    match c.cmd(&["INFO", section]) {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        f => panic!("INFO {section}: {f:?}"),
+    }
+}
+
+/// Error accounting of scripts, recorded from Redis 7.0.15: a command's
+/// error counts once where it arose (also when a script passes it on or
+/// returns pcall's table), an error the script makes counts on its own, a
+/// script whose reply holds an error is a failed call, and a command the
+/// script may not run is a rejected call of that command.
+#[test]
+fn script_errors_in_errorstats_and_commandstats_as_redis() {
+    let cases = [
+        (
+            "return redis.call('incr','s')",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_incr 1 0 1,cmdstat_info 1 0 0",
+        ),
+        (
+            "return redis.pcall('incr','s')",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_incr 1 0 1,cmdstat_info 1 0 0",
+        ),
+        (
+            "redis.pcall('lpush','s','a') return 1",
+            "errorstat_WRONGTYPE:count=1",
+            "cmdstat_eval 1 0 0,cmdstat_info 1 0 0,cmdstat_lpush 1 0 1",
+        ),
+        (
+            "return {err='MY custom'}",
+            "errorstat_MY:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_info 1 0 0",
+        ),
+        (
+            "error('x')",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_info 1 0 0",
+        ),
+        (
+            "return redis.call('incr')",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_incr 0 1 0,cmdstat_info 1 0 0",
+        ),
+        (
+            "redis.pcall('nocmd') return 1",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 0,cmdstat_info 1 0 0",
+        ),
+        (
+            "return {1, redis.pcall('incr','s')}",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_incr 1 0 1,cmdstat_info 1 0 0",
+        ),
+        (
+            "return {1, {err='NESTED x'}}",
+            "errorstat_NESTED:count=1",
+            "cmdstat_eval 1 0 1,cmdstat_info 1 0 0",
+        ),
+        (
+            "redis.pcall('multi') return 1",
+            "errorstat_ERR:count=1",
+            "cmdstat_eval 1 0 0,cmdstat_info 1 0 0,cmdstat_multi 0 1 0",
+        ),
+    ];
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    c.cmd(&["SET", "s", "abc"]);
+    for (script, errors, cmds) in cases {
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        c.cmd(&["EVAL", script, "0"]);
+        let errs: Vec<String> = info_lines(&mut c, "errorstats")
+            .into_iter()
+            .filter(|l| l.starts_with("errorstat_"))
+            .collect();
+        // name calls rejected failed, as in the table above.
+        let stats: Vec<String> = info_lines(&mut c, "commandstats")
+            .into_iter()
+            .filter(|l| l.starts_with("cmdstat_") && !l.contains("resetstat"))
+            .map(|l| {
+                let (name, rest) = l.split_once(':').unwrap();
+                let field = |k: &str| {
+                    rest.split(',')
+                        .find_map(|f| f.strip_prefix(k))
+                        .unwrap()
+                        .to_string()
+                };
+                let (calls, rej, failed) = (
+                    field("calls="),
+                    field("rejected_calls="),
+                    field("failed_calls="),
+                );
+                format!("{name} {calls} {rej} {failed}")
+            })
+            .collect();
+        assert_eq!(errs.join(" "), errors, "{script}");
+        assert_eq!(stats.join(","), cmds, "{script}");
+    }
+}

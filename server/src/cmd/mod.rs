@@ -387,11 +387,16 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     let stat = st.stats.cmd.entry(cmd.name).or_default();
     stat.calls += 1;
     stat.usec += dur;
-    if let Err(e) = &res {
+    // A script's reply may hold errors while it succeeds.
+    if std::mem::take(&mut st.failed_reply) || res.is_err() {
         stat.failed += 1;
+    }
+    if let Err(e) = &res {
         out.error(&e.to_string());
-        *st.stats.errors.entry(e.code()).or_default() += 1;
-        st.stats.total_error_replies += 1;
+        if e.counts() {
+            *st.stats.errors.entry(e.code()).or_default() += 1;
+            st.stats.total_error_replies += 1;
+        }
     }
     cl.last_cmd = cmd.name;
     if st.memory.latency_threshold_ms > 0 {
@@ -496,8 +501,22 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
 
 fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
     out.error(&e.to_string());
-    *st.stats.errors.entry(e.code()).or_default() += 1;
-    st.stats.total_error_replies += 1;
+    st.count_error(&e.to_string());
+}
+
+impl State {
+    /// An error reply, in INFO errorstats (by its first word) and
+    /// `total_error_replies`.
+    pub fn count_error(&mut self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        match self.stats.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.stats.errors.insert(code.to_string(), 1);
+            }
+        }
+        self.stats.total_error_replies += 1;
+    }
 }
 
 fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {

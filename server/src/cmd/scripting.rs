@@ -212,22 +212,29 @@ struct ScriptHost<'a> {
 
 impl ScriptHost<'_> {
     /// Why a script may not run this command, if it may not.
-    fn refuse(&self, args: &[Bytes]) -> Option<&'static str> {
+    /// Why the script may not run `args`, with the command when known.
+    fn refuse(&self, args: &[Bytes]) -> Option<(Option<&'static Command>, &'static str)> {
         const ARGS: &str = "ERR Wrong number of args calling Redis command from script";
         let cmd = match resolve(args) {
             Ok(c) => c,
-            Err(Error::Arity(_)) => return Some(ARGS),
-            Err(_) => return Some("ERR Unknown Redis command called from script"),
+            Err(Error::Arity(_)) => return Some((super::lookup(&args[0]), ARGS)),
+            Err(_) => return Some((None, "ERR Unknown Redis command called from script")),
         };
         if !cmd.arity_ok(args.len()) {
-            return Some(ARGS);
+            return Some((Some(cmd), ARGS));
         }
         if cmd.has(NOSCRIPT) {
-            return Some("ERR This Redis command is not allowed from script");
+            return Some((
+                Some(cmd),
+                "ERR This Redis command is not allowed from script",
+            ));
         }
         if cmd.has(WRITE) {
             if self.read_only {
-                return Some("ERR Write commands are not allowed from read-only scripts.");
+                return Some((
+                    Some(cmd),
+                    "ERR Write commands are not allowed from read-only scripts.",
+                ));
             }
             self.run.wrote.store(true, Relaxed);
         }
@@ -240,7 +247,14 @@ impl Host for ScriptHost<'_> {
         self.out.buf.clear();
         self.out.resp3 = resp3;
         match self.refuse(args) {
-            Some(e) => self.out.error(e),
+            // Counted as Redis counts a client's rejected command.
+            Some((cmd, e)) => {
+                if let Some(cmd) = cmd {
+                    self.st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
+                }
+                self.st.count_error(e);
+                self.out.error(e);
+            }
             None => {
                 self.cl.resp3 = resp3;
                 // Time the command alone, not the Lua that ran before it.
@@ -249,6 +263,13 @@ impl Host for ScriptHost<'_> {
             }
         }
         &self.out.buf
+    }
+
+    fn error_reply(&mut self, msg: &[u8], counted: bool) {
+        if !counted {
+            self.st.count_error(&String::from_utf8_lossy(msg));
+        }
+        self.st.failed_reply = true;
     }
 }
 
@@ -283,7 +304,10 @@ fn run(
         Target::Script(sha) => eng.run_script(sha, keys, argv, threshold, &mut host, out),
         Target::Function(name) => eng.call_function(name, keys, argv, threshold, &mut host, out),
     };
-    res.map_err(Error::Other)
+    res.map_err(|e| match e.counted {
+        true => Error::Relayed(e.msg),
+        false => Error::Other(e.msg),
+    })
 }
 
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
