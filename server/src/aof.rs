@@ -1072,7 +1072,7 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let res = (|| {
         let f = File::create(&tmp)?;
-        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f))?;
+        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
         let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, dir.join(&base))

@@ -28,11 +28,13 @@ pub fn limits(st: &State) -> Limits {
     }
 }
 
-pub fn save_opts(st: &State) -> SaveOpts {
+/// How to write an RDB file (`aof_base`: as the base of the AOF).
+pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
     SaveOpts {
         compression: st.cfg.flag("rdbcompression"),
         checksum: st.cfg.flag("rdbchecksum"),
         list_fill: st.tun.list_fill,
+        aof_base,
     }
 }
 
@@ -89,8 +91,8 @@ pub fn write_db<W: Write>(
 }
 
 /// Serializes every database to `out` as one RDB file.
-pub fn write_snapshot<W: Write>(st: &State, out: W) -> io::Result<W> {
-    let mut w = rdb::Writer::new(out, save_opts(st));
+pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Result<W> {
+    let mut w = rdb::Writer::new(out, save_opts(st, aof_base));
     let used = crate::cmd::server::rss_bytes();
     w.header(REDIS_VER, now_ms() / 1000, used)?;
     let meta = access_meta(st);
@@ -111,7 +113,7 @@ pub fn save_to(st: &State, path: &std::path::Path) -> io::Result<()> {
     let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let res = (|| {
         let f = std::fs::File::create(&tmp)?;
-        let f = write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f))?;
+        let f = write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), false)?;
         let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;
@@ -484,7 +486,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         let _ = std::fs::remove_file(&tmp);
         return Err(io::Error::other("no server"));
     };
-    let opts = save_opts(st);
+    let opts = save_opts(st, matches!(target, Target::AofBase));
     let mut head = rdb::Writer::new(Vec::new(), opts);
     let header = head
         .header(REDIS_VER, now_ms() / 1000, crate::cmd::server::rss_bytes())

@@ -499,6 +499,17 @@ fn rewrite_and_enable_at_run_time() {
         m,
         "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
     );
+    // The base says it is one, as Redis's: aux field aof-base = 1.
+    let base = std::fs::read(
+        dir.path()
+            .join("appendonlydir")
+            .join("appendonly.aof.2.base.rdb"),
+    )
+    .unwrap();
+    assert!(
+        base.windows(10).any(|w| w == b"aof-base\xc0\x01"),
+        "no aof-base 1"
+    );
     sigkill(&s);
     drop(s);
     let s = start(&server_bin(), &dir, &[]);

@@ -75,7 +75,7 @@ fn bgsave(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// DUMP key
 fn dump(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let opts = persist::save_opts(c.st);
+    let opts = persist::save_opts(c.st, false);
     match c.st.lookup_read(c.cl.db, &a[1], c.now) {
         Some(v) => {
             let p = rdb::dump_payload(v, &opts);

@@ -16,6 +16,8 @@ pub struct SaveOpts {
     pub checksum: bool,
     /// `list-max-listpack-size`, bounding the listpack nodes of lists.
     pub list_fill: i32,
+    /// The file is an AOF base (its `aof-base` aux field says 1).
+    pub aof_base: bool,
 }
 
 impl Default for SaveOpts {
@@ -24,6 +26,7 @@ impl Default for SaveOpts {
             compression: true,
             checksum: true,
             list_fill: -2,
+            aof_base: false,
         }
     }
 }
@@ -305,7 +308,8 @@ impl<W: Write> Writer<W> {
         self.aux("redis-bits", b"64");
         self.aux("ctime", ctime_s.to_string().as_bytes());
         self.aux("used-mem", used_mem.to_string().as_bytes());
-        self.aux("aof-base", b"0");
+        let base: &[u8] = if self.opts.aof_base { b"1" } else { b"0" };
+        self.aux("aof-base", base);
         self.maybe_flush()
     }
 
