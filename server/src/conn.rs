@@ -24,6 +24,16 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
+/// A batch that ran this long lets the connections whose requests came in
+/// meanwhile run theirs before its replies go out, so replies leave in a
+/// burst, as Redis writes them all at the end of an event-loop round: a
+/// client that reads many connections is then woken once, not once per
+/// reply (SET at maxmemory, 16 evictions a batch: 0.80 -> 0.96 of Redis).
+/// Not after a batch that woke others (PUBLISH): their writes already form
+/// the burst, and delaying the publisher's reply only made subscribers
+/// flush smaller batches (fan-out to 100 subscribers: 1.5 -> 0.8 of Redis).
+const LONG_BATCH: Duration = Duration::from_micros(20);
+
 /// How often a client held back by CLIENT PAUSE checks the pause again.
 const PAUSE_POLL: Duration = Duration::from_millis(5);
 
@@ -152,10 +162,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
         }
         let guard = shared.lock_or_busy().await;
+        let mut long_batch = false;
         let mut aof_wait = None;
         let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
             st.last_tick = std::time::Instant::now();
+            let (batch_start, woken) = (st.last_tick, st.woken);
             let Some(mut cl) = st.clients.remove(&id) else {
                 break;
             };
@@ -208,6 +220,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             monitor = cl.monitor;
             dec.unauthenticated = !cl.authenticated;
             let close = cl.close_after_reply;
+            long_batch = st.last_tick.saturating_duration_since(batch_start) >= LONG_BATCH
+                && st.woken == woken;
             st.clients.insert(id, cl);
             aof_wait = st.aof.commit(aof_mark, had_pending);
             close
@@ -221,6 +235,9 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             crate::aof::wait_durable(&shared, d).await;
         }
         if !out.is_empty() {
+            if long_batch {
+                tokio::task::yield_now().await;
+            }
             if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
                 break;
             }

@@ -350,6 +350,7 @@ impl State {
             cl.pending = BytesMut::new();
         }
         cl.wake.notify_one();
+        self.woken += 1;
     }
 
     /// Before a write command runs with the `n` class on: remembers the

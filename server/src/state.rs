@@ -270,6 +270,9 @@ pub struct State {
     /// The running command wrote an error reply while succeeding (a
     /// script's reply holding errors): it counts as failed.
     pub failed_reply: bool,
+    /// Connections woken with output others' commands produced for them
+    /// (pub/sub messages, MONITOR lines, served blocked clients).
+    pub woken: u64,
     /// Woken by SHUTDOWN; the main task waits on it and exits.
     pub shutdown_notify: Arc<Notify>,
     /// The replication ID INFO shows (DEBUG CHANGE-REPL-ID renews it).
@@ -329,6 +332,7 @@ impl State {
             watched: HashMap::new(),
             dirty_cas_running: false,
             failed_reply: false,
+            woken: 0,
             executable: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),

@@ -203,6 +203,7 @@ impl State {
                         self.unregister_blocked(id, &b);
                         cl.pending.extend_from_slice(&out.buf);
                         cl.wake.notify_one();
+                        self.woken += 1;
                     }
                     self.clients.insert(id, cl);
                 }

@@ -572,6 +572,7 @@ fn feed_monitors(st: &mut State, cl: &Client, args: &[Bytes]) {
     for c in st.clients.values_mut().filter(|c| c.monitor) {
         c.pending.extend_from_slice(line.as_bytes());
         c.wake.notify_one();
+        st.woken += 1;
     }
 }
 
