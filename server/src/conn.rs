@@ -232,7 +232,9 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             false
         };
         if let Some(d) = aof_wait {
+            // It yields too.
             crate::aof::wait_durable(&shared, d).await;
+            long_batch = false;
         }
         if !out.is_empty() {
             if long_batch {
