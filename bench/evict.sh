@@ -3,7 +3,8 @@
 # `maxmemory 50mb` and `maxmemory-policy allkeys-lru`:
 #
 # 1. SET throughput at the limit with eviction active (redis-benchmark,
-#    100-byte values, 10M-key space, -P 16, after a fill past the limit),
+#    100-byte values, 10M-key space, -P 16, after a fill past the limit;
+#    the median of three runs alternating between the servers),
 #    and resident memory grown over each server's empty baseline;
 # 2. hit rate of a read-through cache (GET, SET on a miss) over 100,000
 #    keys of 2000 bytes (200 MB wanted) with Zipf(1)-distributed accesses,
@@ -16,7 +17,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_init python3
 
-if [ -n "${QUICK:-}" ]; then FILL=600000; N=300000; OPS=40000; else FILL=1200000; N=1000000; OPS=100000; fi
+if [ -n "${QUICK:-}" ]; then FILL=600000; N=300000; OPS=40000; RUNS=1; else FILL=1200000; N=1000000; OPS=100000; RUNS=3; fi
 
 rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
 
@@ -81,16 +82,27 @@ print("%.4f" % (hits / gets))
 PY
 }
 
-declare -A RPS GROWN HIT USED
+declare -A PORT PID BASE RPS GROWN HIT USED
 for name in cinnabar redis; do
   if [ "$name" = cinnabar ]; then bin=$CINNABAR_BIN; else bin=$REDIS_BIN; fi
   start "$name" "$bin" --maxmemory 50mb --maxmemory-policy allkeys-lru
-  port=$START_PORT pid=$START_PID
-  sleep 0.2
-  base=$(rss "$pid")
-  set_rps "$port" "$FILL" >/dev/null
-  RPS[$name]=$(set_rps "$port" "$N")
-  GROWN[$name]=$(( $(rss "$pid") - base ))
+  PORT[$name]=$START_PORT PID[$name]=$START_PID
+done
+sleep 0.2
+for name in cinnabar redis; do
+  BASE[$name]=$(rss "${PID[$name]}")
+  set_rps "${PORT[$name]}" "$FILL" >/dev/null
+done
+# SET throughput: the median of alternating runs.
+cs=(); rs=()
+for _ in $(seq 1 "$RUNS"); do
+  cs+=("$(set_rps "${PORT[cinnabar]}" "$N")")
+  rs+=("$(set_rps "${PORT[redis]}" "$N")")
+done
+RPS[cinnabar]=$(median "${cs[@]}"); RPS[redis]=$(median "${rs[@]}")
+for name in cinnabar redis; do
+  port=${PORT[$name]}
+  GROWN[$name]=$(( $(rss "${PID[$name]}") - BASE[$name] ))
   USED[$name]=$(redis-cli -p "$port" INFO memory | awk -F: '/^used_memory:/ { print $2 + 0 }')
   HIT[$name]=$(zipf_hit_rate "$port")
   redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -103,5 +103,8 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # ratio A B: A/B with 3 decimals, or n/a.
 ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else printf "n/a" }'; }
 
+# median X...: the middle value (the lower middle of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 # geomean X...: geometric mean of positive numbers (n/a entries skipped).
 geomean() { printf '%s\n' "$@" | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f (%d tests)", exp(s / n), n; else print "n/a" }'; }

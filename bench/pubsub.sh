@@ -15,8 +15,6 @@ cargo build --release --quiet -p cinnabar-tests --bin cinnabar-load
 LOAD="$TARGET/cinnabar-load"
 if [ -n "${QUICK:-}" ]; then RUNS=1; else RUNS=3; fi
 
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
 start cinnabar "$CINNABAR_BIN"; C=$START_PORT
 start redis "$REDIS_BIN"; R=$START_PORT
 printf '%-34s %14s %14s %8s\n' test cinnabar redis ratio

@@ -5,9 +5,10 @@
 #    encode, HEXISTS, RPOP, HSET, LPUSH) by 20 clients over 100,000 envelopes;
 # 2. EVAL "return 1" 0 (50 clients);
 # 3. MULTI + 10 × INCR + EXEC per round trip (20 clients, bench load tool).
-# Prints operations per second for each server and the ratio cinnabar/Redis.
+# Prints operations per second for each server (the median of three runs,
+# alternating between the servers) and the ratio cinnabar/Redis.
 #
-#   bench/scripting.sh            # about a minute
+#   bench/scripting.sh            # about two minutes
 #   QUICK=1 bench/scripting.sh    # 20,000 envelopes, shorter runs
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -16,7 +17,7 @@ bench_init python3
 cargo build --release --quiet -p cinnabar-tests --bin cinnabar-load
 LOAD="$TARGET/cinnabar-load"
 
-if [ -n "${QUICK:-}" ]; then ENVELOPES=20000; SECS=2; else ENVELOPES=100000; SECS=5; fi
+if [ -n "${QUICK:-}" ]; then ENVELOPES=20000; SECS=2; RUNS=1; else ENVELOPES=100000; SECS=3; RUNS=3; fi
 
 GRAB='if redis.call("hexists", KEYS[3], KEYS[4]) ~= 0 then
 return nil
@@ -74,8 +75,12 @@ start redis "$REDIS_BIN"; R=$START_PORT
 printf '%-34s %14s %14s %8s\n' test cinnabar redis ratio
 ratios=()
 for t in grab eval1 multi; do
-  # Alternate which server goes first to spread the machine's noise.
-  c=$($t "$C"); r=$($t "$R")
+  # The median of alternating runs: the machine is shared and noisy.
+  cs=(); rs=()
+  for _ in $(seq 1 "$RUNS"); do
+    cs+=("$($t "$C")"); rs+=("$($t "$R")")
+  done
+  c=$(median "${cs[@]}"); r=$(median "${rs[@]}")
   case $t in
     grab) label="red-envelope EVALSHA (20 clients)" ;;
     eval1) label='EVAL "return 1" 0 (50 clients)' ;;
