@@ -6,7 +6,7 @@
 //! clients produced for this one (MONITOR, pub/sub, unblocking) sits in
 //! `Client::pending` and is flushed when the task is woken.
 
-use crate::cmd::execute;
+use crate::cmd::execute_owned;
 use crate::state::{now_ms, Client, Shared};
 use bytes::{Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
@@ -191,12 +191,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             if blocked.is_none() {
                 let mut done = 0;
                 paused = false;
-                for args in batch.iter() {
+                for args in batch.iter_mut() {
                     if st.pause.is_some() && crate::cmd::server::must_pause(st, args, now_ms()) {
                         paused = true;
                         break;
                     }
-                    execute(st, &mut cl, &mut out, args);
+                    execute_owned(st, &mut cl, &mut out, args);
                     done += 1;
                     if let Some(b) = &cl.blocked {
                         blocked = Some(b.deadline);

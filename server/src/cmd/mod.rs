@@ -309,6 +309,25 @@ impl Ctx<'_> {
 
 /// Runs one request for client `cl`, writing its reply (or error) to `out`.
 pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Bytes]) {
+    execute_req(st, cl, out, Req::Borrowed(args));
+}
+
+/// As `execute`, for a request the caller gives up: MULTI queues it
+/// without copying (the arguments are left empty then).
+pub fn execute_owned(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &mut Vec<Bytes>) {
+    execute_req(st, cl, out, Req::Owned(args));
+}
+
+enum Req<'a> {
+    Borrowed(&'a [Bytes]),
+    Owned(&'a mut Vec<Bytes>),
+}
+
+fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req) {
+    let args: &[Bytes] = match &req {
+        Req::Borrowed(a) => a,
+        Req::Owned(v) => v,
+    };
     let cmd = match check(st, cl, args) {
         Ok(c) => c,
         Err((cmd, e)) => {
@@ -338,7 +357,10 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     };
     if let Some(queue) = &mut cl.multi {
         if !transaction::runs_in_multi(cmd.name) {
-            queue.push(args.to_vec());
+            queue.push(match &mut req {
+                Req::Borrowed(a) => a.to_vec(),
+                Req::Owned(v) => std::mem::take(*v),
+            });
             out.simple("QUEUED");
             return;
         }
