@@ -297,7 +297,8 @@ pub struct State {
 
 #[derive(Debug, Clone, Copy)]
 pub struct ShutdownRequest {
-    pub save: Option<bool>,
+    /// The final save and its checks are done (SHUTDOWN): the process exits.
+    pub prepared: bool,
 }
 
 impl State {

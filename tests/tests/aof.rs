@@ -824,3 +824,32 @@ fn rewrite_waits_for_a_running_bgsave() {
     drop(c);
     restart_and_compare(s, &dir, &want);
 }
+
+/// As Redis: no exit while the first AOF after `appendonly yes` is being
+/// written (the data would exist nowhere on disk), SHUTDOWN answers an
+/// error and the server stays up; SHUTDOWN FORCE exits.
+#[test]
+fn shutdown_refused_while_the_first_aof_is_written() {
+    let dir = TempDir::new("aof-initial-shutdown");
+    let s = start(&server_bin(), &dir, &[("appendonly", "no")]);
+    let mut c = s.raw();
+    c.set_timeout(Duration::from_secs(60));
+    assert_eq!(
+        c.cmd(&["DEBUG", "POPULATE", "600000"]),
+        RespFrame::Simple("OK".into())
+    );
+    // In one write, so the rewrite cannot end in between.
+    let mut req = encode(&["CONFIG", "SET", "appendonly", "yes"]);
+    req.extend(encode(&["SHUTDOWN", "NOSAVE"]));
+    req.extend(encode(&["PING"]));
+    c.send(&req);
+    assert_eq!(c.read(), RespFrame::Simple("OK".into()));
+    assert_eq!(
+        c.read(),
+        RespFrame::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
+    );
+    assert_eq!(c.read(), RespFrame::Simple("PONG".into()));
+    assert!(s.log().contains("Writing initial AOF, can't exit."));
+    c.send_cmd(&["SHUTDOWN", "FORCE"]);
+    c.expect_closed();
+}

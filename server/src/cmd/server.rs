@@ -688,7 +688,7 @@ fn monitor(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]
 fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (mut save, mut nosave, mut abort) = (false, false, false);
-    let mut others = false;
+    let (mut others, mut force) = (false, false);
     for o in &a[1..] {
         if is(o, "nosave") {
             nosave = true;
@@ -696,6 +696,7 @@ fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             save = true;
         } else if is(o, "now") || is(o, "force") {
             others = true;
+            force |= is(o, "force");
         } else if is(o, "abort") {
             abort = true;
         } else {
@@ -716,7 +717,11 @@ fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         None
     };
-    c.st.shutdown = Some(ShutdownRequest { save });
+    tracing::warn!("User requested shutdown...");
+    if !crate::server::prepare_shutdown(c.st, save, force) {
+        return Err(Error::other("ERR Errors trying to SHUTDOWN. Check logs."));
+    }
+    c.st.shutdown = Some(ShutdownRequest { prepared: true });
     c.st.shutdown_notify.notify_one();
     // Redis closes the connection without a reply when it exits.
     c.cl.close_after_reply = true;
