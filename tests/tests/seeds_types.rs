@@ -506,6 +506,30 @@ fn log_recent(c: &mut Connection, name: &str, message: &str, severity: &str, ts:
         .unwrap();
 }
 
+/// The start of logCommon's and updateStats's transaction: when the hour
+/// whose data `key` holds (`start_key`) is over, it becomes `key:last`.
+fn hour_rollover(
+    key: &str,
+    start_key: &str,
+    existing: Option<String>,
+    hour_start: &str,
+) -> redis::Pipeline {
+    let mut p = pipe();
+    p.atomic();
+    match existing {
+        Some(e) if e.as_str() < hour_start => {
+            p.cmd("RENAME").arg(key).arg(format!("{key}:last"));
+            p.cmd("RENAME").arg(start_key).arg(format!("{key}:pstart"));
+            p.cmd("SET").arg(start_key).arg(hour_start);
+        }
+        None => {
+            p.cmd("SET").arg(start_key).arg(hour_start);
+        }
+        _ => {}
+    }
+    p
+}
+
 /// Returns how many attempts the WATCH loop took.
 fn log_common(
     c: &mut Connection,
@@ -521,21 +545,7 @@ fn log_common(
         attempts += 1;
         let _: () = r!(c, "WATCH", &start_key);
         let existing: Option<String> = r!(c, "GET", &start_key);
-        let mut p = pipe();
-        p.atomic();
-        match existing {
-            Some(e) if e.as_str() < hour_start => {
-                p.cmd("RENAME").arg(&common).arg(format!("{common}:last"));
-                p.cmd("RENAME")
-                    .arg(&start_key)
-                    .arg(format!("{common}:pstart"));
-                p.cmd("SET").arg(&start_key).arg(hour_start);
-            }
-            None => {
-                p.cmd("SET").arg(&start_key).arg(hour_start);
-            }
-            _ => {}
-        }
+        let mut p = hour_rollover(&common, &start_key, existing, hour_start);
         p.cmd("ZINCRBY").arg(&common).arg(1).arg(message);
         let recent = format!("recent:{name}:{severity}");
         p.cmd("LPUSH")
@@ -765,21 +775,7 @@ fn update_stats(
         attempts += 1;
         let _: () = r!(c, "WATCH", &start_key);
         let existing: Option<String> = r!(c, "GET", &start_key);
-        let mut p = pipe();
-        p.atomic();
-        match existing {
-            Some(e) if e.as_str() < hour_start => {
-                p.cmd("RENAME").arg(&dest).arg(format!("{dest}:last"));
-                p.cmd("RENAME")
-                    .arg(&start_key)
-                    .arg(format!("{dest}:pstart"));
-                p.cmd("SET").arg(&start_key).arg(hour_start);
-            }
-            None => {
-                p.cmd("SET").arg(&start_key).arg(hour_start);
-            }
-            _ => {}
-        }
+        let mut p = hour_rollover(&dest, &start_key, existing, hour_start);
         let tkey1 = uuid();
         let tkey2 = uuid();
         p.cmd("ZADD").arg(&tkey1).arg(value).arg("min");

@@ -6,7 +6,7 @@
 //! and turn it into the `raw` encoding.
 
 use super::flags::*;
-use super::string::{norm_range, CLASS, GENERIC};
+use super::string::{clamp_range, norm_range, CLASS, GENERIC};
 use super::{is, Command, Ctx};
 use crate::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
 use bytes::Bytes;
@@ -195,15 +195,21 @@ fn unit_arg(a: &[u8]) -> Result<bool, Error> {
     }
 }
 
-/// BITCOUNT's inclusive bit range for `start..=end` counted in bytes or
-/// bits, `None` if empty.
-fn bit_range(start: i64, end: i64, bytes: usize, isbit: bool) -> Option<(u64, u64)> {
+/// The inclusive bit range for `start..=end` counted in bytes or bits,
+/// normalized by `norm`; `None` if empty.
+fn bit_range(
+    start: i64,
+    end: i64,
+    bytes: usize,
+    isbit: bool,
+    norm: fn(i64, i64, i64) -> Option<(i64, i64)>,
+) -> Option<(u64, u64)> {
     let len = if isbit {
         bytes as i64 * 8
     } else {
         bytes as i64
     };
-    let (s, e) = norm_range(start, end, len)?;
+    let (s, e) = norm(start, end, len)?;
     Some(if isbit {
         (s as u64, e as u64)
     } else {
@@ -225,7 +231,7 @@ fn bitcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let start = super::int_arg(&a[2])?;
             let end = super::int_arg(&a[3])?;
             let isbit = a.len() == 5 && unit_arg(&a[4])?;
-            Some(bit_range(start, end, b.len(), isbit))
+            Some(bit_range(start, end, b.len(), isbit, norm_range))
         }
         _ => return Err(Error::Syntax),
     };
@@ -267,26 +273,11 @@ fn bitpos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         -1
     };
-    let len = if isbit {
-        b.len() as i64 * 8
-    } else {
-        b.len() as i64
-    };
-    let mut s = if start < 0 { len + start } else { start };
-    let mut e = if end < 0 { len + end } else { end };
-    s = s.max(0);
-    e = e.max(0);
-    if e >= len {
-        e = len - 1;
-    }
-    if s > e || len == 0 {
+    // Unlike BITCOUNT, a negative start past a negative end is clamped,
+    // not empty (as Redis).
+    let Some((from, to)) = bit_range(start, end, b.len(), isbit, clamp_range) else {
         c.out.int(-1);
         return Ok(());
-    }
-    let (from, to) = if isbit {
-        (s as u64, e as u64)
-    } else {
-        (s as u64 * 8, e as u64 * 8 + 7)
     };
     let pos = match find_bit(b, bit, from, to) {
         Some(p) => p as i64,

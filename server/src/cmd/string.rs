@@ -360,6 +360,12 @@ pub fn norm_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
     if start < 0 && end < 0 && start > end {
         return None;
     }
+    clamp_range(start, end, len)
+}
+
+/// `norm_range` without its first rule (BITPOS has none): negative indexes
+/// count from the end, then both are clamped into the string.
+pub fn clamp_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
     let mut s = if start < 0 { len + start } else { start };
     let mut e = if end < 0 { len + end } else { end };
     s = s.max(0);
