@@ -566,13 +566,7 @@ pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
     for _ in 0..d.rounds {
         tokio::task::yield_now().await;
     }
-    loop {
-        if let Some(mut st) = shared.lock_or_busy().await {
-            st.aof.make_durable(d.offset);
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    shared.lock_eventually().await.aof.make_durable(d.offset);
 }
 
 impl State {

@@ -252,14 +252,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             break;
         }
     }
-    // Not a blocking lock(): a busy script may hold it for long.
-    loop {
-        if let Some(mut st) = shared.state.try_lock_for(Duration::from_millis(2)) {
-            st.remove_client(id);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    shared.lock_eventually().await.remove_client(id);
 }
 
 /// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL

@@ -47,12 +47,6 @@ impl Error {
     pub fn counts(&self) -> bool {
         !matches!(self, Error::Relayed(_))
     }
-
-    /// The error code (first word), for INFO errorstats.
-    pub fn code(&self) -> String {
-        let s = self.to_string();
-        s.split(' ').next().unwrap_or("ERR").to_string()
-    }
 }
 
 impl fmt::Display for Error {

@@ -525,4 +525,15 @@ impl Shared {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     }
+
+    /// The lock, however long a busy script holds it, without blocking the
+    /// worker meanwhile (it serves the -BUSY replies).
+    pub async fn lock_eventually(&self) -> parking_lot::MutexGuard<'_, State> {
+        loop {
+            if let Some(g) = self.lock_or_busy().await {
+                return g;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
 }

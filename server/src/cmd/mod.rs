@@ -414,11 +414,7 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
         stat.failed += 1;
     }
     if let Err(e) = &res {
-        out.error(&e.to_string());
-        if e.counts() {
-            *st.stats.errors.entry(e.code()).or_default() += 1;
-            st.stats.total_error_replies += 1;
-        }
+        reject(st, out, e);
     }
     cl.last_cmd = cmd.name;
     if st.memory.latency_threshold_ms > 0 {
@@ -521,9 +517,14 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
     }
 }
 
+/// Replies with the error, counted in the error stats unless it was where
+/// it arose.
 fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
-    out.error(&e.to_string());
-    st.count_error(&e.to_string());
+    let msg = e.to_string();
+    out.error(&msg);
+    if e.counts() {
+        st.count_error(&msg);
+    }
 }
 
 impl State {

@@ -44,6 +44,19 @@ thread_local! {
     };
 }
 
+/// Appends a literal byte to the open run (`lit` bytes so far, its length
+/// byte reserved before them); a full run is closed and a new one opened.
+fn push_literal(out: &mut Vec<u8>, lit: &mut usize, b: u8) {
+    *lit += 1;
+    out.push(b);
+    if *lit == MAX_LIT {
+        let p = out.len() - *lit - 1;
+        out[p] = (*lit - 1) as u8;
+        *lit = 0;
+        out.push(0);
+    }
+}
+
 /// Compresses `input` into at most `max_out` bytes; `None` when the result
 /// would not fit (Redis then stores the string as is).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
@@ -139,30 +152,16 @@ fn compress_with(input: &[u8], max_out: usize, htab: &mut Htab) -> Option<Vec<u8
             if out.len() >= max_out {
                 return None;
             }
-            lit += 1;
-            out.push(input[ip]);
+            push_literal(&mut out, &mut lit, input[ip]);
             ip += 1;
-            if lit == MAX_LIT {
-                let p = out.len() - lit - 1;
-                out[p] = (lit - 1) as u8;
-                lit = 0;
-                out.push(0);
-            }
         }
     }
     if out.len() + 3 > max_out {
         return None;
     }
     while ip < n {
-        lit += 1;
-        out.push(input[ip]);
+        push_literal(&mut out, &mut lit, input[ip]);
         ip += 1;
-        if lit == MAX_LIT {
-            let p = out.len() - lit - 1;
-            out[p] = (lit - 1) as u8;
-            lit = 0;
-            out.push(0);
-        }
     }
     let p = out.len() - lit - 1;
     out[p] = (lit as u8).wrapping_sub(1);
