@@ -559,12 +559,13 @@ pub struct Durable {
     rounds: u32,
 }
 
-/// Yields `rounds` times first, so the connections with requests ready run
-/// their batches, and one write (one fsync) then serves them all, as
-/// Redis's once per event-loop round; then makes the log durable.
+/// Waits for the end of `rounds` event-loop rounds first, so the
+/// connections with requests ready run their batches, and one write (one
+/// fsync) then serves them all, as Redis writes once per round; then makes
+/// the log durable.
 pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
     for _ in 0..d.rounds {
-        tokio::task::yield_now().await;
+        crate::round::after().await;
     }
     shared.lock_eventually().await.aof.make_durable(d.offset);
 }

@@ -24,16 +24,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
-/// A batch that ran this long lets the connections whose requests came in
-/// meanwhile run theirs before its replies go out, so replies leave in a
-/// burst, as Redis writes them all at the end of an event-loop round: a
-/// client that reads many connections is then woken once, not once per
-/// reply (SET at maxmemory, 16 evictions a batch: 0.80 -> 0.96 of Redis).
-/// Not after a batch that woke others (PUBLISH): their writes already form
-/// the burst, and delaying the publisher's reply only made subscribers
-/// flush smaller batches (fan-out to 100 subscribers: 1.5 -> 0.8 of Redis).
-const LONG_BATCH: Duration = Duration::from_micros(20);
-
 /// How often a client held back by CLIENT PAUSE checks the pause again.
 const PAUSE_POLL: Duration = Duration::from_millis(5);
 
@@ -162,12 +152,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
         }
         let guard = shared.lock_or_busy().await;
-        let mut long_batch = false;
+        let mut defer = false;
         let mut aof_wait = None;
         let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
             st.last_tick = std::time::Instant::now();
-            let (batch_start, woken) = (st.last_tick, st.woken);
+            let woken = st.woken;
             let Some(mut cl) = st.clients.remove(&id) else {
                 break;
             };
@@ -220,8 +210,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             monitor = cl.monitor;
             dec.unauthenticated = !cl.authenticated;
             let close = cl.close_after_reply;
-            long_batch = st.last_tick.saturating_duration_since(batch_start) >= LONG_BATCH
-                && st.woken == woken;
+            // Replies wait for the end of the round (see `round`), except
+            // after a batch that woke other connections (PUBLISH): their
+            // writes already form the burst, and holding the publisher back
+            // only made subscribers flush smaller batches (fan-out to 100
+            // subscribers: 1.5 -> 0.8 of Redis).
+            defer = st.woken == woken;
             st.clients.insert(id, cl);
             aof_wait = st.aof.commit(aof_mark, had_pending);
             close
@@ -231,14 +225,15 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             }
             false
         };
+        crate::round::batch_ran();
         if let Some(d) = aof_wait {
-            // It yields too.
+            // It waits for the end of the round too.
             crate::aof::wait_durable(&shared, d).await;
-            long_batch = false;
+            defer = false;
         }
         if !out.is_empty() {
-            if long_batch {
-                tokio::task::yield_now().await;
+            if defer {
+                crate::round::after().await;
             }
             if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
                 break;

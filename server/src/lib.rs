@@ -20,6 +20,7 @@ pub mod evict;
 pub mod log;
 pub mod persist;
 pub mod pubsub;
+pub mod round;
 pub mod server;
 pub mod state;
 

@@ -41,6 +41,7 @@ fn main() {
     let workers = cfg.int("io-threads").clamp(1, 128) as usize;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .on_thread_park(cinnabar_server::round::end)
         .enable_all()
         .build()
         .expect("tokio runtime");
