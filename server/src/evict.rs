@@ -179,8 +179,6 @@ pub struct Memory {
     pub tenacity: i64,
     pub latency_threshold_ms: u64,
     pool: Vec<Candidate>,
-    /// Scratch space for one database's samples, kept to avoid allocating.
-    sampled: Vec<(u64, CBytes)>,
     next_random_db: usize,
     pub latency: BTreeMap<String, LatencyEvent>,
     /// When memory first stayed over the limit after an eviction round
@@ -198,7 +196,6 @@ impl Default for Memory {
             tenacity: 10,
             latency_threshold_ms: 0,
             pool: Vec::with_capacity(POOL_SIZE),
-            sampled: Vec::new(),
             next_random_db: 0,
             latency: BTreeMap::new(),
             exceeded_since: None,
@@ -289,7 +286,10 @@ impl State {
             return Evict::Fail;
         }
         let to_free = used - max;
-        let start = Instant::now();
+        // The clock is read only when a round runs long enough to need it,
+        // or for the latency monitor: at one eviction per SET, two clock
+        // reads were 3% of the command.
+        let mut start = (self.memory.latency_threshold_ms > 0).then(Instant::now);
         let limit = self.memory.time_limit_us();
         let mut freed = 0u64;
         let mut keys_freed = 0u64;
@@ -300,14 +300,17 @@ impl State {
                 break;
             };
             let before = used_memory();
-            // Timed only for the latency monitor: clock reads add up here.
-            if self.memory.latency_threshold_ms > 0 {
+            let removed = if self.memory.latency_threshold_ms > 0 {
                 let del_start = Instant::now();
-                self.evict_key(db, &key);
+                let removed = self.evict_key(db, &key);
                 let del_ms = del_start.elapsed().as_millis() as u64;
                 self.memory.latency_sample_if_needed("eviction-del", del_ms);
+                removed
             } else {
-                self.evict_key(db, &key);
+                self.evict_key(db, &key)
+            };
+            if !removed {
+                continue;
             }
             freed += before.saturating_sub(used_memory());
             keys_freed += 1;
@@ -315,18 +318,20 @@ impl State {
             // machine was busy, rounds kept running out of time), evicting
             // goes on until memory is back, so the limit stays a bound.
             if keys_freed.is_multiple_of(16)
-                && start.elapsed().as_micros() as u64 > limit
+                && start.get_or_insert_with(Instant::now).elapsed().as_micros() as u64 > limit
                 && used_memory() <= max + max / 50
             {
                 result = Evict::Running;
                 break;
             }
         }
-        let ms = start.elapsed().as_millis() as u64;
-        self.memory.latency_sample_if_needed("eviction-cycle", ms);
+        if let Some(start) = start {
+            let ms = start.elapsed().as_millis() as u64;
+            self.memory.latency_sample_if_needed("eviction-cycle", ms);
+        }
 
         if result != Evict::Ok && self.memory.exceeded_since.is_none() {
-            self.memory.exceeded_since = Some(start);
+            self.memory.exceeded_since = Some(start.unwrap_or_else(Instant::now));
         } else if result == Evict::Ok {
             if let Some(t) = self.memory.exceeded_since.take() {
                 self.memory.exceeded_total_ms += t.elapsed().as_millis() as u64;
@@ -338,9 +343,10 @@ impl State {
     /// Deletes an evicted key with the bookkeeping of any deletion: WATCH,
     /// the `evicted` event and the counter. The value is freed here, not in
     /// the background, so the memory it held is counted as freed at once.
-    fn evict_key(&mut self, db: usize, key: &[u8]) {
+    /// False if the key was deleted since it was sampled.
+    fn evict_key(&mut self, db: usize, key: &[u8]) -> bool {
         let Some(v) = self.dbs[db].remove(key) else {
-            return;
+            return false;
         };
         drop(v);
         self.stats.evicted_keys += 1;
@@ -348,6 +354,7 @@ impl State {
             self.touch_watched(db, key);
         }
         self.notify(crate::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
+        true
     }
 
     /// The next key to evict, or `None` if no key qualifies.
@@ -385,35 +392,25 @@ impl State {
                     continue;
                 }
                 any = true;
-                let samples = self.memory.samples;
-                let mut found = std::mem::take(&mut self.memory.sampled);
-                found.clear();
-                d.sample_for_eviction(samples, policy.volatile(), &mut rng, |k, s| {
+                let pool = &mut self.memory.pool;
+                d.sample_for_eviction(self.memory.samples, policy.volatile(), &mut rng, |k, s| {
                     let score = match policy {
                         Policy::AllkeysLru | Policy::VolatileLru => s.idle_ms,
                         Policy::AllkeysLfu | Policy::VolatileLfu => 255 - s.freq as u64,
                         // Sooner expiry first.
                         _ => u64::MAX - s.expire.unwrap_or(i64::MAX).max(0) as u64,
                     };
-                    found.push((score, k.clone()));
+                    pool_insert(pool, score, db, k);
                 });
-                for (score, key) in found.drain(..) {
-                    pool_insert(&mut self.memory.pool, score, db, key);
-                }
-                self.memory.sampled = found;
             }
             if !any {
                 return None;
             }
-            // Best candidates are at the end; skip ones deleted meanwhile.
+            // Best candidates are at the end. Under volatile-*, skip keys
+            // that lost their TTL; a key deleted meanwhile is skipped by
+            // the caller (its removal fails).
             while let Some(c) = self.memory.pool.pop() {
-                let d = &self.dbs[c.db];
-                let exists = if policy.volatile() {
-                    d.expires.contains_key(&c.key)
-                } else {
-                    d.contains(&c.key)
-                };
-                if exists {
+                if !policy.volatile() || self.dbs[c.db].expires.contains_key(&c.key) {
                     return Some((c.db, c.key));
                 }
             }
@@ -423,15 +420,14 @@ impl State {
 
 /// Inserts a candidate into the pool kept sorted by ascending score; when
 /// full, a candidate worse than all is dropped, else the worst makes room.
-fn pool_insert(pool: &mut Vec<Candidate>, score: u64, db: usize, key: CBytes) {
-    if pool.iter().any(|c| c.db == db && *c.key == *key) {
+fn pool_insert(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &CBytes) {
+    let pos = pool.partition_point(|c| c.score < score);
+    let full = pool.len() == POOL_SIZE;
+    if (full && pos == 0) || pool.iter().any(|c| c.db == db && c.key == *key) {
         return;
     }
-    let pos = pool.partition_point(|c| c.score < score);
-    if pool.len() == POOL_SIZE {
-        if pos == 0 {
-            return;
-        }
+    let key = key.clone();
+    if full {
         pool.remove(0);
         pool.insert(pos - 1, Candidate { score, db, key });
     } else {
@@ -452,13 +448,13 @@ mod tests {
                 &mut pool,
                 score,
                 0,
-                CBytes::new(format!("k{score}").as_bytes()),
+                &CBytes::new(format!("k{score}").as_bytes()),
             );
         }
         let scores: Vec<u64> = pool.iter().map(|c| c.score).collect();
         assert_eq!(scores, (24..40).collect::<Vec<_>>());
         // Duplicates are not added twice.
-        pool_insert(&mut pool, 39, 0, CBytes::new(b"k39"));
+        pool_insert(&mut pool, 39, 0, &CBytes::new(b"k39"));
         assert_eq!(pool.len(), 16);
     }
 

@@ -32,6 +32,21 @@ struct Node<V, M> {
     meta: M,
 }
 
+/// Buckets `sample` loads ahead of the one it reads.
+const AHEAD: usize = 4;
+
+#[inline]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 struct Table<V, M> {
     buckets: Vec<Link<V, M>>,
     used: usize,
@@ -359,7 +374,13 @@ impl<V, M: Default> Dict<V, M> {
         let mut i = rng.gen_range(0..size);
         let mut got = 0;
         let mut empty_run = 0;
+        // Each entry is a cache miss: start the next few buckets' loads
+        // before walking, so they overlap instead of following each other.
+        for k in 0..AHEAD {
+            self.prefetch_bucket((i + k) & (size - 1));
+        }
         for _ in 0..n.saturating_mul(10) {
+            self.prefetch_bucket((i + AHEAD) & (size - 1));
             let mut found = false;
             for (ti, t) in self.t.iter().enumerate() {
                 // Buckets of the old table below the rehash index are empty.
@@ -382,10 +403,24 @@ impl<V, M: Default> Dict<V, M> {
             empty_run = if found { 0 } else { empty_run + 1 };
             i = if empty_run >= 5 {
                 empty_run = 0;
-                rng.gen_range(0..size)
+                let i = rng.gen_range(0..size);
+                for k in 0..AHEAD {
+                    self.prefetch_bucket((i + k) & (size - 1));
+                }
+                i
             } else {
                 (i + 1) & (size - 1)
             };
+        }
+    }
+
+    /// Starts loading the first entry of bucket `i` of each table.
+    #[inline]
+    fn prefetch_bucket(&self, i: usize) {
+        for t in &self.t {
+            if let Some(Some(node)) = t.buckets.get(i) {
+                prefetch(&**node);
+            }
         }
     }
 
