@@ -294,6 +294,10 @@ impl Engine {
         let resp3 = Arc::new(AtomicBool::new(false));
         let r = lua.create_table()?;
         r.raw_set("helpers", helpers(&lua, &resp3)?)?;
+        r.raw_set(
+            "raw_access",
+            lua.create_function(|lua, views: Table| crate::raw::create_raw_access(lua, &views))?,
+        )?;
         r.raw_set("consts", consts(&lua)?)?;
         r.raw_set(
             "error_reply",

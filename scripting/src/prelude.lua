@@ -117,18 +117,12 @@ G.pcall = function(...)
   return unpack(r, 1, r.n)
 end
 
--- pairs() sees through the read-only views.
+-- pairs(), rawget() and rawset() see through the read-only views; rawset
+-- cannot write into one (a view is an empty table whose new keys would
+-- shadow the library for every later script).
 local real = setmetatable({}, { __mode = "k" })
 real_of = function(p, t) real[p] = t end
-
--- Nor can rawset write into one: a view is an empty table whose new keys
--- would shadow the library for every later script.
-G.rawset = function(t, k, v)
-  if real[t] ~= nil or t == G then
-    error("Attempt to modify a readonly table", 0)
-  end
-  return rawset(t, k, v)
-end
+G.rawget, G.rawset = R.raw_access(real)
 local native_pairs = pairs
 G.pairs = function(t)
   local o = real[t]

@@ -70,6 +70,62 @@ pub(crate) fn create_call(
     }
 }
 
+/// `rawget` and `rawset` as scripts see them, given the table that maps
+/// each read-only view to the table behind it: both see through a view,
+/// and rawset refuses to write into one or into the globals. C functions
+/// like the natives, so a script's `return rawget(5)` keeps its frame and
+/// the argument error names its line.
+pub(crate) fn create_raw_access(
+    lua: &mlua::Lua,
+    views: &mlua::Table,
+) -> mlua::Result<(mlua::Function, mlua::Function)> {
+    // SAFETY: pushes two closures over `views` with balanced stack calls.
+    unsafe {
+        lua.exec_raw(views, |l| {
+            ffi::lua_pushvalue(l, 1);
+            ffi::lua_pushcclosure(l, view_rawget, 1);
+            ffi::lua_pushvalue(l, 1);
+            ffi::lua_pushcclosure(l, view_rawset, 1);
+            ffi::lua_remove(l, 1);
+        })
+    }
+}
+
+/// Replaces the table at 1 by the one behind it if it is a view; true if
+/// it was.
+unsafe fn see_through(l: *mut lua_State) -> bool {
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_rawget(l, ffi::lua_upvalueindex(1));
+    if ffi::lua_isnil(l, -1) != 0 {
+        ffi::lua_pop(l, 1);
+        return false;
+    }
+    ffi::lua_replace(l, 1);
+    true
+}
+
+unsafe extern "C-unwind" fn view_rawget(l: *mut lua_State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    ffi::lua_settop(l, 2);
+    see_through(l);
+    ffi::lua_rawget(l, 1);
+    1
+}
+
+unsafe extern "C-unwind" fn view_rawset(l: *mut lua_State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    ffi::luaL_checkany(l, 3);
+    ffi::lua_settop(l, 3);
+    if see_through(l) || ffi::lua_rawequal(l, 1, ffi::LUA_GLOBALSINDEX) != 0 {
+        push_bytes(l, b"Attempt to modify a readonly table");
+        ffi::lua_error(l);
+    }
+    ffi::lua_rawset(l, 1);
+    1
+}
+
 unsafe extern "C-unwind" fn redis_call(l: *mut lua_State) -> c_int {
     call_generic(l, true)
 }
