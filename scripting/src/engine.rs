@@ -105,6 +105,8 @@ impl From<&str> for RunError {
 struct Script {
     func: RegistryKey,
     flags: u32,
+    /// Bytes of its source.
+    len: usize,
 }
 
 pub struct FunctionDef {
@@ -432,6 +434,7 @@ impl Engine {
             Script {
                 func: key,
                 flags: fl,
+                len: body.len(),
             },
         );
         Ok((sha, fl))
@@ -616,6 +619,34 @@ impl Engine {
         self.libraries.clear();
         self.functions.clear();
         self.lua.expire_registry_values();
+    }
+
+    /// Bytes the interpreter holds (INFO's `used_memory_vm_eval`).
+    pub fn vm_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    pub fn script_count(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// The script cache outside the interpreter: each script's SHA1 and
+    /// source, as Redis counts them, plus its entry.
+    pub fn scripts_memory(&self) -> usize {
+        self.scripts
+            .values()
+            .map(|s| 40 + s.len + std::mem::size_of::<(String, Script)>())
+            .sum()
+    }
+
+    /// The libraries' sources and names and the function entries.
+    pub fn functions_memory(&self) -> usize {
+        let libs: usize = self
+            .libraries
+            .values()
+            .map(|l| l.name.len() + l.code.len())
+            .sum();
+        libs + self.functions.len() * std::mem::size_of::<(String, FunctionDef)>()
     }
 }
 

@@ -21,6 +21,10 @@ use tokio::sync::Notify;
 /// Bytes a socket read asks for at least.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// A connection's input or output buffer larger than this is freed once
+/// empty.
+const KEEP_BUF: usize = 64 * 1024;
+
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
@@ -35,7 +39,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         use std::os::fd::AsRawFd;
         sock.as_raw_fd()
     };
-    let mut inbuf = BytesMut::with_capacity(16 * 1024);
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = ReplyBuf::new(false);
     // A script past busy-reply-threshold holds the lock: a new connection
     // is still served, with -BUSY (or SCRIPT KILL), until it ends.
@@ -239,9 +243,15 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 break;
             }
             out.buf.clear();
-            if out.buf.capacity() > 1 << 20 {
-                out.buf = BytesMut::with_capacity(16 * 1024);
+            // Buffers grown for one big batch are given back: they count in
+            // used_memory, and a pipelining client's idle megabyte was a
+            // megabyte of keys evicted under maxmemory.
+            if out.buf.capacity() > KEEP_BUF {
+                out.buf = BytesMut::with_capacity(READ_CHUNK);
             }
+        }
+        if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
+            inbuf = BytesMut::with_capacity(READ_CHUNK);
         }
         if close {
             break;

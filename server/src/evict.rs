@@ -80,11 +80,23 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
-/// Bytes allocated and not freed (`used_memory`).
+/// What the Lua interpreter holds, left out of `used_memory`.
+static VM_MEMORY: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_vm_memory(bytes: usize) {
+    VM_MEMORY.store(bytes, Relaxed);
+}
+
+pub fn vm_memory() -> u64 {
+    VM_MEMORY.load(Relaxed) as u64
+}
+
+/// Bytes allocated and not freed (`used_memory`), less the Lua
+/// interpreter's: Redis's Lua allocates outside its counted allocator.
 pub fn used_memory() -> u64 {
     match ALLOCATED.load(Relaxed) {
         0 => crate::cmd::server::rss_bytes(),
-        n => n as u64,
+        n => n.saturating_sub(VM_MEMORY.load(Relaxed)) as u64,
     }
 }
 

@@ -263,6 +263,42 @@ fn evicted_keys_are_announced_and_unwatched() {
     assert_eq!(w.cmd(&["EXEC"]), Frame::Null);
 }
 
+/// As in Redis, whose Lua allocates outside its counted allocator: the
+/// interpreter's memory is INFO's `used_memory_lua`, not part of
+/// `used_memory`, so a script's garbage evicts no keys.
+#[test]
+fn lua_memory_is_reported_apart_from_used_memory() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    c.cmd(&["SCRIPT", "LOAD", "return 1"]);
+    assert_eq!(info_field(&mut c, "memory", "number_of_cached_scripts"), 1);
+    let used = info_field(&mut c, "memory", "used_memory");
+    let lua = info_field(&mut c, "memory", "used_memory_lua");
+    // About 8 MB of strings, unreachable once the script returns.
+    let big = "local t = {} for i = 1, 4000 do t[i] = string.rep('x', 2000) .. i end return #t";
+    assert_eq!(c.cmd(&["EVAL", big, "0"]), Frame::Integer(4000));
+    let lua_after = info_field(&mut c, "memory", "used_memory_lua");
+    let used_after = info_field(&mut c, "memory", "used_memory");
+    assert!(
+        lua_after > lua + (4 << 20),
+        "used_memory_lua {lua} -> {lua_after}"
+    );
+    assert!(
+        used_after < used + (1 << 20),
+        "used_memory {used} -> {used_after}"
+    );
+    assert_eq!(info_field(&mut c, "memory", "number_of_cached_scripts"), 2);
+    c.cmd(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
+    ]);
+    assert_eq!(info_field(&mut c, "memory", "number_of_functions"), 1);
+    assert_eq!(info_field(&mut c, "memory", "number_of_libraries"), 1);
+    c.cmd(&["SCRIPT", "FLUSH"]);
+    assert_eq!(info_field(&mut c, "memory", "number_of_cached_scripts"), 0);
+}
+
 fn rss_bytes(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines()

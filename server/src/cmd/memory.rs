@@ -265,9 +265,19 @@ fn stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         ("clients.slaves", 0),
         ("clients.normal", clients),
         ("cluster.links", 0),
-        ("aof.buffer", 0),
-        ("lua.caches", 0),
-        ("functions.caches", 0),
+        ("aof.buffer", c.st.aof.buf.capacity() as u64),
+        (
+            "lua.caches",
+            c.st.engine
+                .as_ref()
+                .map_or(0, |e| e.scripts_memory() as u64),
+        ),
+        (
+            "functions.caches",
+            c.st.engine
+                .as_ref()
+                .map_or(0, |e| e.functions_memory() as u64),
+        ),
     ];
     for (k, v) in pairs_int {
         c.out.bulk(k.as_bytes());

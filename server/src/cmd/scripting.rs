@@ -185,6 +185,14 @@ fn engine(st: &mut State) -> Result<Engine, Error> {
     }
 }
 
+/// Stores the interpreter back, noting the memory it holds: as in Redis,
+/// whose Lua allocates outside its counted allocator, that memory is not
+/// part of `used_memory` and does not count against `maxmemory`.
+fn put_back(st: &mut State, eng: Engine) {
+    crate::evict::set_vm_memory(eng.vm_memory());
+    st.engine = Some(eng);
+}
+
 /// Redis's numkeys checks: the keys and the arguments after them.
 fn split_keys(a: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Error> {
     let n = int_arg(&a[2])?;
@@ -341,7 +349,7 @@ fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
             ro || no_writes,
         )
     })();
-    c.st.engine = Some(eng);
+    put_back(c.st, eng);
     res
 }
 
@@ -386,7 +394,7 @@ fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
             ro || no_writes,
         )
     })();
-    c.st.engine = Some(eng);
+    put_back(c.st, eng);
     res
 }
 
@@ -404,7 +412,7 @@ fn fcall_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn with_engine<R>(c: &mut Ctx, f: impl FnOnce(&mut Engine) -> R) -> Result<R, Error> {
     let mut eng = engine(c.st)?;
     let r = f(&mut eng);
-    c.st.engine = Some(eng);
+    put_back(c.st, eng);
     Ok(r)
 }
 
@@ -438,8 +446,8 @@ fn script_flush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
         ));
     }
-    if let Some(e) = &mut c.st.engine {
-        e.flush_scripts();
+    if c.st.engine.is_some() {
+        with_engine(c, Engine::flush_scripts)?;
     }
     c.out.ok();
     Ok(())
@@ -513,10 +521,7 @@ fn function_load(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// FUNCTION DELETE library-name
 fn function_delete(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let name = String::from_utf8_lossy(&a[2]).into_owned();
-    let found =
-        c.st.engine
-            .as_mut()
-            .is_some_and(|e| e.delete_library(&name));
+    let found = c.st.engine.is_some() && with_engine(c, |e| e.delete_library(&name))?;
     if !found {
         return Err(Error::other("ERR Library not found"));
     }
@@ -532,8 +537,8 @@ fn function_flush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
         ));
     }
-    if let Some(e) = &mut c.st.engine {
-        e.flush_functions();
+    if c.st.engine.is_some() {
+        with_engine(c, Engine::flush_functions)?;
     }
     c.st.dirty += 1;
     c.out.ok();
@@ -692,7 +697,7 @@ fn function_restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         Ok(())
     })();
-    c.st.engine = Some(eng);
+    put_back(c.st, eng);
     res?;
     c.st.dirty += 1;
     c.out.ok();

@@ -417,19 +417,29 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("allocator_resident:{rss}");
             f!("total_system_memory:{sys}");
             f!("total_system_memory_human:{}", human(sys));
-            f!("used_memory_lua:32768");
-            f!("used_memory_vm_eval:32768");
-            f!("used_memory_lua_human:32.00K");
-            f!("used_memory_scripts_eval:0");
-            f!("number_of_cached_scripts:0");
-            f!("number_of_functions:0");
-            f!("number_of_libraries:0");
-            f!("used_memory_vm_functions:32768");
-            f!("used_memory_vm_total:65536");
-            f!("used_memory_vm_total_human:64.00K");
-            f!("used_memory_functions:0");
-            f!("used_memory_scripts:0");
-            f!("used_memory_scripts_human:0B");
+            // One interpreter serves EVAL and functions (Redis has one
+            // each): its memory is reported as the EVAL one's.
+            let vm = crate::evict::vm_memory();
+            let e = st.engine.as_ref();
+            let scripts = e.map_or(0, |e| e.script_count());
+            let scripts_mem = e.map_or(0, |e| e.scripts_memory());
+            let functions_mem = e.map_or(0, |e| e.functions_memory());
+            f!("used_memory_lua:{vm}");
+            f!("used_memory_vm_eval:{vm}");
+            f!("used_memory_lua_human:{}", human(vm));
+            f!("used_memory_scripts_eval:{scripts_mem}");
+            f!("number_of_cached_scripts:{scripts}");
+            f!("number_of_functions:{}", e.map_or(0, |e| e.functions.len()));
+            f!("number_of_libraries:{}", e.map_or(0, |e| e.libraries.len()));
+            f!("used_memory_vm_functions:0");
+            f!("used_memory_vm_total:{vm}");
+            f!("used_memory_vm_total_human:{}", human(vm));
+            f!("used_memory_functions:{functions_mem}");
+            f!("used_memory_scripts:{}", scripts_mem + functions_mem);
+            f!(
+                "used_memory_scripts_human:{}",
+                human((scripts_mem + functions_mem) as u64)
+            );
             f!("maxmemory:{maxmem}");
             f!("maxmemory_human:{}", human(maxmem));
             f!("maxmemory_policy:{}", st.cfg.str("maxmemory-policy"));
@@ -447,7 +457,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("mem_clients_slaves:0");
             f!("mem_clients_normal:0");
             f!("mem_cluster_links:0");
-            f!("mem_aof_buffer:0");
+            f!("mem_aof_buffer:{}", st.aof.buf.capacity());
             f!("mem_allocator:mimalloc");
             f!("active_defrag_running:0");
             f!("lazyfree_pending_objects:0");
