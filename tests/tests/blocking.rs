@@ -199,6 +199,25 @@ fn waiters_are_served_first_come_first_served() {
     assert_eq!(w[2].read(), pair("k", "3"));
 }
 
+/// INFO clients counts the waiters, and those with a timeout apart.
+#[test]
+fn info_counts_blocked_clients() {
+    let srv = Server::start();
+    let mut w: Vec<Raw> = (0..3).map(|_| srv.raw()).collect();
+    w[0].send(&["BLPOP", "q1", "0"]);
+    w[1].send(&["BRPOP", "q2", "30"]);
+    w[2].send(&["BZPOPMIN", "z", "30"]);
+    std::thread::sleep(SETTLE);
+    let mut p = srv.raw();
+    let info = p.cmd(&["INFO", "clients"]);
+    assert!(info.contains("blocked_clients:3\r\n"), "{info}");
+    assert!(info.contains("clients_in_timeout_table:2\r\n"), "{info}");
+    p.cmd(&["RPUSH", "q1", "a"]);
+    assert_eq!(w[0].read(), pair("q1", "a"));
+    let info = p.cmd(&["INFO", "clients"]);
+    assert!(info.contains("blocked_clients:2\r\n"), "{info}");
+}
+
 #[test]
 fn timeout_reply_then_connection_still_usable() {
     let srv = Server::start();

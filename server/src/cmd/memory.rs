@@ -199,6 +199,8 @@ pub struct MemSummary {
     pub overhead: u64,
     pub dataset: u64,
     pub keys: u64,
+    /// Client buffers: output not yet written and unread input.
+    pub clients: u64,
     /// Per non-empty database: (index, main table bytes, expires table bytes).
     pub dbs: Vec<(usize, u64, u64)>,
 }
@@ -235,6 +237,7 @@ pub fn summary(st: &mut crate::state::State) -> MemSummary {
         overhead: overhead.min(used),
         dataset: used.saturating_sub(overhead),
         keys,
+        clients,
         dbs,
     }
 }
@@ -250,11 +253,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 /// MEMORY STATS
 fn stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let m = summary(c.st);
-    let clients: u64 =
-        c.st.clients
-            .values()
-            .map(|c| (c.pending.capacity() + c.qbuf) as u64)
-            .sum();
+    let clients = m.clients;
     let net = m.used.saturating_sub(m.startup);
     c.out.map(27 + m.dbs.len());
     let pairs_int: &[(&str, u64)] = &[

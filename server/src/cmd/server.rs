@@ -369,10 +369,20 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("cluster_connections:0");
             f!("maxclients:{}", st.tun.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");
-            f!("client_recent_max_output_buffer:0");
-            f!("blocked_clients:0");
+            let max_out = st
+                .clients
+                .values()
+                .map(|c| c.pending.len())
+                .max()
+                .unwrap_or(0);
+            let blocked = || st.clients.values().filter_map(|c| c.blocked.as_ref());
+            f!("client_recent_max_output_buffer:{max_out}");
+            f!("blocked_clients:{}", blocked().count());
             f!("tracking_clients:0");
-            f!("clients_in_timeout_table:0");
+            f!(
+                "clients_in_timeout_table:{}",
+                blocked().filter(|b| b.deadline.is_some()).count()
+            );
         }
         "memory" => {
             let m = super::memory::summary(st);
@@ -455,7 +465,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("mem_replication_backlog:0");
             f!("mem_total_replication_buffers:0");
             f!("mem_clients_slaves:0");
-            f!("mem_clients_normal:0");
+            f!("mem_clients_normal:{}", m.clients);
             f!("mem_cluster_links:0");
             f!("mem_aof_buffer:{}", st.aof.buf.capacity());
             f!("mem_allocator:mimalloc");
