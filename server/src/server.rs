@@ -211,6 +211,7 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
             }
         }
         if start.elapsed() > budget {
+            st.stats.expired_time_cap_reached += 1;
             break;
         }
     }

@@ -175,6 +175,8 @@ pub struct Stats {
     pub expired_keys: u64,
     pub expired_stale_perc: f64,
     pub expire_cycle_cpu_ms: u64,
+    /// Active expiry cycles that stopped at their time budget.
+    pub expired_time_cap_reached: u64,
     pub evicted_keys: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,

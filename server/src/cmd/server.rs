@@ -538,7 +538,10 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("sync_partial_err:0");
             f!("expired_keys:{}", s.expired_keys);
             f!("expired_stale_perc:{:.2}", s.expired_stale_perc * 100.0);
-            f!("expired_time_cap_reached_count:0");
+            f!(
+                "expired_time_cap_reached_count:{}",
+                s.expired_time_cap_reached
+            );
             f!("expire_cycle_cpu_milliseconds:{}", s.expire_cycle_cpu_ms);
             f!("evicted_keys:{}", s.evicted_keys);
             f!("evicted_clients:0");
