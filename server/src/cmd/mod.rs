@@ -323,6 +323,11 @@ enum Req<'a> {
     Owned(&'a mut Vec<Bytes>),
 }
 
+/// Whole microseconds from `base` to `t`.
+fn micros(base: std::time::Instant, t: std::time::Instant) -> u64 {
+    t.saturating_duration_since(base).as_micros() as u64
+}
+
 fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req) {
     let args: &[Bytes] = match &req {
         Req::Borrowed(a) => a,
@@ -404,7 +409,10 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
     }
     let end = std::time::Instant::now();
     st.last_tick = end;
-    let dur = end.saturating_duration_since(start).as_micros() as u64;
+    // Whole microseconds of each clock reading, subtracted, as Redis
+    // takes `ustime()` twice: flooring the difference instead counted 0
+    // for nearly every sub-microsecond command.
+    let dur = micros(st.started, end).saturating_sub(micros(st.started, start));
     st.stats.total_commands += 1;
     let stat = st.stats.cmd.entry(cmd.name).or_default();
     stat.calls += 1;
@@ -651,6 +659,18 @@ mod tests {
                 assert!(s.name.starts_with(&format!("{name}|")), "{}", s.name);
             }
         }
+    }
+
+    /// Back-to-back commands of 0.6 us each add up to their total time, not
+    /// to 0 (commandstats' usec).
+    #[test]
+    fn sub_microsecond_commands_add_up() {
+        let t0 = std::time::Instant::now();
+        let at = |k: u32| t0 + std::time::Duration::from_nanos(600 * k as u64);
+        let total: u64 = (0..1000)
+            .map(|k| micros(t0, at(k + 1)) - micros(t0, at(k)))
+            .sum();
+        assert!((599..=601).contains(&total), "{total}");
     }
 }
 
