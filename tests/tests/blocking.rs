@@ -212,6 +212,8 @@ fn info_counts_blocked_clients() {
     let info = p.cmd(&["INFO", "clients"]);
     assert!(info.contains("blocked_clients:3\r\n"), "{info}");
     assert!(info.contains("clients_in_timeout_table:2\r\n"), "{info}");
+    let list = p.cmd(&["CLIENT", "LIST"]);
+    assert_eq!(list.matches(" flags=b ").count(), 3, "{list}");
     p.cmd(&["RPUSH", "q1", "a"]);
     assert_eq!(w[0].read(), pair("q1", "a"));
     let info = p.cmd(&["INFO", "clients"]);

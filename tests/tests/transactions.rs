@@ -32,6 +32,43 @@ fn another_clients_write_aborts_exec() {
     assert_eq!(a.cmd(&["EXEC"]), Frame::Array(vec![bulk("2")]));
 }
 
+/// CLIENT LIST shows a transaction as Redis 7.0.15 does: flag `x` (and `d`
+/// once a watched key changed), the queued count and their memory, and the
+/// last command looked up, NULL when unknown.
+#[test]
+fn client_list_shows_transactions() {
+    let s = Server::start(&[]);
+    let mut a = s.raw();
+    let mut b = s.raw();
+    let mut o = s.raw();
+    let line = |o: &mut RawClient, name: &str| match o.cmd(&["CLIENT", "LIST"]) {
+        Frame::Bulk(l) => String::from_utf8_lossy(&l)
+            .lines()
+            .find(|l| l.contains(&format!(" name={name} ")))
+            .expect("client listed")
+            .to_string(),
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(a.cmd(&["CLIENT", "SETNAME", "a"]), ok());
+    assert_eq!(a.cmd(&["WATCH", "w"]), ok());
+    assert_eq!(a.cmd(&["MULTI"]), ok());
+    assert_eq!(a.cmd(&["SET", "x", "12345"]), simple("QUEUED"));
+    assert_eq!(a.cmd(&["GET", "x"]), simple("QUEUED"));
+    let l = line(&mut o, "a");
+    assert!(l.contains(" flags=x db=0 "), "{l}");
+    assert!(l.contains(" multi=2 "), "{l}");
+    // Arguments' bytes plus 8 per argument: (3+1+5) + 24 + (3+1) + 16.
+    assert!(l.contains(" multi-mem=53 "), "{l}");
+    assert!(l.contains(" cmd=get "), "{l}");
+    assert_eq!(b.cmd(&["SET", "w", "1"]), ok());
+    assert!(line(&mut o, "a").contains(" flags=xd "));
+    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
+    let l = line(&mut o, "a");
+    assert!(l.contains(" flags=N ") && l.contains(" multi=-1 "), "{l}");
+    assert!(matches!(a.cmd(&["NOSUCH"]), Frame::Error(_)));
+    assert!(line(&mut o, "a").contains(" cmd=NULL "));
+}
+
 #[test]
 fn expiry_and_swapdb_abort_exec() {
     let s = Server::start(&[]);

@@ -336,6 +336,8 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
     let cmd = match check(st, cl, args) {
         Ok(c) => c,
         Err((cmd, e)) => {
+            // CLIENT LIST's `cmd`: the command looked up, NULL if unknown.
+            cl.last_cmd = cmd.map_or("NULL", |c| c.name);
             if let Some(cmd) = cmd {
                 st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
             }
@@ -362,6 +364,7 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
     };
     if let Some(queue) = &mut cl.multi {
         if !transaction::runs_in_multi(cmd.name) {
+            cl.last_cmd = cmd.name;
             queue.push(match &mut req {
                 Req::Borrowed(a) => a.to_vec(),
                 Req::Owned(v) => std::mem::take(*v),

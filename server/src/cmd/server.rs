@@ -1063,23 +1063,35 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         }
         None => (cl.qbuf, 0),
     };
-    let mut flags = String::new();
-    if cl.monitor {
-        flags.push('O');
-    }
-    if cl.subs.any() {
-        flags.push('P');
-    }
+    // Redis's letters, in its order.
+    let mut flags: String = [
+        (cl.monitor, 'O'),
+        (cl.subs.any(), 'P'),
+        (cl.multi.is_some(), 'x'),
+        (cl.blocked.is_some(), 'b'),
+        (cl.dirty_cas, 'd'),
+        (cl.close_after_reply, 'c'),
+        (cl.no_evict, 'e'),
+    ]
+    .iter()
+    .filter_map(|&(on, f)| on.then_some(f))
+    .collect();
     if flags.is_empty() {
         flags.push('N');
     }
+    // Queued commands, and their arguments' bytes plus a pointer each, as
+    // Redis 7.0 counts `multi-mem`.
+    let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |q| {
+        let mem = q.iter().flatten().map(|a| a.len() + 8).sum::<usize>();
+        (q.len() as i64, mem)
+    });
     let name = cl
         .name
         .as_ref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
         cl.id,
         cl.addr,
         cl.laddr,
@@ -1097,10 +1109,12 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         cl.subs.channels.len(),
         cl.subs.patterns.len(),
         cl.subs.shard.len(),
+        multi,
         qbuf,
         20474usize.saturating_sub(qbuf),
         argv_mem,
-        37632 + qbuf,
+        multi_mem,
+        37632 + qbuf + multi_mem,
         if current.is_some() { "NULL" } else { &cl.last_cmd },
         if cl.resp3 { 3 } else { 2 },
     )
