@@ -443,8 +443,7 @@ fn over_limit(cl: &mut Client, limits: &ObufLimits) -> bool {
     if lim.hard == 0 && lim.soft == 0 {
         return false;
     }
-    let used =
-        cl.pending.len() as u64 + cl.out_unsent.load(std::sync::atomic::Ordering::Relaxed) as u64;
+    let used = cl.output_bytes() as u64;
     let hard = lim.hard > 0 && used >= lim.hard;
     let mut soft = lim.soft > 0 && used >= lim.soft;
     if soft {

@@ -120,6 +120,12 @@ pub struct Blocked {
 }
 
 impl Client {
+    /// Output produced for this client and not yet taken by its socket:
+    /// what `client-output-buffer-limit` and CLIENT LIST's `omem` count.
+    pub fn output_bytes(&self) -> usize {
+        self.pending.len() + self.out_unsent.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn new(id: u64, addr: String, laddr: String, fd: i32, authenticated: bool) -> Self {
         let now = now_ms();
         Client {

@@ -366,6 +366,34 @@ fn subscriber_that_never_reads_is_disconnected_at_the_hard_limit() {
     );
 }
 
+/// The output a subscriber has not read shows in CLIENT LIST (`omem`,
+/// `oll`, `events=rw`), the number the output limit is checked against.
+#[test]
+fn client_list_shows_unread_output() {
+    let s = Server::start(&[("client-output-buffer-limit", "pubsub 0 0 0")]);
+    let mut slow = s.raw();
+    subscribe(&mut slow, &["firehose"]);
+    let mut p = s.raw();
+    let msg = "x".repeat(100 * 1024);
+    // 30 MB: far more than the sockets hold.
+    for _ in 0..300 {
+        assert_eq!(p.cmd(&["PUBLISH", "firehose", &msg]), int(1));
+    }
+    let list = match p.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]) {
+        Frame::Bulk(l) => String::from_utf8_lossy(&l).into_owned(),
+        f => panic!("{f:?}"),
+    };
+    let field = |name: &str| -> usize {
+        let v = list
+            .split(' ')
+            .find_map(|f| f.strip_prefix(&format!("{name}=")));
+        v.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+    };
+    assert!(field("omem") > 10 << 20, "{list}");
+    assert_eq!(field("oll"), field("omem").div_ceil(16 * 1024), "{list}");
+    assert!(list.contains(" events=rw "), "{list}");
+}
+
 #[test]
 fn subscriber_over_the_soft_limit_too_long_is_disconnected() {
     let s = Server::start(&[("client-output-buffer-limit", "pubsub 0 256kb 1")]);

@@ -1079,6 +1079,7 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
     if flags.is_empty() {
         flags.push('N');
     }
+    let omem = cl.output_bytes();
     // Queued commands, and their arguments' bytes plus a pointer each, as
     // Redis 7.0 counts `multi-mem`.
     let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |q| {
@@ -1091,7 +1092,7 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
         cl.id,
         cl.addr,
         cl.laddr,
@@ -1114,7 +1115,11 @@ pub fn client_line(cl: &Client, now: i64, current: Option<&[Bytes]>) -> String {
         20474usize.saturating_sub(qbuf),
         argv_mem,
         multi_mem,
-        37632 + qbuf + multi_mem,
+        // Unwritten output as Redis's reply list: 16 KB blocks.
+        omem.div_ceil(16 * 1024),
+        omem,
+        37632 + qbuf + multi_mem + omem,
+        if omem > 0 { "rw" } else { "r" },
         if current.is_some() { "NULL" } else { &cl.last_cmd },
         if cl.resp3 { 3 } else { 2 },
     )
