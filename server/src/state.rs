@@ -169,6 +169,9 @@ pub struct CmdStat {
     pub usec: u64,
     pub rejected: u64,
     pub failed: u64,
+    /// Durations in ns (`latency-tracking`), as Redis's per-command
+    /// histogram: 1 ns to 1 s, two significant digits.
+    pub latency: Option<Box<hdrhistogram::Histogram<u64>>>,
 }
 
 #[derive(Default)]
@@ -229,6 +232,9 @@ pub struct Tuning {
     pub list_fill: i32,
     pub set_max_intset: usize,
     pub obuf_limits: crate::pubsub::ObufLimits,
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`.
+    pub latency_percentiles: Vec<f64>,
 }
 
 pub struct State {
@@ -392,6 +398,12 @@ impl State {
             list_fill: c.int("list-max-listpack-size") as i32,
             set_max_intset: c.int("set-max-intset-entries") as usize,
             obuf_limits: crate::pubsub::parse_limits(c.str("client-output-buffer-limit")),
+            latency_tracking: c.flag("latency-tracking"),
+            latency_percentiles: c
+                .str("latency-tracking-info-percentiles")
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect(),
         };
         // Accesses keep the LFU counter only under an LFU policy (OBJECT FREQ).
         let lfu = self.cfg.str("maxmemory-policy").contains("lfu");

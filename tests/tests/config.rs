@@ -37,3 +37,38 @@ fn config_set_port_rebinds_and_refuses_a_busy_port() {
         RespFrame::Array(vec![bulk("port"), bulk(new_port.to_string())])
     );
 }
+
+/// INFO latencystats: a line per command run, with the configured
+/// percentiles in Redis's format; `latency-tracking no` stops recording.
+#[test]
+fn latencystats_follow_latency_tracking() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let info = |c: &mut RawClient| match c.cmd(&["INFO", "latencystats"]) {
+        RespFrame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    let line = info(&mut c)
+        .lines()
+        .find(|l| l.starts_with("latency_percentiles_usec_set:"))
+        .expect("set has a line")
+        .to_string();
+    let fields: Vec<&str> = line.split(':').nth(1).unwrap().split(',').collect();
+    assert_eq!(fields.len(), 3, "{line}");
+    for (f, p) in fields.iter().zip(["p50=", "p99=", "p99.9="]) {
+        let v = f.strip_prefix(p).expect(p);
+        assert!(v.parse::<f64>().unwrap() > 0.0 && v.split('.').nth(1).unwrap().len() == 3);
+    }
+    c.cmd(&[
+        "CONFIG",
+        "SET",
+        "latency-tracking-info-percentiles",
+        "10 100",
+    ]);
+    assert!(info(&mut c).contains("latency_percentiles_usec_set:p10="));
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+    assert!(!info(&mut c).contains("latency_percentiles_usec_get"));
+}

@@ -420,6 +420,13 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
     let stat = st.stats.cmd.entry(cmd.name).or_default();
     stat.calls += 1;
     stat.usec += dur;
+    // Not a command that just blocked: it is counted when it is served.
+    if st.tun.latency_tracking && cl.blocked.is_none() {
+        let h = stat.latency.get_or_insert_with(|| {
+            Box::new(hdrhistogram::Histogram::new_with_bounds(1, 1_000_000_000, 2).expect("bounds"))
+        });
+        h.saturating_record((dur * 1000).clamp(1, 1_000_000_000));
+    }
     // A script's reply may hold errors while it succeeds.
     if std::mem::take(&mut st.failed_reply) || res.is_err() {
         stat.failed += 1;

@@ -637,7 +637,23 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                 f!("errorstat_{code}:count={n}");
             }
         }
-        "latencystats" => f!("# Latencystats"),
+        "latencystats" => {
+            f!("# Latencystats");
+            let mut names: Vec<&&str> = st.stats.cmd.keys().collect();
+            names.sort();
+            for n in names {
+                let Some(h) = &st.stats.cmd[n].latency else {
+                    continue;
+                };
+                let ps: Vec<String> = st
+                    .tun
+                    .latency_percentiles
+                    .iter()
+                    .map(|&p| format!("p{p}={:.3}", value_at_percentile(h, p) as f64 / 1000.0))
+                    .collect();
+                f!("latency_percentiles_usec_{n}:{}", ps.join(","));
+            }
+        }
         "cluster" => {
             f!("# Cluster");
             f!("cluster_enabled:0");
@@ -1046,6 +1062,20 @@ fn debug_help(c: &mut Ctx) {
             "    Stop the server for <seconds>. Decimals allowed.",
         ],
     );
+}
+
+/// The recorded value at percentile `p` as Redis's HdrHistogram gives it:
+/// the count rounded half up, the bucket's highest equivalent value.
+fn value_at_percentile(h: &hdrhistogram::Histogram<u64>, p: f64) -> u64 {
+    let want = ((p.min(100.0) / 100.0 * h.len() as f64 + 0.5) as u64).max(1);
+    let mut seen = 0;
+    for v in h.iter_recorded() {
+        seen += v.count_at_value();
+        if seen >= want {
+            return h.highest_equivalent(v.value_iterated_to());
+        }
+    }
+    0
 }
 
 // ---------------------------------------------------------------- CLIENT
@@ -1503,5 +1533,28 @@ pub fn must_pause(st: &State, args: &[Bytes], now: i64) -> bool {
         Ok(cmd) if p.writes_only => cmd.has(WRITE | MAY_REPLICATE),
         Ok(_) => true,
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values Redis 7.0.15 prints for 3 us and 61 us (3.007, 61.183): the
+    /// highest value of the bucket, the count rounded half up.
+    #[test]
+    fn percentiles_as_redis_reports_them() {
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1_000_000_000, 2).unwrap();
+        h.record(3000).unwrap();
+        h.record(61000).unwrap();
+        assert_eq!(value_at_percentile(&h, 50.0), 3007);
+        assert_eq!(value_at_percentile(&h, 99.0), 61183);
+        // 60 values: p99 wants the 59th (59.4 rounded), not the 60th.
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1_000_000_000, 2).unwrap();
+        for v in 1..=60 {
+            h.record(v * 1000).unwrap();
+        }
+        assert_eq!(value_at_percentile(&h, 99.0), h.highest_equivalent(59_000));
+        assert_eq!(value_at_percentile(&h, 100.0), h.highest_equivalent(60_000));
     }
 }
