@@ -136,6 +136,12 @@ fn all_commands() -> Vec<&'static Command> {
     v
 }
 
+/// The recorded entry of one of COMMAND's own subcommands, by full name.
+fn command_sub<'a>(name: &[u8], recorded: &'a HashMap<String, Frame>) -> Option<&'a Frame> {
+    let n = String::from_utf8_lossy(name).to_ascii_lowercase();
+    command_subs().any(|s| s == n).then(|| recorded.get(&n))?
+}
+
 /// Finds a command or subcommand by full name (`get`, `config|get`).
 fn find_full(name: &[u8]) -> Option<&'static Command> {
     let s = String::from_utf8_lossy(name).to_ascii_lowercase();
@@ -313,22 +319,44 @@ fn command(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
             c.out.array(a.len() - 2);
             for name in &a[2..] {
-                match find_full(name) {
-                    Some(cmd) => write_info(c.out, cmd),
-                    None => c.out.null(),
+                match (find_full(name), command_sub(name, recorded_info())) {
+                    (Some(cmd), _) => write_info(c.out, cmd),
+                    (None, Some(rec)) => emit(c.out, rec),
+                    (None, None) => c.out.null(),
                 }
             }
         }
         "docs" => {
-            let cmds: Vec<&'static Command> = if a.len() == 2 {
-                all_commands()
+            enum Doc {
+                Row(&'static Command),
+                Recorded(String, &'static Frame),
+            }
+            let docs: Vec<Doc> = if a.len() == 2 {
+                all_commands().into_iter().map(Doc::Row).collect()
             } else {
-                a[2..].iter().filter_map(|n| find_full(n)).collect()
+                // In the order asked; unknown names are left out.
+                a[2..]
+                    .iter()
+                    .filter_map(|n| match find_full(n) {
+                        Some(cmd) => Some(Doc::Row(cmd)),
+                        None => command_sub(n, recorded_docs()).map(|rec| {
+                            Doc::Recorded(String::from_utf8_lossy(n).to_ascii_lowercase(), rec)
+                        }),
+                    })
+                    .collect()
             };
-            c.out.map(cmds.len());
-            for cmd in cmds {
-                c.out.bulk(cmd.name.as_bytes());
-                write_docs(c.out, cmd);
+            c.out.map(docs.len());
+            for d in docs {
+                match d {
+                    Doc::Row(cmd) => {
+                        c.out.bulk(cmd.name.as_bytes());
+                        write_docs(c.out, cmd);
+                    }
+                    Doc::Recorded(name, rec) => {
+                        c.out.bulk(name.as_bytes());
+                        emit(c.out, rec);
+                    }
+                }
             }
         }
         "getkeys" | "getkeysandflags" => {
@@ -380,15 +408,25 @@ fn list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let mut names = Vec::new();
     for cmd in all_commands() {
-        for x in std::iter::once(cmd).chain(cmd.subcommands.iter()) {
+        let rows = std::iter::once(cmd).chain(cmd.subcommands.iter());
+        let mut all: Vec<(String, Vec<String>)> = rows
+            .map(|x| (x.name.to_string(), categories_of(x)))
+            .collect();
+        if cmd.name == "command" {
+            all.extend(command_subs().map(|n| {
+                let cats = recorded_categories(&n).unwrap_or_default();
+                (n, cats)
+            }));
+        }
+        for (name, cats) in all {
             let keep = match &filter {
                 Filter::All => true,
                 Filter::Module => false,
-                Filter::Cat(cat) => categories_of(x).iter().any(|k| k == cat),
-                Filter::Pattern(p) => storage::glob::matches(p, x.name.as_bytes(), true),
+                Filter::Cat(cat) => cats.iter().any(|k| k == cat),
+                Filter::Pattern(p) => storage::glob::matches(p, name.as_bytes(), true),
             };
             if keep {
-                names.push(x.name);
+                names.push(name);
             }
         }
     }
@@ -399,22 +437,32 @@ fn list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// COMMAND's own subcommands by full name (`command|count`): not table
+/// rows, see `SUBS`.
+fn command_subs() -> impl Iterator<Item = String> {
+    SUBS.iter().map(|(s, _)| format!("command|{s}"))
+}
+
 /// ACL categories of a command: recorded, else derived.
 fn categories_of(c: &Command) -> Vec<String> {
-    if let Some(Frame::Array(rec)) = recorded_info().get(c.name) {
-        if let Some(Frame::Set(cats) | Frame::Array(cats)) = rec.get(6) {
-            return cats
-                .iter()
-                .filter_map(|f| match f {
-                    Frame::Simple(s) | Frame::Bulk(s) => {
-                        Some(String::from_utf8_lossy(s).into_owned())
-                    }
-                    _ => None,
-                })
-                .collect();
-        }
-    }
-    acl_categories(c)
+    recorded_categories(c.name).unwrap_or_else(|| acl_categories(c))
+}
+
+fn recorded_categories(name: &str) -> Option<Vec<String>> {
+    let Some(Frame::Array(rec)) = recorded_info().get(name) else {
+        return None;
+    };
+    let (Frame::Set(cats) | Frame::Array(cats)) = rec.get(6)? else {
+        return None;
+    };
+    Some(
+        cats.iter()
+            .filter_map(|f| match f {
+                Frame::Simple(s) | Frame::Bulk(s) => Some(String::from_utf8_lossy(s).into_owned()),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 fn map_get<'a>(f: &'a Frame, key: &str) -> Option<&'a Frame> {
