@@ -420,6 +420,18 @@ pub fn nil() -> Frame {
     Frame::Null
 }
 
+/// A reply as text: the bytes of a string or error, an integer's digits,
+/// else its debug form (which no expected text matches).
+pub fn text(f: &Frame) -> String {
+    match f {
+        Frame::Simple(b) | Frame::Bulk(b) | Frame::Error(b) | Frame::Verbatim(b) => {
+            String::from_utf8_lossy(b).into_owned()
+        }
+        Frame::Integer(i) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
 /// Whether the server knows `name` (probes with COMMAND INFO, falling back
 /// to "unknown command" detection when COMMAND itself is missing).
 pub fn has_command(c: &mut RawClient, name: &str) -> bool {

@@ -44,10 +44,7 @@ fn config_set_port_rebinds_and_refuses_a_busy_port() {
 fn latencystats_follow_latency_tracking() {
     let s = Server::start(&[]);
     let mut c = s.raw();
-    let info = |c: &mut RawClient| match c.cmd(&["INFO", "latencystats"]) {
-        RespFrame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        f => panic!("{f:?}"),
-    };
+    let info = |c: &mut RawClient| text(&c.cmd(&["INFO", "latencystats"]));
     assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
     let line = info(&mut c)
         .lines()

@@ -7,21 +7,11 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test eviction` to check them again.
 
-use cinnabar_tests::{encode, RawClient, RespFrame as Frame, Server};
+use cinnabar_tests::{encode, text, RawClient, RespFrame as Frame, Server};
 use std::collections::HashSet;
 use std::time::Duration;
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-
-fn text(f: &Frame) -> String {
-    match f {
-        Frame::Simple(b) | Frame::Bulk(b) | Frame::Error(b) | Frame::Verbatim(b) => {
-            String::from_utf8_lossy(b).into_owned()
-        }
-        Frame::Integer(i) => i.to_string(),
-        other => format!("{other:?}"),
-    }
-}
 
 fn info_field(c: &mut RawClient, section: &str, name: &str) -> i64 {
     let info = text(&c.cmd(&["INFO", section]));

@@ -5,7 +5,7 @@
 //! truncated files are refused at start-up with the offset of the problem.
 
 use cinnabar_tests::{
-    free_port, is_real_redis, ok, server_bin, tool, RawClient, RespFrame, Server, TempDir,
+    free_port, is_real_redis, ok, server_bin, text, tool, RawClient, RespFrame, Server, TempDir,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,16 +18,6 @@ fn cmd(c: &mut RawClient, args: &[&str]) -> RespFrame {
 fn must(c: &mut RawClient, args: &[&str]) {
     let r = c.cmd(args);
     assert!(!matches!(r, RespFrame::Error(_)), "{args:?} -> {r:?}");
-}
-
-fn text(f: &RespFrame) -> String {
-    match f {
-        RespFrame::Simple(b) | RespFrame::Bulk(b) | RespFrame::Error(b) => {
-            String::from_utf8_lossy(b).into_owned()
-        }
-        RespFrame::Integer(n) => n.to_string(),
-        other => format!("{other:?}"),
-    }
 }
 
 /// Every type in every encoding Redis 7.0 has, keys with TTLs, three dbs.

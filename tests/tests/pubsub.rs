@@ -6,7 +6,7 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test pubsub` to check them again.
 
-use cinnabar_tests::{bulk, int, RawClient, ReadEnd, RespFrame as Frame, Server};
+use cinnabar_tests::{bulk, int, text, RawClient, ReadEnd, RespFrame as Frame, Server};
 use std::time::{Duration, Instant};
 
 fn b(s: &str) -> Frame {
@@ -347,10 +347,7 @@ fn subscriber_that_never_reads_is_disconnected_at_the_hard_limit() {
     );
     // The one that went is the one that does not read.
     assert_eq!(other.cmd(&["PING"]), cinnabar_tests::simple("PONG"));
-    let list = match other.cmd(&["CLIENT", "LIST"]) {
-        Frame::Bulk(l) => String::from_utf8_lossy(&l).into_owned(),
-        f => panic!("{f:?}"),
-    };
+    let list = text(&other.cmd(&["CLIENT", "LIST"]));
     assert!(!list.contains(&format!("id={slow_id} ")), "{list}");
     assert!(list.contains(&format!("id={fast_id} ")), "{list}");
     // The slow client gets what the sockets held, then the close.
@@ -379,10 +376,7 @@ fn client_list_shows_unread_output() {
     for _ in 0..300 {
         assert_eq!(p.cmd(&["PUBLISH", "firehose", &msg]), int(1));
     }
-    let list = match p.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]) {
-        Frame::Bulk(l) => String::from_utf8_lossy(&l).into_owned(),
-        f => panic!("{f:?}"),
-    };
+    let list = text(&p.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]));
     let field = |name: &str| -> usize {
         let v = list
             .split(' ')
@@ -423,10 +417,7 @@ fn client_list_shows_subscriptions() {
     c.send_cmd(&["SSUBSCRIBE", "s"]);
     assert_eq!(c.read(), confirm("ssubscribe", "s", 1));
     let mut o = s.raw();
-    let list = match o.cmd(&["CLIENT", "LIST"]) {
-        Frame::Bulk(l) => String::from_utf8_lossy(&l).into_owned(),
-        f => panic!("{f:?}"),
-    };
+    let list = text(&o.cmd(&["CLIENT", "LIST"]));
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 2);
     assert!(
@@ -439,10 +430,7 @@ fn client_list_shows_subscriptions() {
         "{}",
         lines[1]
     );
-    let pubsub = match o.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]) {
-        Frame::Bulk(l) => String::from_utf8_lossy(&l).into_owned(),
-        f => panic!("{f:?}"),
-    };
+    let pubsub = text(&o.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]));
     assert_eq!(pubsub.lines().count(), 1);
     assert!(pubsub.contains("sub=2 psub=1 ssub=1"));
 }

@@ -41,13 +41,12 @@ fn client_list_shows_transactions() {
     let mut a = s.raw();
     let mut b = s.raw();
     let mut o = s.raw();
-    let line = |o: &mut RawClient, name: &str| match o.cmd(&["CLIENT", "LIST"]) {
-        Frame::Bulk(l) => String::from_utf8_lossy(&l)
+    let line = |o: &mut RawClient, name: &str| {
+        text(&o.cmd(&["CLIENT", "LIST"]))
             .lines()
             .find(|l| l.contains(&format!(" name={name} ")))
             .expect("client listed")
-            .to_string(),
-        f => panic!("{f:?}"),
+            .to_string()
     };
     assert_eq!(a.cmd(&["CLIENT", "SETNAME", "a"]), ok());
     assert_eq!(a.cmd(&["WATCH", "w"]), ok());

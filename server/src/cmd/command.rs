@@ -409,20 +409,15 @@ fn list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut names = Vec::new();
     for cmd in all_commands() {
         let rows = std::iter::once(cmd).chain(cmd.subcommands.iter());
-        let mut all: Vec<(String, Vec<String>)> = rows
-            .map(|x| (x.name.to_string(), categories_of(x)))
-            .collect();
+        let mut all: Vec<String> = rows.map(|x| x.name.to_string()).collect();
         if cmd.name == "command" {
-            all.extend(command_subs().map(|n| {
-                let cats = recorded_categories(&n).unwrap_or_default();
-                (n, cats)
-            }));
+            all.extend(command_subs());
         }
-        for (name, cats) in all {
+        for name in all {
             let keep = match &filter {
                 Filter::All => true,
                 Filter::Module => false,
-                Filter::Cat(cat) => cats.iter().any(|k| k == cat),
+                Filter::Cat(cat) => categories_of(&name).iter().any(|k| k == cat),
                 Filter::Pattern(p) => storage::glob::matches(p, name.as_bytes(), true),
             };
             if keep {
@@ -443,26 +438,25 @@ fn command_subs() -> impl Iterator<Item = String> {
     SUBS.iter().map(|(s, _)| format!("command|{s}"))
 }
 
-/// ACL categories of a command: recorded, else derived.
-fn categories_of(c: &Command) -> Vec<String> {
-    recorded_categories(c.name).unwrap_or_else(|| acl_categories(c))
-}
-
-fn recorded_categories(name: &str) -> Option<Vec<String>> {
-    let Some(Frame::Array(rec)) = recorded_info().get(name) else {
-        return None;
-    };
-    let (Frame::Set(cats) | Frame::Array(cats)) = rec.get(6)? else {
-        return None;
-    };
-    Some(
-        cats.iter()
-            .filter_map(|f| match f {
-                Frame::Simple(s) | Frame::Bulk(s) => Some(String::from_utf8_lossy(s).into_owned()),
-                _ => None,
-            })
-            .collect(),
-    )
+/// ACL categories of a command by full name: recorded, else derived from
+/// its table row.
+fn categories_of(name: &str) -> Vec<String> {
+    if let Some(Frame::Array(rec)) = recorded_info().get(name) {
+        if let Some(Frame::Set(cats) | Frame::Array(cats)) = rec.get(6) {
+            return cats
+                .iter()
+                .filter_map(|f| match f {
+                    Frame::Simple(s) | Frame::Bulk(s) => {
+                        Some(String::from_utf8_lossy(s).into_owned())
+                    }
+                    _ => None,
+                })
+                .collect();
+        }
+    }
+    find_full(name.as_bytes())
+        .map(acl_categories)
+        .unwrap_or_default()
 }
 
 fn map_get<'a>(f: &'a Frame, key: &str) -> Option<&'a Frame> {

@@ -236,6 +236,15 @@ pub fn info_string(c: &mut Ctx, sections: &[&str]) -> String {
     out
 }
 
+/// `part` as a percentage of `whole`, 0 when `whole` is.
+fn perc(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
 fn human(n: u64) -> String {
     let n = n as f64;
     const K: f64 = 1024.0;
@@ -403,24 +412,13 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("used_memory_rss_human:{}", human(rss));
             f!("used_memory_peak:{peak}");
             f!("used_memory_peak_human:{}", human(peak));
-            f!(
-                "used_memory_peak_perc:{:.2}%",
-                if peak > 0 {
-                    used as f64 * 100.0 / peak as f64
-                } else {
-                    0.0
-                }
-            );
+            f!("used_memory_peak_perc:{:.2}%", perc(used, peak));
             f!("used_memory_overhead:{overhead}");
             f!("used_memory_startup:{startup}");
             f!("used_memory_dataset:{dataset}");
             f!(
                 "used_memory_dataset_perc:{:.2}%",
-                if used > startup {
-                    dataset as f64 * 100.0 / (used - startup) as f64
-                } else {
-                    0.0
-                }
+                perc(dataset, used.saturating_sub(startup))
             );
             f!("allocator_allocated:{used}");
             f!("allocator_active:{used}");
@@ -483,12 +481,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("current_cow_peak:0");
             f!("current_cow_size:0");
             f!("current_cow_size_age:0");
-            let perc = if total > 0 {
-                done as f64 * 100.0 / total as f64
-            } else {
-                0.0
-            };
-            f!("current_fork_perc:{perc:.2}");
+            f!("current_fork_perc:{:.2}", perc(done, total));
             f!("current_save_keys_processed:{done}");
             f!("current_save_keys_total:{total}");
             f!("rdb_changes_since_last_save:{}", st.dirty);
