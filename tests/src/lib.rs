@@ -225,7 +225,13 @@ impl Server {
 
     /// A raw RESP connection, not authenticated.
     pub fn raw(&self) -> RawClient {
-        RawClient::connect(self.port)
+        RawClient::try_connect(self.port).unwrap_or_else(|e| {
+            panic!(
+                "connect to port {}: {e}; server log:\n{}",
+                self.port,
+                self.log()
+            )
+        })
     }
 
     /// A raw RESP connection, authenticated if the server has a password.
@@ -303,13 +309,17 @@ pub struct RawClient {
 
 impl RawClient {
     pub fn connect(port: u16) -> RawClient {
-        let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        RawClient::try_connect(port).expect("connect")
+    }
+
+    pub fn try_connect(port: u16) -> std::io::Result<RawClient> {
+        let sock = TcpStream::connect(("127.0.0.1", port))?;
         sock.set_read_timeout(Some(Duration::from_secs(10))).ok();
         sock.set_nodelay(true).ok();
-        RawClient {
+        Ok(RawClient {
             sock,
             buf: Vec::new(),
-        }
+        })
     }
 
     pub fn set_timeout(&mut self, d: Duration) {
