@@ -34,8 +34,8 @@
 //! see [`rewrite_start`] and [`rewrite_done`].
 
 use crate::state::{now_ms, Client, State};
-use bytes::{Bytes, BytesMut};
-use protocol::{Decoder, Frame, ReplyBuf};
+use bytes::Bytes;
+use protocol::{Frame, ReplyBuf};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ pub enum Fsync {
 }
 
 impl Fsync {
-    fn of(s: &str) -> Fsync {
+    pub(crate) fn of(s: &str) -> Fsync {
         match s {
             "always" => Fsync::Always,
             "no" => Fsync::No,
@@ -506,7 +506,7 @@ impl Aof {
     }
 
     /// Starts appending to `f` (logical offsets continue).
-    fn start_appending(&mut self, f: File) {
+    pub(crate) fn start_appending(&mut self, f: File) {
         let f = Arc::new(f);
         self.written = self.offset;
         self.synced = self.offset;
@@ -809,7 +809,7 @@ pub fn aof_dir(st: &State) -> PathBuf {
     PathBuf::from(st.cfg.str("dir")).join(st.cfg.str("appenddirname"))
 }
 
-fn fname(st: &State) -> String {
+pub(crate) fn fname(st: &State) -> String {
     st.cfg.str("appendfilename").to_string()
 }
 
@@ -819,7 +819,7 @@ fn fsync_dir(dir: &Path) {
     }
 }
 
-fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> io::Result<()> {
+pub(crate) fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> io::Result<()> {
     let tmp = dir.join(format!("temp-{name}.manifest"));
     let mut f = File::create(&tmp)?;
     f.write_all(m.render().as_bytes())?;
@@ -829,7 +829,7 @@ fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> io::Result<()> {
     Ok(())
 }
 
-fn open_append(path: &Path) -> io::Result<File> {
+pub(crate) fn open_append(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -840,7 +840,7 @@ fn temp_incr_name(name: &str) -> String {
     format!("temp-{name}.incr")
 }
 
-fn next_incr_seq(m: &Manifest) -> u64 {
+pub(crate) fn next_incr_seq(m: &Manifest) -> u64 {
     m.incrs
         .iter()
         .chain(&m.history)
@@ -916,7 +916,11 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
         temp_incr = true;
     }
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    match crate::persist::snapshot_start(st, tmp, crate::persist::Target::AofBase) {
+    match crate::persist::snapshot_start(
+        st,
+        tmp,
+        crate::persist::Target::AofBase { done: rewrite_done },
+    ) {
         Ok(child) => {
             st.aof.rewrite = Some(Rewrite {
                 started: Instant::now(),
@@ -1051,46 +1055,6 @@ fn sync_policy(st: &State) {
     }
 }
 
-/// Start-up with `appendonly yes` and no AOF: the base and the incr file
-/// are created synchronously (nobody is connected yet), as Redis does.
-fn create_at_start(st: &mut State) -> io::Result<()> {
-    let dir = aof_dir(st);
-    std::fs::create_dir_all(&dir)?;
-    let name = fname(st);
-    let m = st.aof.manifest.clone();
-    let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
-    let incr_seq = next_incr_seq(&m);
-    let base = format!("{name}.{base_seq}.base.rdb");
-    let incr = format!("{name}.{incr_seq}.incr.aof");
-    info!("Creating AOF base file {base} on server start");
-    info!("Creating AOF incr file {incr} on server start");
-    let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
-    let res = (|| {
-        let f = File::create(&tmp)?;
-        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(&base))
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let f = open_append(&dir.join(&incr))?;
-    let m = Manifest {
-        base: Some((base.clone(), base_seq)),
-        incrs: vec![(incr, incr_seq)],
-        history: vec![],
-    };
-    write_manifest(&dir, &name, &m)?;
-    st.aof.manifest = m;
-    st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
-    st.aof.incr_size = 0;
-    st.aof.rewrite_base_size = st.aof.base_size;
-    st.aof.start_appending(f);
-    Ok(())
-}
-
 /// Stops appending (`appendonly no`): a running rewrite is abandoned, what
 /// is buffered is written and fsynced.
 pub fn stop(st: &mut State) {
@@ -1168,232 +1132,6 @@ pub fn cron(st: &mut State) {
     }
 }
 
-// ---------------------------------------------------------------- loading
-
-/// Replays RESP commands through the dispatcher. Returns the offset after
-/// the last complete command (before an unfinished MULTI) and whether the
-/// data ended in the middle of a command.
-fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
-    let mut dec = Decoder::new(i64::MAX);
-    let mut buf = BytesMut::from(data);
-    let total = data.len();
-    let mut cl = Client::new(0, String::new(), String::new(), -1, true);
-    cl.deny_blocking = true;
-    let mut out = ReplyBuf::new(false);
-    let mut valid = 0;
-    let mut before_multi = None;
-    loop {
-        if buf.first().is_some_and(|&c| c != b'*') {
-            return Err(format!(
-                "Bad file format reading the append only file (offset {})",
-                total - buf.len()
-            ));
-        }
-        match dec.decode(&mut buf) {
-            Ok(Some(args)) => {
-                if args.is_empty() {
-                    continue;
-                }
-                let at = total - buf.len();
-                if crate::cmd::resolve(&args).is_err() {
-                    return Err(format!(
-                        "Unknown command '{}' reading the append only file",
-                        String::from_utf8_lossy(&args[0])
-                    ));
-                }
-                let is_multi = upper_eq(&args[0], "multi");
-                let is_exec = upper_eq(&args[0], "exec");
-                if is_multi {
-                    before_multi = Some(valid);
-                }
-                st.last_tick = Instant::now();
-                crate::cmd::execute(st, &mut cl, &mut out, &args);
-                out.buf.clear();
-                if is_exec {
-                    before_multi = None;
-                }
-                valid = at;
-            }
-            Ok(None) => break,
-            Err(e) => return Err(format!("Bad file format reading the append only file: {e}")),
-        }
-    }
-    // The decoder keeps a partial command's bytes itself: what was not
-    // consumed by a complete command is the cut tail.
-    let truncated = valid != total;
-    if cl.multi.is_some() {
-        // An unfinished transaction is dropped with the cut tail.
-        return Ok((before_multi.unwrap_or(0), true));
-    }
-    Ok((valid, truncated))
-}
-
-fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), String> {
-    let path = dir.join(name);
-    let data = std::fs::read(&path).map_err(|e| {
-        format!(
-            "Unable to obtain the AOF file {name} length. stat: {}",
-            io_msg(&e)
-        )
-    })?;
-    let start = Instant::now();
-    let kind = if name.contains(".base.") {
-        "base"
-    } else {
-        "incr"
-    };
-    if data.starts_with(b"REDIS") {
-        info!("Reading RDB base file on AOF loading...");
-        let sum = crate::persist::load_bytes(st, &data).map_err(|e| {
-            format!(
-                "Bad file format reading the append only file {name}: {}",
-                crate::persist::describe(&e, &data)
-            )
-        })?;
-        info!("RDB is base AOF");
-        info!(
-            "Done loading RDB, keys loaded: {}, keys expired: {}.",
-            sum.keys, sum.expired
-        );
-    } else {
-        let (valid, truncated) = replay(st, &data)?;
-        if truncated {
-            if !last || !st.cfg.flag("aof-load-truncated") {
-                return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
-            }
-            warn!("!!! Warning: short read while loading the AOF file {name}!!!");
-            warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| e.to_string())?;
-            f.set_len(valid as u64).map_err(|e| e.to_string())?;
-            let _ = f.sync_all();
-            warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
-        }
-    }
-    info!(
-        "DB loaded from {kind} file {name}: {:.3} seconds",
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-fn io_msg(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "No such file or directory".into(),
-        _ => e.to_string(),
-    }
-}
-
-/// Start-up with `appendonly yes`: the AOF is the dataset (the RDB file is
-/// not read). Without a manifest the server starts empty and creates a
-/// base and an incr file, as Redis does.
-pub fn load_at_startup(st: &mut State) -> Result<(), String> {
-    st.aof.policy = Fsync::of(st.cfg.str("appendfsync"));
-    let dir = aof_dir(st);
-    let name = fname(st);
-    let mpath = dir.join(format!("{name}.manifest"));
-    let text = match std::fs::read_to_string(&mpath) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("Can't open the AOF manifest {name}.manifest: {e}")),
-    };
-    let start = Instant::now();
-    let res = match text {
-        None => {
-            st.aof.ready = true;
-            create_at_start(st).map_err(|e| format!("Can't create the AOF files: {e}"))
-        }
-        Some(t) => {
-            let m = Manifest::parse(&t)?;
-            let files: Vec<String> = m
-                .base
-                .iter()
-                .chain(&m.incrs)
-                .map(|(n, _)| n.clone())
-                .collect();
-            // Every file must be there before anything is loaded.
-            for f in &files {
-                std::fs::metadata(dir.join(f)).map_err(|e| {
-                    format!(
-                        "Unable to obtain the AOF file {f} length. stat: {}",
-                        io_msg(&e)
-                    )
-                })?;
-            }
-            st.aof.loading = true;
-            let n = files.len();
-            for (i, f) in files.iter().enumerate() {
-                load_file(st, &dir, f, i + 1 == n)?;
-            }
-            st.aof.loading = false;
-            info!(
-                "DB loaded from append only file: {:.3} seconds",
-                start.elapsed().as_secs_f64()
-            );
-            st.aof.base_size = m
-                .base
-                .as_ref()
-                .and_then(|b| std::fs::metadata(dir.join(&b.0)).ok())
-                .map_or(0, |x| x.len());
-            st.aof.manifest = m;
-            open_last_incr(st, &dir, &name)
-        }
-    };
-    st.aof.ready = true;
-    res
-}
-
-/// Start-up with `appendonly no`: the manifest is still read, as Redis
-/// does, so that turning the AOF on later continues its numbering and
-/// deletes the files it lists.
-pub fn read_manifest_at_startup(st: &mut State) {
-    let path = aof_dir(st).join(format!("{}.manifest", fname(st)));
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        match Manifest::parse(&text) {
-            Ok(m) => st.aof.manifest = m,
-            Err(e) => warn!("Ignoring the AOF manifest {}: {e}", path.display()),
-        }
-    }
-}
-
-fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> {
-    let mut m = st.aof.manifest.clone();
-    let (incr, new) = match m.incrs.last() {
-        Some((n, _)) => {
-            info!("Opening AOF incr file {n} on server start");
-            (n.clone(), false)
-        }
-        None => {
-            let seq = next_incr_seq(&m);
-            let n = format!("{name}.{seq}.incr.aof");
-            info!("Creating AOF incr file {n} on server start");
-            m.incrs.push((n.clone(), seq));
-            (n, true)
-        }
-    };
-    let path = dir.join(&incr);
-    let f =
-        open_append(&path).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
-    if new {
-        write_manifest(dir, name, &m).map_err(|e| e.to_string())?;
-        st.aof.manifest = m;
-    }
-    let last = f.metadata().map_or(0, |x| x.len());
-    st.aof.incr_size = st
-        .aof
-        .manifest
-        .incrs
-        .iter()
-        .map(|(n, _)| std::fs::metadata(dir.join(n)).map_or(0, |x| x.len()))
-        .sum();
-    st.aof.rewrite_base_size = st.aof.base_size + st.aof.incr_size;
-    st.aof.start_appending(f);
-    st.aof.last_incr_size = last;
-    Ok(())
-}
-
 /// INFO persistence's aof_* fields.
 pub fn info(st: &State) -> Vec<String> {
     let a = &st.aof;
@@ -1437,11 +1175,6 @@ pub fn info(st: &State) -> Vec<String> {
         v.push("aof_delayed_fsync:0".to_string());
     }
     v
-}
-
-/// The current time, for callers without a command clock.
-pub fn wall_now() -> i64 {
-    now_ms()
 }
 
 #[cfg(test)]

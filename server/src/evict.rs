@@ -95,7 +95,7 @@ pub fn vm_memory() -> u64 {
 /// interpreter's: Redis's Lua allocates outside its counted allocator.
 pub fn used_memory() -> u64 {
     match ALLOCATED.load(Relaxed) {
-        0 => crate::cmd::server::rss_bytes(),
+        0 => crate::os::rss_bytes(),
         n => n.saturating_sub(VM_MEMORY.load(Relaxed)) as u64,
     }
 }

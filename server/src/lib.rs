@@ -12,12 +12,15 @@
 //! - [`config`]: redis.conf parsing and CONFIG's option table.
 
 pub mod aof;
+pub mod client_info;
 pub mod cmd;
 pub mod config;
 pub mod conn;
 pub mod error;
 pub mod evict;
+pub mod load;
 pub mod log;
+pub mod os;
 pub mod persist;
 pub mod pubsub;
 pub mod round;

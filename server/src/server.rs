@@ -72,7 +72,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     let mut state = State::new(cfg);
     // The dataset is in memory before any client can connect.
-    crate::persist::load_at_startup(&mut state)
+    crate::load::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
     let listeners = listen(&state.cfg)?;
     let shared = Arc::new(Shared::new(state));
@@ -105,7 +105,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         }
         let mut st = shared.state.lock();
         let prepared = st.shutdown.take().is_some_and(|r| r.prepared);
-        if prepared || prepare_shutdown(&mut st, None, false) {
+        if prepared || crate::persist::prepare_shutdown(&mut st, None, false) {
             break;
         }
     }
@@ -220,40 +220,4 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
         st.stats.expired_stale_perc = perc * 0.05 + st.stats.expired_stale_perc * 0.95;
     }
     st.stats.expire_cycle_cpu_ms += start.elapsed().as_millis() as u64;
-}
-
-/// What must happen before the process exits, as Redis's: not while the
-/// first AOF is being written, a running BGSAVE killed, the final save
-/// (`save`: SAVE/NOSAVE, else when save points are set). False, with the
-/// reason logged, when the server must stay up; `force` ignores errors.
-pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool {
-    const FAILED: &str =
-        "Errors trying to shut down the server. Check the logs for more information.";
-    if st.aof.wait_rewrite && st.aof.rewrite.is_some() {
-        if !force {
-            warn!("Writing initial AOF, can't exit.");
-            warn!("{FAILED}");
-            return false;
-        }
-        warn!("Writing initial AOF. Exit anyway.");
-    }
-    if crate::persist::bgsave_in_progress(st) {
-        // As Redis kills its saving child: the final save (if any) is
-        // synchronous and complete.
-        warn!("There is a child saving an .rdb. Killing it!");
-        crate::persist::abort_bgsave(st);
-    }
-    if crate::persist::shutdown_saves(st, save) {
-        info!("Saving the final RDB snapshot before exiting.");
-        if crate::persist::save(st).is_err() {
-            if !force {
-                // Exiting would lose the dataset.
-                warn!("Error trying to save the DB, can't exit.");
-                warn!("{FAILED}");
-                return false;
-            }
-            warn!("Error trying to save the DB. Exit anyway.");
-        }
-    }
-    true
 }

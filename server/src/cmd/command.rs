@@ -9,7 +9,7 @@
 //! GETKEYS follows the recorded key specs, so movable-key commands work.
 
 use super::flags::*;
-use super::server::help_reply;
+use super::help::help_reply;
 use super::{is, lookup, lookup_sub, table, Command, Ctx};
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;

@@ -1,7 +1,7 @@
 //! CONFIG GET SET RESETSTAT REWRITE HELP.
 
 use super::flags::*;
-use super::server::help_reply;
+use super::help::help_reply;
 use super::{Command, Ctx};
 use crate::config;
 use crate::error::{CmdResult, Error};

@@ -158,7 +158,7 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             check_password(c, &a[i + 1], &a[i + 2])?;
             i += 3;
         } else if is(&a[i], "setname") && more >= 1 {
-            super::server::validate_client_name(&a[i + 1])?;
+            super::client::validate_client_name(&a[i + 1])?;
             name = Some(a[i + 1].clone());
             i += 2;
         } else {

@@ -209,7 +209,7 @@ pub struct MemSummary {
 /// 48 per TTL, 8 per bucket.
 pub fn summary(st: &mut crate::state::State) -> MemSummary {
     let used = used_memory();
-    let rss = super::server::rss_bytes();
+    let rss = crate::os::rss_bytes();
     st.peak_memory = st.peak_memory.max(used);
     let startup = st.startup_memory.min(used);
     let mut dbs = Vec::new();

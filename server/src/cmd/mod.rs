@@ -16,10 +16,14 @@
 pub mod aof;
 pub mod bitmap;
 pub mod blocking;
+pub mod client;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod hash;
+pub mod help;
+pub mod info;
 pub mod keys;
 pub mod keyspace;
 pub mod list;
@@ -494,7 +498,7 @@ fn check(
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));
     }
-    if !st.rdb.last_bgsave_ok && crate::persist::denies(st, cl, cmd) {
+    if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
@@ -533,6 +537,19 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
         (Some(_), _) => true,
         (None, _) => false,
     }
+}
+
+/// Whether `cmd` is refused with MISCONF now: a write command, PING (as
+/// Redis), or an EXEC whose queue holds a write command.
+fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
+    let write = cmd.has(flags::WRITE)
+        || cmd.name == "ping"
+        || (cmd.name == "exec"
+            && cl.multi.as_ref().is_some_and(|q| {
+                q.iter()
+                    .any(|a| resolve(a).is_ok_and(|c| c.has(flags::WRITE)))
+            }));
+    write && crate::persist::writes_denied(st)
 }
 
 /// Replies with the error, counted in the error stats unless it was where

@@ -3,7 +3,7 @@
 //! `crate::pubsub`; sharded channels have standalone semantics (one shard).
 
 use super::flags::*;
-use super::server::help_reply;
+use super::help::help_reply;
 use super::{Command, Ctx};
 use crate::error::{CmdResult, Error};
 use crate::pubsub::Kind;

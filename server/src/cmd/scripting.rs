@@ -11,7 +11,7 @@
 //! with `block_in_place` cost 40% of EVAL's time in thread hand-offs.)
 
 use super::flags::*;
-use super::server::help_reply;
+use super::help::help_reply;
 use super::{execute, int_arg, is, resolve, Command, Ctx};
 use crate::error::{CmdResult, Error};
 use crate::state::{Client, State};
