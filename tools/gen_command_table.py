@@ -170,8 +170,13 @@ def row(info, docs, indent):
            pad + "    first_key: %d, last_key: %d, step: %d," % (first, last, step),
            pad + "    acl: &[%s]," % ", ".join(rust_str(a[1]) for a in acl),
            pad + "    tips: &[%s]," % ", ".join(rust_str(t[1]) for t in tips),
-           pad + "    specs: &[%s]," % "".join("\n%s        %s,%s" % (pad, key_spec(s), "" if s is not specs[-1] else "\n" + pad + "    ") for s in specs),
            pad + "    docs: %s," % rust_bytes(encode(own_docs))]
+    if specs:
+        out.insert(-1, pad + "    specs: &[")
+        out[-1:-1] = [pad + "        " + key_spec(s) + "," for s in specs]
+        out.insert(-1, pad + "    ],")
+    else:
+        out.insert(-1, pad + "    specs: &[],")
     if subs:
         out.append(pad + "    subs: &[")
         for s in sorted(subs, key=lambda s: s[1][0][1]):
