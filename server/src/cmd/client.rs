@@ -2,11 +2,28 @@
 
 use super::flags::*;
 use super::help::help_reply;
-use super::{int_arg, is, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::client_info::{client_line, client_type};
 use crate::error::{CmdResult, Error};
 use crate::state::{Client, Pause, ReplyMode, State};
 use bytes::Bytes;
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("client|id", client_id),
+    ("client|setname", client_setname),
+    ("client|getname", client_getname),
+    ("client|list", client_list),
+    ("client|info", client_info),
+    ("client|kill", client_kill),
+    ("client|reply", client_reply),
+    ("client|no-evict", client_no_evict),
+    ("client|pause", client_pause),
+    ("client|unpause", client_unpause),
+    ("client|getredir", client_getredir),
+    ("client|trackinginfo", client_trackinginfo),
+    ("client|unblock", client_unblock),
+    ("client|help", client_help),
+];
 
 /// Client names may not contain spaces or newlines.
 pub fn validate_client_name(n: &[u8]) -> crate::error::CmdResult {
@@ -40,13 +57,13 @@ fn client_type_ok(t: &[u8]) -> Result<&'static str, Error> {
 }
 
 /// CLIENT ID
-pub fn client_id(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+fn client_id(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     c.out.int(c.cl.id as i64);
     Ok(())
 }
 
 /// CLIENT SETNAME connection-name
-pub fn client_setname(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_setname(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     validate_client_name(&a[2])?;
     c.cl.name = (!a[2].is_empty()).then(|| a[2].clone());
     c.out.ok();
@@ -54,7 +71,7 @@ pub fn client_setname(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT GETNAME
-pub fn client_getname(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+fn client_getname(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     match &c.cl.name {
         Some(n) => c.out.bulk(n),
         None => c.out.null(),
@@ -63,7 +80,7 @@ pub fn client_getname(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT LIST [TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]
-pub fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut ty: Option<&str> = None;
     let mut ids: Option<Vec<u64>> = None;
     let mut i = 2;
@@ -119,7 +136,7 @@ pub fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT INFO
-pub fn client_info(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_info(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let cmd = current_cmd_name(a);
     let mut line = client_line(c.cl, c.now, Some(a)).replace("cmd=NULL", &format!("cmd={cmd}"));
     line.push('\n');
@@ -129,7 +146,7 @@ pub fn client_info(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// CLIENT KILL ip:port | CLIENT KILL [ID id] [TYPE type] [USER name]
 ///   [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no] ...
-pub fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len() == 3 {
         let addr = &a[2][..];
         if c.cl.addr.as_bytes() == addr {
@@ -214,7 +231,7 @@ pub fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT REPLY ON|OFF|SKIP
-pub fn client_reply(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_reply(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if is(&a[2], "on") {
         c.cl.reply_mode = ReplyMode::On;
         c.out.ok();
@@ -231,7 +248,7 @@ pub fn client_reply(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT NO-EVICT ON|OFF
-pub fn client_no_evict(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_no_evict(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if is(&a[2], "on") {
         c.cl.no_evict = true;
     } else if is(&a[2], "off") {
@@ -244,7 +261,7 @@ pub fn client_no_evict(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT PAUSE timeout [WRITE | ALL]
-pub fn client_pause(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_pause(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let ms = int_arg(&a[2])
         .map_err(|_| Error::other("ERR timeout is not an integer or out of range"))?;
     if ms < 0 {
@@ -275,20 +292,20 @@ pub fn client_pause(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT UNPAUSE
-pub fn client_unpause(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+fn client_unpause(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     c.st.pause = None;
     c.out.ok();
     Ok(())
 }
 
 /// CLIENT GETREDIR
-pub fn client_getredir(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+fn client_getredir(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     c.out.int(-1);
     Ok(())
 }
 
 /// CLIENT TRACKINGINFO
-pub fn client_trackinginfo(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+fn client_trackinginfo(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     c.out.map(3);
     c.out.bulk(b"flags");
     c.out.set(1);
@@ -301,7 +318,7 @@ pub fn client_trackinginfo(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT UNBLOCK client-id [TIMEOUT | ERROR]
-pub fn client_unblock(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn client_unblock(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let _id = int_arg(&a[2])?;
     match a.len() {
         3 => {}
@@ -318,7 +335,7 @@ pub fn client_unblock(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// CLIENT HELP
-pub fn client_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+fn client_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     help_reply(
         c,
         "CLIENT",

@@ -1,50 +1,17 @@
 //! CONFIG GET SET RESETSTAT REWRITE HELP.
 
-use super::flags::*;
 use super::help::help_reply;
-use super::{Command, Ctx};
+use super::{Ctx, Handler};
 use crate::config;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
-const G: &str = "server";
-
-pub static COMMANDS: &[Command] = &[Command::parent("config", -2, 0, G, SUBS)];
-
-static SUBS: &[Command] = &[
-    Command::new(
-        "config|get",
-        -3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        get,
-    ),
-    Command::new(
-        "config|set",
-        -4,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        set,
-    ),
-    Command::new(
-        "config|resetstat",
-        2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        resetstat,
-    ),
-    Command::new(
-        "config|rewrite",
-        2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        rewrite,
-    ),
-    Command::new("config|help", 2, LOADING | STALE, G, (0, 0, 0), help),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("config|get", get),
+    ("config|set", set),
+    ("config|resetstat", resetstat),
+    ("config|rewrite", rewrite),
+    ("config|help", help),
 ];
 
 /// CONFIG GET parameter [parameter ...]

@@ -1,9 +1,11 @@
 //! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD, …).
 
 use super::help::{bad_sub, help_reply};
-use super::{int_arg, Ctx};
+use super::{int_arg, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
+
+pub static HANDLERS: &[(&str, Handler)] = &[("debug", debug)];
 
 const DEBUG_DENIED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
@@ -13,7 +15,7 @@ fn is_local(addr: &str) -> bool {
 }
 
 /// DEBUG subcommand [argument ...]
-pub fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     match c.st.cfg.str("enable-debug-command") {
         "yes" => {}
         "local" if is_local(&c.cl.addr) => {}

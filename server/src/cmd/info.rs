@@ -1,11 +1,13 @@
 //! INFO: every section Redis 7.0 prints, rendered as `name:value` lines.
 
-use super::Ctx;
+use super::{Ctx, Handler};
 use crate::error::CmdResult;
 use crate::os::{rusage, total_system_memory, uname};
 use crate::state::State;
 use bytes::Bytes;
 use std::fmt::Write as _;
+
+pub static HANDLERS: &[(&str, Handler)] = &[("info", info)];
 
 /// Section names in the order INFO prints them, and whether `default`
 /// includes them.
@@ -26,7 +28,7 @@ const SECTIONS: &[(&str, bool)] = &[
 ];
 
 /// INFO [section [section ...]]
-pub fn info(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn info(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut want = [false; SECTIONS.len()];
     if a.len() == 1 {
         for (w, s) in want.iter_mut().zip(SECTIONS) {

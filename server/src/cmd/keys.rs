@@ -2,10 +2,9 @@
 //! MOVE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
 //! PERSIST TOUCH KEYS SCAN RANDOMKEY OBJECT DBSIZE FLUSHDB FLUSHALL SWAPDB.
 
-use super::flags::*;
 use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::string::GENERIC;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::state::BlockKind;
 use crate::state::State;
@@ -14,65 +13,38 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 use storage::{CBytes, StrValue, Value};
 
-const G: &str = "keyspace";
-
-pub static COMMANDS: &[Command] = &[
-    Command::new("del", -2, WRITE, G, (1, -1, 1), del),
-    Command::new("unlink", -2, WRITE | FAST, G, (1, -1, 1), unlink),
-    Command::new("exists", -2, READONLY | FAST, G, (1, -1, 1), exists),
-    Command::new("type", 2, READONLY | FAST, G, (1, 1, 1), type_cmd),
-    Command::new("rename", 3, WRITE, G, (1, 2, 1), rename),
-    Command::new("renamenx", 3, WRITE | FAST, G, (1, 2, 1), renamenx),
-    Command::new("copy", -3, WRITE | DENYOOM, G, (1, 2, 1), copy),
-    Command::new("move", 3, WRITE | FAST, G, (1, 1, 1), move_cmd),
-    Command::new("expire", -3, WRITE | FAST, G, (1, 1, 1), expire),
-    Command::new("pexpire", -3, WRITE | FAST, G, (1, 1, 1), pexpire),
-    Command::new("expireat", -3, WRITE | FAST, G, (1, 1, 1), expireat),
-    Command::new("pexpireat", -3, WRITE | FAST, G, (1, 1, 1), pexpireat),
-    Command::new("ttl", 2, READONLY | FAST, G, (1, 1, 1), ttl),
-    Command::new("pttl", 2, READONLY | FAST, G, (1, 1, 1), pttl),
-    Command::new("expiretime", 2, READONLY | FAST, G, (1, 1, 1), expiretime),
-    Command::new("pexpiretime", 2, READONLY | FAST, G, (1, 1, 1), pexpiretime),
-    Command::new("persist", 2, WRITE | FAST, G, (1, 1, 1), persist),
-    Command::new("touch", -2, READONLY | FAST, G, (1, -1, 1), touch),
-    Command::new("keys", 2, READONLY, G, (0, 0, 0), keys),
-    Command::new("scan", -2, READONLY, G, (0, 0, 0), scan),
-    Command::new("randomkey", 1, READONLY, G, (0, 0, 0), randomkey),
-    Command::parent("object", -2, 0, G, OBJECT_SUBS),
-    Command::new("dbsize", 1, READONLY | FAST, G, (0, 0, 0), dbsize),
-    Command::new("flushdb", -1, WRITE, G, (0, 0, 0), flushdb),
-    Command::new("flushall", -1, WRITE, G, (0, 0, 0), flushall),
-    Command::new("swapdb", 3, WRITE | FAST, G, (0, 0, 0), swapdb),
-    Command::new("wait", 3, NOSCRIPT, "connection", (0, 0, 0), wait),
-];
-
-static OBJECT_SUBS: &[Command] = &[
-    Command::new(
-        "object|encoding",
-        3,
-        READONLY,
-        G,
-        (2, 2, 1),
-        object_encoding,
-    ),
-    Command::new(
-        "object|refcount",
-        3,
-        READONLY,
-        G,
-        (2, 2, 1),
-        object_refcount,
-    ),
-    Command::new(
-        "object|idletime",
-        3,
-        READONLY,
-        G,
-        (2, 2, 1),
-        object_idletime,
-    ),
-    Command::new("object|freq", 3, READONLY, G, (2, 2, 1), object_freq),
-    Command::new("object|help", 2, LOADING | STALE, G, (0, 0, 0), object_help),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("del", del),
+    ("unlink", unlink),
+    ("exists", exists),
+    ("type", type_cmd),
+    ("rename", rename),
+    ("renamenx", renamenx),
+    ("copy", copy),
+    ("move", move_cmd),
+    ("expire", expire),
+    ("pexpire", pexpire),
+    ("expireat", expireat),
+    ("pexpireat", pexpireat),
+    ("ttl", ttl),
+    ("pttl", pttl),
+    ("expiretime", expiretime),
+    ("pexpiretime", pexpiretime),
+    ("persist", persist),
+    ("touch", touch),
+    ("keys", keys),
+    ("scan", scan),
+    ("randomkey", randomkey),
+    ("object|encoding", object_encoding),
+    ("object|refcount", object_refcount),
+    ("object|idletime", object_idletime),
+    ("object|freq", object_freq),
+    ("object|help", object_help),
+    ("dbsize", dbsize),
+    ("flushdb", flushdb),
+    ("flushall", flushall),
+    ("swapdb", swapdb),
+    ("wait", wait),
 ];
 
 impl State {

@@ -10,76 +10,39 @@
 //! dispatcher runs the same handler again for them (first come first
 //! served), so serving and replying live here in one place.
 
-use super::flags::*;
-use super::{int_arg, is, timeout_arg, Command, Ctx};
+use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::{LpVal, Quicklist, Value};
 
-const G: &str = "list";
 /// The `l` (list) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[2].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("lpush", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), lpush),
-    Command::new("rpush", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), rpush),
-    Command::new("lpushx", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), lpushx),
-    Command::new("rpushx", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), rpushx),
-    Command::new("lpop", -2, WRITE | FAST, G, (1, 1, 1), lpop),
-    Command::new("rpop", -2, WRITE | FAST, G, (1, 1, 1), rpop),
-    Command::new("llen", 2, READONLY | FAST, G, (1, 1, 1), llen),
-    Command::new("lrange", 4, READONLY, G, (1, 1, 1), lrange),
-    Command::new("lindex", 3, READONLY, G, (1, 1, 1), lindex),
-    Command::new("lset", 4, WRITE | DENYOOM, G, (1, 1, 1), lset),
-    Command::new("linsert", 5, WRITE | DENYOOM, G, (1, 1, 1), linsert),
-    Command::new("lrem", 4, WRITE, G, (1, 1, 1), lrem),
-    Command::new("ltrim", 4, WRITE, G, (1, 1, 1), ltrim),
-    Command::new("lpos", -3, READONLY, G, (1, 1, 1), lpos),
-    Command::new("lmove", 5, WRITE | DENYOOM, G, (1, 2, 1), lmove),
-    Command::new("rpoplpush", 3, WRITE | DENYOOM, G, (1, 2, 1), rpoplpush),
-    Command::new("lmpop", -4, WRITE | MOVABLE_KEYS, G, (0, 0, 0), lmpop),
-    Command::new(
-        "blpop",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING,
-        G,
-        (1, -2, 1),
-        blpop,
-    ),
-    Command::new(
-        "brpop",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING,
-        G,
-        (1, -2, 1),
-        brpop,
-    ),
-    Command::new(
-        "brpoplpush",
-        4,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        G,
-        (1, 2, 1),
-        brpoplpush,
-    ),
-    Command::new(
-        "blmove",
-        6,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        G,
-        (1, 2, 1),
-        blmove,
-    ),
-    Command::new(
-        "blmpop",
-        -5,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        blmpop,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("lpush", lpush),
+    ("rpush", rpush),
+    ("lpushx", lpushx),
+    ("rpushx", rpushx),
+    ("lpop", lpop),
+    ("rpop", rpop),
+    ("llen", llen),
+    ("lrange", lrange),
+    ("lindex", lindex),
+    ("lset", lset),
+    ("linsert", linsert),
+    ("lrem", lrem),
+    ("ltrim", ltrim),
+    ("lpos", lpos),
+    ("lmove", lmove),
+    ("rpoplpush", rpoplpush),
+    ("lmpop", lmpop),
+    ("blpop", blpop),
+    ("brpop", brpop),
+    ("brpoplpush", brpoplpush),
+    ("blmove", blmove),
+    ("blmpop", blmpop),
 ];
 
 /// Writes one list element as a bulk reply.

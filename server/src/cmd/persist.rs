@@ -1,9 +1,8 @@
 //! Persistence commands: SAVE BGSAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
 //! DIGEST-VALUE helpers the DEBUG dispatcher calls.
 
-use super::flags::*;
 use super::string::GENERIC;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;
 use bytes::Bytes;
@@ -11,25 +10,11 @@ use storage::listpack::LpVal;
 use storage::rdb::{self, RestoreError};
 use storage::Value;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new(
-        "save",
-        1,
-        ADMIN | NOSCRIPT | NO_MULTI,
-        "admin",
-        (0, 0, 0),
-        save,
-    ),
-    Command::new("bgsave", -1, ADMIN | NOSCRIPT, "admin", (0, 0, 0), bgsave),
-    Command::new("dump", 2, READONLY, "keyspace", (1, 1, 1), dump),
-    Command::new(
-        "restore",
-        -4,
-        WRITE | DENYOOM,
-        "keyspace",
-        (1, 1, 1),
-        restore,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("save", save),
+    ("bgsave", bgsave),
+    ("dump", dump),
+    ("restore", restore),
 ];
 
 const IN_PROGRESS: &str = "ERR Background save already in progress";

@@ -1,142 +1,22 @@
-//! Server commands: TIME LASTSAVE ROLE LOLWUT MONITOR SHUTDOWN SLOWLOG,
-//! and the table rows of INFO, DEBUG and CLIENT (their handlers live in
-//! `info`, `debug` and `client`).
+//! Server commands: TIME LASTSAVE ROLE LOLWUT MONITOR SHUTDOWN SLOWLOG.
 
-use super::client::*;
-use super::debug::debug;
-use super::flags::*;
 use super::help::{bad_sub, help_reply};
-use super::info::info;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::state::ShutdownRequest;
 use bytes::Bytes;
 
-const G: &str = "server";
-const CG: &str = "connection";
-
-pub static COMMANDS: &[Command] = &[
-    Command::new(
-        "info",
-        -1,
-        LOADING | STALE | SKIP_SLOWLOG,
-        G,
-        (0, 0, 0),
-        info,
-    ),
-    Command::new("time", 1, LOADING | STALE | FAST, G, (0, 0, 0), time),
-    Command::new(
-        "role",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST,
-        "admin",
-        (0, 0, 0),
-        role,
-    ),
-    Command::new("lolwut", -1, READONLY | FAST, G, (0, 0, 0), lolwut),
-    Command::new(
-        "lastsave",
-        1,
-        LOADING | STALE | FAST,
-        G,
-        (0, 0, 0),
-        lastsave,
-    ),
-    Command::parent("slowlog", -2, 0, G, SLOWLOG),
-    Command::new(
-        "monitor",
-        1,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        monitor,
-    ),
-    Command::new(
-        "shutdown",
-        -1,
-        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        shutdown,
-    ),
-    Command::new(
-        "debug",
-        -2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        debug,
-    ),
-    Command::parent("client", -2, 0, CG, CLIENT),
-];
-
-static SLOWLOG: &[Command] = &[
-    Command::new(
-        "slowlog|get",
-        -2,
-        ADMIN | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        slowlog_get,
-    ),
-    Command::new(
-        "slowlog|len",
-        2,
-        ADMIN | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        slowlog_len,
-    ),
-    Command::new(
-        "slowlog|reset",
-        2,
-        ADMIN | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        slowlog_reset,
-    ),
-    Command::new(
-        "slowlog|help",
-        2,
-        LOADING | STALE,
-        G,
-        (0, 0, 0),
-        slowlog_help,
-    ),
-];
-
-const CADMIN: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
-const CPLAIN: u32 = NOSCRIPT | LOADING | STALE;
-
-static CLIENT: &[Command] = &[
-    Command::new("client|id", 2, CPLAIN, CG, (0, 0, 0), client_id),
-    Command::new("client|setname", 3, CPLAIN, CG, (0, 0, 0), client_setname),
-    Command::new("client|getname", 2, CPLAIN, CG, (0, 0, 0), client_getname),
-    Command::new("client|list", -2, CADMIN, CG, (0, 0, 0), client_list),
-    Command::new("client|info", 2, CPLAIN, CG, (0, 0, 0), client_info),
-    Command::new("client|kill", -3, CADMIN, CG, (0, 0, 0), client_kill),
-    Command::new("client|reply", 3, CPLAIN, CG, (0, 0, 0), client_reply),
-    Command::new("client|no-evict", 3, CADMIN, CG, (0, 0, 0), client_no_evict),
-    Command::new("client|pause", -3, CADMIN, CG, (0, 0, 0), client_pause),
-    Command::new("client|unpause", 2, CADMIN, CG, (0, 0, 0), client_unpause),
-    Command::new("client|getredir", 2, CPLAIN, CG, (0, 0, 0), client_getredir),
-    Command::new(
-        "client|trackinginfo",
-        2,
-        CPLAIN,
-        CG,
-        (0, 0, 0),
-        client_trackinginfo,
-    ),
-    Command::new("client|unblock", -3, CADMIN, CG, (0, 0, 0), client_unblock),
-    Command::new(
-        "client|help",
-        2,
-        LOADING | STALE,
-        CG,
-        (0, 0, 0),
-        client_help,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("time", time),
+    ("role", role),
+    ("lolwut", lolwut),
+    ("lastsave", lastsave),
+    ("slowlog|get", slowlog_get),
+    ("slowlog|len", slowlog_len),
+    ("slowlog|reset", slowlog_reset),
+    ("slowlog|help", slowlog_help),
+    ("monitor", monitor),
+    ("shutdown", shutdown),
 ];
 
 // ---------------------------------------------------------------- misc

@@ -7,10 +7,9 @@
 //! the second one (copy the first set, then remove) can convert on the way
 //! and the stored result keeps that encoding.
 
-use super::flags::*;
 use super::hash::{distinct_indices, rand_count};
 use super::scan::{cursor_arg, scan_opts, scan_reply};
-use super::{int_arg, Command, Ctx};
+use super::{int_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
@@ -18,50 +17,28 @@ use rand::Rng;
 use std::collections::HashSet;
 use storage::{CBytes, Intset, LpVal, Set, Value};
 
-const G: &str = "set";
 /// The `s` keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[3].1;
 const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("sadd", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), sadd),
-    Command::new("srem", -3, WRITE | FAST, G, (1, 1, 1), srem),
-    Command::new("scard", 2, READONLY | FAST, G, (1, 1, 1), scard),
-    Command::new("sismember", 3, READONLY | FAST, G, (1, 1, 1), sismember),
-    Command::new("smismember", -3, READONLY | FAST, G, (1, 1, 1), smismember),
-    Command::new("smembers", 2, READONLY, G, (1, 1, 1), smembers),
-    Command::new("srandmember", -2, READONLY, G, (1, 1, 1), srandmember),
-    Command::new("spop", -2, WRITE | FAST, G, (1, 1, 1), spop),
-    Command::new("smove", 4, WRITE | FAST, G, (1, 2, 1), smove),
-    Command::new("sinter", -2, READONLY, G, (1, -1, 1), sinter),
-    Command::new(
-        "sintercard",
-        -3,
-        READONLY | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        sintercard,
-    ),
-    Command::new(
-        "sinterstore",
-        -3,
-        WRITE | DENYOOM,
-        G,
-        (1, -1, 1),
-        sinterstore,
-    ),
-    Command::new("sunion", -2, READONLY, G, (1, -1, 1), sunion),
-    Command::new(
-        "sunionstore",
-        -3,
-        WRITE | DENYOOM,
-        G,
-        (1, -1, 1),
-        sunionstore,
-    ),
-    Command::new("sdiff", -2, READONLY, G, (1, -1, 1), sdiff),
-    Command::new("sdiffstore", -3, WRITE | DENYOOM, G, (1, -1, 1), sdiffstore),
-    Command::new("sscan", -3, READONLY, G, (1, 1, 1), sscan),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("sadd", sadd),
+    ("srem", srem),
+    ("scard", scard),
+    ("sismember", sismember),
+    ("smismember", smismember),
+    ("smembers", smembers),
+    ("srandmember", srandmember),
+    ("spop", spop),
+    ("smove", smove),
+    ("sinter", sinter),
+    ("sintercard", sintercard),
+    ("sinterstore", sinterstore),
+    ("sunion", sunion),
+    ("sunionstore", sunionstore),
+    ("sdiff", sdiff),
+    ("sdiffstore", sdiffstore),
+    ("sscan", sscan),
 ];
 
 fn bulk_val(out: &mut protocol::ReplyBuf, v: LpVal) {

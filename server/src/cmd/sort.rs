@@ -21,8 +21,7 @@
 //!   SORT_RO, as Redis does (visible in OBJECT ENCODING).
 //! - `start + count - 1` in LIMIT saturates instead of overflowing.
 
-use super::flags::*;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, WRONGTYPE};
 use crate::state::State;
@@ -30,32 +29,12 @@ use bytes::Bytes;
 use std::cmp::Ordering;
 use storage::{LpVal, Quicklist, SortedSet, Value};
 
-/// SORT's ACL categories include @list, @set and @sortedset; the stored
-/// result is a list.
-const G: &str = "list";
 /// The `l` (list) keyspace event class: `sortstore`.
 const LIST: u32 = NOTIFY_CLASSES[2].1;
 /// The `g` (generic) keyspace event class: `del` of an emptied STORE key.
 const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new(
-        "sort",
-        -2,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        sort,
-    ),
-    Command::new(
-        "sort_ro",
-        -2,
-        READONLY | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        sort_ro,
-    ),
-];
+pub static HANDLERS: &[(&str, Handler)] = &[("sort", sort), ("sort_ro", sort_ro)];
 
 /// The key arguments of a SORT call (COMMAND GETKEYS): the source and the
 /// last STORE destination, skipping the arguments of LIMIT, GET and BY as

@@ -2,50 +2,41 @@
 
 pub(crate) mod ldouble;
 
-use super::flags::*;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use bytes::Bytes;
 use ldouble::LDouble;
 use storage::{CBytes, StrValue, Value};
 
-const G: &str = "string";
 /// The `$` (string) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[1].1;
 /// The `g` (generic) keyspace event class.
 pub const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("get", 2, READONLY | FAST, G, (1, 1, 1), get),
-    Command::new("set", -3, WRITE | DENYOOM, G, (1, 1, 1), set),
-    Command::new("setnx", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), setnx),
-    Command::new("setex", 4, WRITE | DENYOOM, G, (1, 1, 1), setex),
-    Command::new("psetex", 4, WRITE | DENYOOM, G, (1, 1, 1), psetex),
-    Command::new("getset", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), getset),
-    Command::new("getdel", 2, WRITE | FAST, G, (1, 1, 1), getdel),
-    Command::new("getex", -2, WRITE | FAST, G, (1, 1, 1), getex),
-    Command::new("mget", -2, READONLY | FAST, G, (1, -1, 1), mget),
-    Command::new("mset", -3, WRITE | DENYOOM, G, (1, -1, 2), mset),
-    Command::new("msetnx", -3, WRITE | DENYOOM, G, (1, -1, 2), msetnx),
-    Command::new("append", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), append),
-    Command::new("strlen", 2, READONLY | FAST, G, (1, 1, 1), strlen),
-    Command::new("getrange", 4, READONLY, G, (1, 1, 1), getrange),
-    Command::new("substr", 4, READONLY, G, (1, 1, 1), getrange),
-    Command::new("setrange", 4, WRITE | DENYOOM, G, (1, 1, 1), setrange),
-    Command::new("incr", 2, WRITE | DENYOOM | FAST, G, (1, 1, 1), incr),
-    Command::new("decr", 2, WRITE | DENYOOM | FAST, G, (1, 1, 1), decr),
-    Command::new("incrby", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), incrby),
-    Command::new("decrby", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), decrby),
-    Command::new(
-        "incrbyfloat",
-        3,
-        WRITE | DENYOOM | FAST,
-        G,
-        (1, 1, 1),
-        incrbyfloat,
-    ),
-    Command::new("lcs", -3, READONLY, G, (1, 2, 1), lcs),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("get", get),
+    ("set", set),
+    ("setnx", setnx),
+    ("setex", setex),
+    ("psetex", psetex),
+    ("getset", getset),
+    ("getdel", getdel),
+    ("getex", getex),
+    ("mget", mget),
+    ("mset", mset),
+    ("msetnx", msetnx),
+    ("append", append),
+    ("strlen", strlen),
+    ("getrange", getrange),
+    ("substr", getrange),
+    ("setrange", setrange),
+    ("incr", incr),
+    ("decr", decr),
+    ("incrby", incrby),
+    ("decrby", decrby),
+    ("incrbyfloat", incrbyfloat),
+    ("lcs", lcs),
 ];
 
 /// Writes a string value as a bulk reply.

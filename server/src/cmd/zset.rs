@@ -5,9 +5,8 @@
 //! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) also take plain
 //! sets, whose members score 1.
 
-use super::flags::*;
 use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
-use super::{int_arg, is, timeout_arg, Command, Ctx};
+use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER, WRONGTYPE};
 use crate::state::BlockKind;
@@ -17,110 +16,46 @@ use std::collections::HashMap;
 use storage::zset::{parse_score, ZEntry};
 use storage::{LexRange, ScoreRange, Set, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
 
-const G: &str = "sortedset";
 /// The `z` (sorted set) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[5].1;
 const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("zadd", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), zadd),
-    Command::new("zincrby", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), zincrby),
-    Command::new("zscore", 3, READONLY | FAST, G, (1, 1, 1), zscore),
-    Command::new("zmscore", -3, READONLY | FAST, G, (1, 1, 1), zmscore),
-    Command::new("zcard", 2, READONLY | FAST, G, (1, 1, 1), zcard),
-    Command::new("zcount", 4, READONLY | FAST, G, (1, 1, 1), zcount),
-    Command::new("zlexcount", 4, READONLY | FAST, G, (1, 1, 1), zlexcount),
-    Command::new("zrank", 3, READONLY | FAST, G, (1, 1, 1), zrank),
-    Command::new("zrevrank", 3, READONLY | FAST, G, (1, 1, 1), zrevrank),
-    Command::new("zrange", -4, READONLY, G, (1, 1, 1), zrange),
-    Command::new(
-        "zrangestore",
-        -5,
-        WRITE | DENYOOM,
-        G,
-        (1, 2, 1),
-        zrangestore,
-    ),
-    Command::new("zrevrange", -4, READONLY, G, (1, 1, 1), zrevrange),
-    Command::new("zrangebyscore", -4, READONLY, G, (1, 1, 1), zrangebyscore),
-    Command::new(
-        "zrevrangebyscore",
-        -4,
-        READONLY,
-        G,
-        (1, 1, 1),
-        zrevrangebyscore,
-    ),
-    Command::new("zrangebylex", -4, READONLY, G, (1, 1, 1), zrangebylex),
-    Command::new("zrevrangebylex", -4, READONLY, G, (1, 1, 1), zrevrangebylex),
-    Command::new("zrem", -3, WRITE | FAST, G, (1, 1, 1), zrem),
-    Command::new("zremrangebyrank", 4, WRITE, G, (1, 1, 1), zremrangebyrank),
-    Command::new("zremrangebyscore", 4, WRITE, G, (1, 1, 1), zremrangebyscore),
-    Command::new("zremrangebylex", 4, WRITE, G, (1, 1, 1), zremrangebylex),
-    Command::new("zpopmin", -2, WRITE | FAST, G, (1, 1, 1), zpopmin),
-    Command::new("zpopmax", -2, WRITE | FAST, G, (1, 1, 1), zpopmax),
-    Command::new("zmpop", -4, WRITE | MOVABLE_KEYS, G, (0, 0, 0), zmpop),
-    Command::new("zrandmember", -2, READONLY, G, (1, 1, 1), zrandmember),
-    Command::new("zscan", -3, READONLY, G, (1, 1, 1), zscan),
-    Command::new("zinter", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zinter),
-    Command::new(
-        "zinterstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        zinterstore,
-    ),
-    Command::new(
-        "zintercard",
-        -3,
-        READONLY | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        zintercard,
-    ),
-    Command::new("zunion", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zunion),
-    Command::new(
-        "zunionstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        zunionstore,
-    ),
-    Command::new("zdiff", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zdiff),
-    Command::new(
-        "zdiffstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        zdiffstore,
-    ),
-    Command::new(
-        "bzpopmin",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING | FAST,
-        G,
-        (1, -2, 1),
-        bzpopmin,
-    ),
-    Command::new(
-        "bzpopmax",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING | FAST,
-        G,
-        (1, -2, 1),
-        bzpopmax,
-    ),
-    Command::new(
-        "bzmpop",
-        -5,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        bzmpop,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("zadd", zadd),
+    ("zincrby", zincrby),
+    ("zscore", zscore),
+    ("zmscore", zmscore),
+    ("zcard", zcard),
+    ("zcount", zcount),
+    ("zlexcount", zlexcount),
+    ("zrank", zrank),
+    ("zrevrank", zrevrank),
+    ("zrange", zrange),
+    ("zrangestore", zrangestore),
+    ("zrevrange", zrevrange),
+    ("zrangebyscore", zrangebyscore),
+    ("zrevrangebyscore", zrevrangebyscore),
+    ("zrangebylex", zrangebylex),
+    ("zrevrangebylex", zrevrangebylex),
+    ("zrem", zrem),
+    ("zremrangebyrank", zremrangebyrank),
+    ("zremrangebyscore", zremrangebyscore),
+    ("zremrangebylex", zremrangebylex),
+    ("zpopmin", zpopmin),
+    ("zpopmax", zpopmax),
+    ("zmpop", zmpop),
+    ("zrandmember", zrandmember),
+    ("zscan", zscan),
+    ("zinter", zinter),
+    ("zinterstore", zinterstore),
+    ("zintercard", zintercard),
+    ("zunion", zunion),
+    ("zunionstore", zunionstore),
+    ("zdiff", zdiff),
+    ("zdiffstore", zdiffstore),
+    ("bzpopmin", bzpopmin),
+    ("bzpopmax", bzpopmax),
+    ("bzmpop", bzmpop),
 ];
 
 fn score_arg(a: &[u8]) -> Result<f64, Error> {
