@@ -8,13 +8,13 @@
 //! and so converts nothing.
 
 use super::scan::{cursor_arg, scan_opts, scan_reply};
-use super::string::ldouble::LDouble;
 use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
+use storage::num::LDouble;
 use storage::{CBytes, Hash, LpVal, Value};
 
 /// The `h` keyspace event class.

@@ -238,7 +238,7 @@ fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
         Value::ZSet(z) => z.for_each(|m, s| {
             let mut e = [0u8; 20];
             mix(&mut e, m);
-            mix(&mut e, rdb::fmt_g17(s).as_bytes());
+            mix(&mut e, storage::num::fmt_g17(s).as_bytes());
             xor(d, &e);
         }),
         Value::Hash(h) => {

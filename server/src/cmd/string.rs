@@ -1,12 +1,10 @@
 //! String commands.
 
-pub(crate) mod ldouble;
-
 use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use bytes::Bytes;
-use ldouble::LDouble;
+use storage::num::LDouble;
 use storage::{CBytes, StrValue, Value};
 
 /// The `$` (string) keyspace event class.

@@ -13,7 +13,8 @@ use crate::state::BlockKind;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use storage::zset::{parse_score, ZEntry};
+use storage::num::parse_score;
+use storage::zset::ZEntry;
 use storage::{LexRange, ScoreRange, Set, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
 
 /// The `z` (sorted set) keyspace event class.
