@@ -303,6 +303,7 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// The append-only file (see `aof`).
     pub aof: crate::aof::Aof,
+    /// What commands propagate, on its way to the AOF (see `propagate`).
     pub prop: crate::propagate::Stream,
     /// maxmemory eviction settings and pool, latency monitor (see `evict`).
     pub memory: crate::evict::Memory,
