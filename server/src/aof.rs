@@ -6,15 +6,11 @@
 //! (`file <name> seq <n> type b|i` lines).
 //!
 //! # What is written
-//! The dispatcher calls [`after_command`] once per command. A command that
-//! moved the dirty counter is logged, in the form Redis 7.0 propagates:
-//! relative expiry made absolute (`PEXPIREAT`, `SET … PXAT`), results of
-//! float increments as SET/HSET, SPOP as SREM, blocking and multi-key pops
-//! as their plain forms (the popped key read back from the reply), expired
-//! keys as `DEL`. Commands nested in one top-level command (EXEC, scripts,
-//! SPOP with a count) form one unit; a unit of more than one command is
+//! The AOF is a consumer of the propagation stream (`crate::propagate`):
+//! each finished unit (a top-level command with what it ran, in the forms
+//! the commands chose) is written as it comes, a unit of more than one op
 //! wrapped in MULTI/EXEC. `SELECT` is written when the database differs
-//! from the last one written.
+//! from the last one written to the current file.
 //!
 //! # Writes and fsyncs
 //! Units are serialized into `Aof::buf` under the state lock; the logical
@@ -33,9 +29,8 @@
 //! (`crate::persist`, serialize-before-overwrite, on the saver thread):
 //! see [`rewrite_start`] and [`rewrite_done`].
 
-use crate::state::{now_ms, Client, State};
+use crate::state::{now_ms, State};
 use bytes::Bytes;
-use protocol::{Frame, ReplyBuf};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -311,10 +306,6 @@ pub struct Aof {
     pub write_failed: bool,
     /// The database the last written command ran in.
     pub sel_db: Option<usize>,
-    /// Nesting of `execute` calls: a unit ends at depth 0.
-    pub depth: u32,
-    /// Commands of the running unit, with their database.
-    pub ops: Vec<(usize, Vec<Bytes>)>,
     pub io: Option<Arc<Io>>,
     pub manifest: Manifest,
     pub base_size: u64,
@@ -346,14 +337,6 @@ pub struct Rewrite {
     /// Writes go to `temp-<appendfilename>.incr`, which the manifest
     /// lists only once the base is there (the AOF is being turned on).
     temp_incr: bool,
-}
-
-/// Where a command started: what `after_command` compares against.
-#[derive(Clone, Copy)]
-pub struct Mark {
-    pub dirty: u64,
-    pub db: usize,
-    pub reply: usize,
 }
 
 fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
@@ -390,24 +373,6 @@ impl Aof {
         self.offset += n;
         self.incr_size += n;
         self.last_incr_size += n;
-    }
-
-    /// Writes the finished unit, wrapped in MULTI/EXEC if it has more than
-    /// one command.
-    fn end_unit(&mut self) {
-        let ops = std::mem::take(&mut self.ops);
-        if ops.len() > 1 {
-            self.emit(ops[0].0, &[b("MULTI")]);
-            for (db, a) in &ops {
-                self.emit(*db, a);
-            }
-            let db = self.sel_db.unwrap_or(0);
-            self.emit(db, &[b("EXEC")]);
-        } else if let Some((db, a)) = ops.first() {
-            self.emit(*db, a);
-        }
-        self.ops = ops;
-        self.ops.clear();
     }
 
     /// write(2)s the buffered units, under the state lock as Redis writes
@@ -552,6 +517,28 @@ impl Aof {
     }
 }
 
+/// The AOF reads the propagation stream while it is appending (not while
+/// it loads: replayed commands are not logged again).
+impl crate::propagate::Consumer for Aof {
+    fn wants(&self) -> bool {
+        self.on && !self.loading
+    }
+
+    /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
+    fn feed(&mut self, ops: &[(usize, Vec<Bytes>)]) {
+        if ops.len() > 1 {
+            self.emit(ops[0].0, &[b("MULTI")]);
+            for (db, a) in ops {
+                self.emit(*db, a);
+            }
+            let db = self.sel_db.unwrap_or(0);
+            self.emit(db, &[b("EXEC")]);
+        } else if let Some((db, a)) = ops.first() {
+            self.emit(*db, a);
+        }
+    }
+}
+
 /// What a batch's replies wait for: the log durable up to `offset`.
 pub struct Durable {
     offset: u64,
@@ -568,239 +555,6 @@ pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
         crate::round::after().await;
     }
     shared.lock_eventually().await.aof.make_durable(d.offset);
-}
-
-impl State {
-    /// Logs a command in the running unit (or alone, outside any command:
-    /// active expiry).
-    pub fn propagate(&mut self, db: usize, args: Vec<Bytes>) {
-        if !self.aof.on || self.aof.loading {
-            return;
-        }
-        self.aof.ops.push((db, args));
-        if self.aof.depth == 0 {
-            self.aof.end_unit();
-        }
-    }
-
-    /// An expired key is logged as its deletion.
-    pub fn propagate_expired(&mut self, db: usize, key: &[u8]) {
-        if self.aof.on {
-            self.propagate(db, vec![b("DEL"), Bytes::copy_from_slice(key)]);
-        }
-    }
-}
-
-/// Called by the dispatcher before the handler.
-pub fn before_command(st: &mut State, cl: &Client, reply: usize) -> Mark {
-    st.aof.depth += 1;
-    Mark {
-        dirty: st.dirty,
-        db: cl.db,
-        reply,
-    }
-}
-
-/// Commands whose effect is logged by the commands they run.
-fn is_container(name: &str) -> bool {
-    matches!(
-        name,
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
-}
-
-/// Called by the dispatcher after the handler: logs the command (or its
-/// rewritten form) if it changed data, and ends the unit at top level.
-pub fn after_command(st: &mut State, name: &str, args: &[Bytes], m: Mark, out: &ReplyBuf) {
-    st.aof.depth = st.aof.depth.saturating_sub(1);
-    if !st.aof.on || st.aof.loading {
-        return;
-    }
-    if st.dirty > m.dirty && !is_container(name) {
-        let reply = out.buf.get(m.reply..).unwrap_or(&[]);
-        let ops = propagated_form(st, name, args, m.db, reply);
-        for a in ops {
-            st.aof.ops.push((m.db, a));
-        }
-    }
-    if st.aof.depth == 0 {
-        st.aof.end_unit();
-    }
-}
-
-fn upper_eq(a: &[u8], w: &str) -> bool {
-    a.eq_ignore_ascii_case(w.as_bytes())
-}
-
-fn frame_bytes(f: &Frame) -> Option<Bytes> {
-    match f {
-        Frame::Bulk(b) | Frame::Simple(b) => Some(b.clone()),
-        Frame::Integer(i) => Some(num(*i)),
-        _ => None,
-    }
-}
-
-fn frame_items(f: &Frame) -> Option<&[Frame]> {
-    match f {
-        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => Some(v),
-        _ => None,
-    }
-}
-
-/// The absolute-expiry form of a key's TTL, or its deletion when gone.
-fn expiry_or_del(st: &State, db: usize, key: &Bytes, extra: &[Bytes]) -> Vec<Bytes> {
-    let d = &st.dbs[db];
-    if !d.contains(key) {
-        return vec![b("DEL"), key.clone()];
-    }
-    match d.expire_at(key) {
-        Some(t) => {
-            let mut v = vec![b("PEXPIREAT"), key.clone(), num(t)];
-            v.extend_from_slice(extra);
-            v
-        }
-        None => vec![b("PERSIST"), key.clone()],
-    }
-}
-
-/// Redis 7.0's propagated form of a command that changed data.
-fn propagated_form(
-    st: &State,
-    name: &str,
-    a: &[Bytes],
-    db: usize,
-    reply: &[u8],
-) -> Vec<Vec<Bytes>> {
-    let parsed = || protocol::parse_reply(reply).map(|(f, _)| f);
-    let one = |v: Vec<Bytes>| vec![v];
-    match name {
-        "expire" | "pexpire" | "expireat" | "pexpireat" if a.len() >= 3 => {
-            one(expiry_or_del(st, db, &a[1], &a[3..]))
-        }
-        "getex" if a.len() >= 3 => {
-            let v = expiry_or_del(st, db, &a[1], &[]);
-            one(v)
-        }
-        "getdel" => one(vec![b("DEL"), a[1].clone()]),
-        "getset" => one(vec![b("SET"), a[1].clone(), a[2].clone()]),
-        "setex" | "psetex" if a.len() == 4 => one(set_pxat(st, db, &a[1], &a[3])),
-        "set"
-            if a.len() > 3
-                && a[3..]
-                    .iter()
-                    .any(|o| ["ex", "px", "exat", "pxat"].iter().any(|w| upper_eq(o, w))) =>
-        {
-            one(set_pxat(st, db, &a[1], &a[2]))
-        }
-        "set" if a.len() > 3 && a[3..].iter().any(|o| upper_eq(o, "get")) => {
-            let mut v: Vec<Bytes> = a.to_vec();
-            v.retain(|o| !upper_eq(o, "get"));
-            one(v)
-        }
-        "incrbyfloat" => match parsed().as_ref().and_then(frame_bytes) {
-            Some(v) => one(vec![b("SET"), a[1].clone(), v, b("KEEPTTL")]),
-            None => one(a.to_vec()),
-        },
-        "hincrbyfloat" => match parsed().as_ref().and_then(frame_bytes) {
-            Some(v) => one(vec![b("HSET"), a[1].clone(), a[2].clone(), v]),
-            None => one(a.to_vec()),
-        },
-        "spop" => {
-            if !st.dbs[db].contains(&a[1]) {
-                return one(vec![b("DEL"), a[1].clone()]);
-            }
-            let f = parsed();
-            match f.as_ref() {
-                Some(Frame::Bulk(m)) => one(vec![b("SREM"), a[1].clone(), m.clone()]),
-                Some(f) => frame_items(f)
-                    .unwrap_or(&[])
-                    .iter()
-                    .filter_map(frame_bytes)
-                    .map(|m| vec![b("SREM"), a[1].clone(), m])
-                    .collect(),
-                None => vec![],
-            }
-        }
-        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
-            let key = parsed()
-                .as_ref()
-                .and_then(frame_items)
-                .and_then(|v| v.first().and_then(frame_bytes));
-            let cmd = match name {
-                "blpop" => "LPOP",
-                "brpop" => "RPOP",
-                "bzpopmin" => "ZPOPMIN",
-                _ => "ZPOPMAX",
-            };
-            match key {
-                Some(k) => one(vec![b(cmd), k]),
-                None => vec![],
-            }
-        }
-        "blmove" if a.len() == 6 => one(vec![
-            b("LMOVE"),
-            a[1].clone(),
-            a[2].clone(),
-            a[3].clone(),
-            a[4].clone(),
-        ]),
-        "brpoplpush" if a.len() == 4 => one(vec![b("RPOPLPUSH"), a[1].clone(), a[2].clone()]),
-        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => {
-            let f = parsed();
-            let items = f.as_ref().and_then(frame_items);
-            let (Some(key), Some(n)) = (
-                items.and_then(|v| v.first().and_then(frame_bytes)),
-                items
-                    .and_then(|v| v.get(1).and_then(frame_items))
-                    .map(|v| v.len()),
-            ) else {
-                return vec![];
-            };
-            // The direction word is the first argument after the keys.
-            let first = if name.starts_with('b') { 2 } else { 1 };
-            let nkeys = a
-                .get(first)
-                .and_then(|n| storage::num::parse_i64(n))
-                .unwrap_or(0)
-                .max(0) as usize;
-            let dir = a.get(first + 1 + nkeys).cloned().unwrap_or_default();
-            let cmd = if name.ends_with("zmpop") {
-                if upper_eq(&dir, "max") {
-                    "ZPOPMAX"
-                } else {
-                    "ZPOPMIN"
-                }
-            } else if upper_eq(&dir, "right") {
-                "RPOP"
-            } else {
-                "LPOP"
-            };
-            one(vec![b(cmd), key, num(n as i64)])
-        }
-        "restore" if a.len() >= 4 => {
-            let absttl = a[4..].iter().any(|o| upper_eq(o, "absttl"));
-            if absttl || storage::num::parse_i64(&a[2]) == Some(0) {
-                return one(a.to_vec());
-            }
-            match st.dbs[db].expire_at(&a[1]) {
-                Some(t) => {
-                    let mut v = a.to_vec();
-                    v[2] = num(t);
-                    v.push(b("ABSTTL"));
-                    one(v)
-                }
-                None => one(a.to_vec()),
-            }
-        }
-        _ => one(a.to_vec()),
-    }
-}
-
-fn set_pxat(st: &State, db: usize, key: &Bytes, val: &Bytes) -> Vec<Bytes> {
-    match st.dbs[db].expire_at(key) {
-        Some(t) => vec![b("SET"), key.clone(), val.clone(), b("PXAT"), num(t)],
-        None => vec![b("SET"), key.clone(), val.clone()],
-    }
 }
 
 // ---------------------------------------------------------------- files
@@ -864,7 +618,7 @@ pub enum Start {
 /// BGREWRITEAOF: starts a background rewrite, or schedules it while
 /// another job (a BGSAVE) uses the snapshot engine or a transaction runs.
 pub fn bgrewriteaof(st: &mut State, in_exec: bool) -> io::Result<Start> {
-    if crate::persist::child_active(st) || in_exec || !st.aof.ops.is_empty() {
+    if crate::persist::child_active(st) || in_exec || st.prop.pending() {
         st.aof.rewrite_scheduled = true;
         return Ok(Start::Scheduled);
     }
@@ -1090,7 +844,7 @@ pub fn config_changed(st: &mut State) {
         // As Redis: appending starts with a rewrite, whose base holds
         // the data written so far.
         st.aof.wait_rewrite = true;
-        if crate::persist::child_active(st) || !st.aof.ops.is_empty() {
+        if crate::persist::child_active(st) || st.prop.pending() {
             st.aof.rewrite_scheduled = true;
         } else if rewrite_start(st).is_err() {
             warn!("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
@@ -1105,7 +859,7 @@ pub fn config_changed(st: &mut State) {
 /// rewrite and checks the automatic one.
 pub fn cron(st: &mut State) {
     st.aof.flush_buf();
-    if crate::persist::child_active(st) || !st.aof.ops.is_empty() {
+    if crate::persist::child_active(st) || st.prop.pending() {
         return;
     }
     let now_s = now_ms() / 1000;

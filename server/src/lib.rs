@@ -22,6 +22,7 @@ pub mod load;
 pub mod log;
 pub mod os;
 pub mod persist;
+pub mod propagate;
 pub mod pubsub;
 pub mod round;
 pub mod server;

@@ -303,6 +303,8 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// The append-only file (see `aof`).
     pub aof: crate::aof::Aof,
+    /// What commands propagate, on its way to the AOF (see `propagate`).
+    pub prop: crate::propagate::Stream,
     /// maxmemory eviction settings and pool, latency monitor (see `evict`).
     pub memory: crate::evict::Memory,
     /// RDB status and the running BGSAVE (see `persist`).
@@ -359,6 +361,7 @@ impl State {
             script_run: Arc::default(),
             pubsub: Default::default(),
             aof: Default::default(),
+            prop: Default::default(),
             memory: Default::default(),
             rdb: Default::default(),
         };
@@ -429,7 +432,7 @@ impl State {
             self.touch_watched(db, key);
         }
         self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
-        self.propagate_expired(db, key);
+        self.propagate_del(db, key);
     }
 
     /// Forgets a disconnected client and every wait it had registered.

@@ -68,7 +68,9 @@ impl State {
                     let mut out = ReplyBuf::new(cl.resp3);
                     let cmd = resolve(&b.args).expect("blocked command is in the table");
                     let now = crate::state::now_ms();
-                    let aof_mark = crate::aof::before_command(self, &cl, 0);
+                    // The handler runs again, so it propagates what it
+                    // pops now (LPOP for BLPOP, …).
+                    let prop = self.command_start(cl.db);
                     let mut ctx = Ctx {
                         st: self,
                         cl: &mut cl,
@@ -76,7 +78,7 @@ impl State {
                         now,
                     };
                     let res = (cmd.handler)(&mut ctx, &b.args);
-                    crate::aof::after_command(self, cmd.name, &b.args, aof_mark, &out);
+                    self.command_end(prop, &b.args);
                     if let Err(e) = res {
                         out.error(&e.to_string());
                     }

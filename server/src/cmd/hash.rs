@@ -237,6 +237,11 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     h.set(&a[2], text.as_bytes(), &lim);
     c.st.changed(CLASS, "hincrbyfloat", db, &a[1]);
     c.out.bulk(text.as_bytes());
+    // The result, not the increment: a replay adds no rounding of its own.
+    if c.propagating() {
+        let v = Bytes::copy_from_slice(text.as_bytes());
+        c.propagate_as([Bytes::from_static(b"HSET"), a[1].clone(), a[2].clone(), v]);
+    }
     Ok(())
 }
 

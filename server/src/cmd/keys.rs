@@ -6,6 +6,7 @@ use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::string::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::propagate::int;
 use crate::state::BlockKind;
 use crate::state::State;
 use bytes::Bytes;
@@ -388,8 +389,29 @@ fn expire_generic(
         c.st.dbs[db].set_expire(key, when);
         c.st.changed(GENERIC, "expire", db, key);
     }
+    propagate_expiry(c, key, &a[3..]);
     c.out.int(1);
     Ok(())
+}
+
+/// Propagates what a command left of `key`'s expiry, as Redis 7.0 does:
+/// the absolute time (`PEXPIREAT`, followed by `extra` options),
+/// `PERSIST` when it has none, `DEL` when the key is gone.
+pub(super) fn propagate_expiry(c: &mut Ctx, key: &Bytes, extra: &[Bytes]) {
+    if !c.propagating() {
+        return;
+    }
+    let d = &c.st.dbs[c.cl.db];
+    let op = if !d.contains(key) {
+        vec![Bytes::from_static(b"DEL"), key.clone()]
+    } else if let Some(t) = d.expire_at(key) {
+        let mut op = vec![Bytes::from_static(b"PEXPIREAT"), key.clone(), int(t)];
+        op.extend_from_slice(extra);
+        op
+    } else {
+        vec![Bytes::from_static(b"PERSIST"), key.clone()]
+    };
+    c.propagate_as(op);
 }
 
 /// EXPIRE key seconds [NX | XX | GT | LT]

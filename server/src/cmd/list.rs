@@ -13,6 +13,7 @@
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
+use crate::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::{LpVal, Quicklist, Value};
@@ -484,6 +485,7 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
         c.out.array(2);
         c.out.bulk(k);
         c.out.bulk(&v);
+        c.propagate_as([pop_cmd(front), k.clone()]);
         return Ok(());
     }
     if c.may_block() {
@@ -496,14 +498,30 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
 
 /// BRPOPLPUSH source destination timeout
 fn brpoplpush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    bmove(c, a, false, true, &a[3])
+    bmove(c, a, false, true, &a[3])?;
+    c.propagate_as([Bytes::from_static(b"RPOPLPUSH"), a[1].clone(), a[2].clone()]);
+    Ok(())
 }
 
 /// BLMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout
 fn blmove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let from = end_arg(&a[3])?;
     let to = end_arg(&a[4])?;
-    bmove(c, a, from, to, &a[5])
+    bmove(c, a, from, to, &a[5])?;
+    let lmove = Bytes::from_static(b"LMOVE");
+    c.propagate_as([
+        lmove,
+        a[1].clone(),
+        a[2].clone(),
+        a[3].clone(),
+        a[4].clone(),
+    ]);
+    Ok(())
+}
+
+/// The non-blocking pop a blocking one propagates as.
+fn pop_cmd(front: bool) -> Bytes {
+    Bytes::from_static(if front { b"LPOP" } else { b"RPOP" })
 }
 
 fn bmove(c: &mut Ctx, a: &[Bytes], from: bool, to: bool, timeout: &[u8]) -> CmdResult {
@@ -566,6 +584,7 @@ fn mpop_from(c: &mut Ctx, keys: &[Bytes], front: bool, count: i64) -> Result<boo
         let n = pop_many(c.out, list, front, count);
         changed_n(c, pop_event(front), db, k, n);
         c.st.delete_if_empty(db, k);
+        c.propagate_as([pop_cmd(front), k.clone(), int(n as i64)]);
         return Ok(true);
     }
     Ok(false)

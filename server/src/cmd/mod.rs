@@ -393,6 +393,25 @@ impl Ctx<'_> {
         self.st.register_blocked(self.cl.id, &b);
         self.cl.blocked = Some(b);
     }
+
+    /// Whether what commands propagate is read (the AOF is on): a rewrite
+    /// that costs something to build is built only then.
+    pub fn propagating(&mut self) -> bool {
+        self.st.propagating()
+    }
+
+    /// This command, if it changed data, propagates `op` instead of its
+    /// arguments (Redis's `rewriteClientCommandVector`); called again, it
+    /// propagates one more op. `op` is collected only if it is read.
+    pub fn propagate_as(&mut self, op: impl IntoIterator<Item = Bytes>) {
+        self.st.propagate_as(op);
+    }
+
+    /// This command propagates nothing of its own: the commands it runs
+    /// propagate themselves (EXEC, scripts).
+    pub fn no_propagate(&mut self) {
+        self.st.no_propagate();
+    }
 }
 
 /// Runs one request for client `cl`, writing its reply (or error) to `out`.
@@ -484,11 +503,11 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
         std::mem::take(&mut st.pubsub.new_keys)
     };
     st.pubsub.running_resp3 = cl.resp3;
-    let aof_mark = crate::aof::before_command(st, cl, mark);
+    let prop = st.command_start(cl.db);
     let mut ctx = Ctx { st, cl, out, now };
     let res = handler(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
-    crate::aof::after_command(st, cmd.name, args, aof_mark, out);
+    st.command_end(prop, args);
     if !st.pubsub.self_out.is_empty() {
         let mine = std::mem::take(&mut st.pubsub.self_out);
         let reply = out.buf.split_off(mark);

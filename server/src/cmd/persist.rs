@@ -5,6 +5,7 @@ use super::string::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;
+use crate::propagate::int;
 use bytes::Bytes;
 use storage::listpack::LpVal;
 use storage::rdb::{self, RestoreError};
@@ -125,6 +126,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // Already expired: the key is gone (a replaced one deleted).
         if deleted {
             c.st.changed(GENERIC, "del", db, key);
+            c.propagate_as([Bytes::from_static(b"DEL"), key.clone()]);
         }
         c.out.ok();
         return Ok(());
@@ -143,6 +145,12 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     c.st.dbs[db].set_access(key, idle, freq);
     c.st.changed(GENERIC, "restore", db, key);
+    if ttl > 0 && !absttl {
+        // The absolute time, so a replay expires the key at the same moment.
+        let args = a.iter().enumerate();
+        let op = args.map(|(i, o)| if i == 2 { int(ttl) } else { o.clone() });
+        c.propagate_as(op.chain([Bytes::from_static(b"ABSTTL")]));
+    }
     c.out.ok();
     Ok(())
 }

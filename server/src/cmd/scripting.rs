@@ -217,6 +217,8 @@ fn run(
 }
 
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
+    // What the script's commands propagate stands for it.
+    c.no_propagate();
     let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let res = (|| {
@@ -272,6 +274,8 @@ fn evalsha_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
+    // What the function's commands propagate stands for it.
+    c.no_propagate();
     let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let name = String::from_utf8_lossy(&a[1]).into_owned();

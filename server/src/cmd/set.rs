@@ -215,12 +215,15 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.bulk(&m);
         c.st.changed(CLASS, "spop", db, &a[1]);
         c.st.delete_if_empty(db, &a[1]);
+        // As Redis 7.0: SREM even when the set is gone with it.
+        c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), Bytes::from(m)]);
         return Ok(());
     }
     let count = int_arg(&a[2])
         .ok()
         .filter(|n| *n >= 0)
         .ok_or_else(|| Error::other("ERR value is out of range, must be positive"))?;
+    let prop = c.propagating();
     let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
         c.out.set(0);
         return Ok(());
@@ -239,17 +242,26 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.dbs[db].remove(&a[1]);
         c.st.changed(CLASS, "spop", db, &a[1]);
         c.st.notify(GENERIC, "del", db, &a[1]);
+        c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
         return Ok(());
     }
     let k = count as usize;
     let mut rng = rand::thread_rng();
     c.out.set(k);
+    let mut popped = Vec::new();
     for _ in 0..k {
         if let Some(m) = s.pop_random(&mut rng) {
             c.out.bulk(&m);
+            if prop {
+                popped.push(Bytes::from(m));
+            }
         }
     }
     c.st.changed(CLASS, "spop", db, &a[1]);
+    // As Redis 7.0: one SREM per member, in one unit.
+    for m in popped {
+        c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), m]);
+    }
     Ok(())
 }
 

@@ -44,6 +44,8 @@ fn multi(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// EXEC
 fn exec(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    // What the queued commands propagate stands for it.
+    c.no_propagate();
     let Some(queue) = c.cl.multi.take() else {
         return Err(Error::other("ERR EXEC without MULTI"));
     };

@@ -9,6 +9,7 @@ use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER, WRONGTYPE};
+use crate::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -608,6 +609,13 @@ fn zpop_generic(
     if n > 0 {
         c.st.changed(CLASS, if max { "zpopmax" } else { "zpopmin" }, db, key);
         c.st.delete_if_empty(db, key);
+    }
+    // The multi-key and blocking forms propagate the plain pop of the key
+    // served, with a count for the ZMPOP family.
+    if shape.emit_key {
+        let pop = Bytes::from_static(if max { b"ZPOPMAX" } else { b"ZPOPMIN" });
+        let n = count.map(|_| int(n as i64));
+        c.propagate_as([pop, key.clone()].into_iter().chain(n));
     }
     Ok(true)
 }
