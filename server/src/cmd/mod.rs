@@ -42,6 +42,7 @@ pub mod string;
 mod table;
 pub mod transaction;
 pub mod zset;
+pub mod zsetops;
 
 pub use blocking::timeout_arg;
 pub use call::quote_monitor;

@@ -205,6 +205,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     hash::HANDLERS,
     set::HANDLERS,
     zset::HANDLERS,
+    zsetops::HANDLERS,
     sort::HANDLERS,
     transaction::HANDLERS,
     scripting::HANDLERS,
