@@ -659,7 +659,7 @@ fn syntax(e: &mlua::Error) -> String {
 
 /// `#!lua [flags=a,b]` on the first line: the flags and the code to
 /// compile (the shebang commented out, so line numbers stay).
-fn parse_eval_shebang(body: &[u8]) -> Result<(u32, Vec<u8>), String> {
+pub fn parse_eval_shebang(body: &[u8]) -> Result<(u32, Vec<u8>), String> {
     if !body.starts_with(b"#!") {
         return Ok((flags::EVAL_COMPAT, body.to_vec()));
     }

@@ -7,6 +7,7 @@
 //! `Client::pending` and is flushed when the task is woken.
 
 use crate::cmd::execute_owned;
+use crate::cmd::transaction::BusyTx;
 use crate::state::{now_ms, Client, Shared};
 use bytes::{Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
@@ -72,7 +73,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         while let Ok(Some(args)) = dec.decode(&mut inbuf) {
             batch.push(args);
         }
-        busy_replies(&shared, &mut batch, &mut out);
+        busy_replies(&shared, &mut batch, &mut out, &mut BusyTx::default());
         if !out.is_empty() {
             if sock.write_all(&out.buf).await.is_err() {
                 return;
@@ -106,6 +107,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
     // A protocol error ends decoding; it is reported after the requests
     // before it have run.
     let mut proto_err = None;
+    let mut busy_tx = BusyTx::default();
     loop {
         // Until AUTH succeeds, one request at a time: the next one is decoded
         // with the limits that apply after it.
@@ -169,6 +171,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 st.clients.insert(id, cl);
                 break;
             }
+            busy_tx.apply(st, &mut cl);
             st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
             let aof_mark = st.aof.offset;
             let had_pending = !cl.pending.is_empty();
@@ -186,7 +189,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 let mut done = 0;
                 paused = false;
                 for args in batch.iter_mut() {
-                    if st.pause.is_some() && crate::cmd::client::must_pause(st, args, now_ms()) {
+                    if st.pause.is_some() && crate::cmd::client::must_pause(st, &cl, args, now_ms())
+                    {
                         paused = true;
                         break;
                     }
@@ -202,6 +206,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                     }
                 }
                 batch.drain(..done);
+                cl.paused = paused;
                 if let Some(e) = proto_err.as_ref().filter(|_| batch.is_empty()) {
                     out.error(&format!("ERR {e}"));
                     cl.close_after_reply = true;
@@ -212,6 +217,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             st.stats.net_output_bytes += out.len() as u64;
             timeout_s = st.tun.timeout_s;
             monitor = cl.monitor;
+            busy_tx.in_multi = cl.multi.is_some();
             dec.unauthenticated = !cl.authenticated;
             let close = cl.close_after_reply;
             // Replies wait for the end of the round (see `round`), except
@@ -225,7 +231,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             close
         } else {
             if blocked.is_none() {
-                busy_replies(&shared, &mut batch, &mut out);
+                busy_replies(&shared, &mut batch, &mut out, &mut busy_tx);
             }
             false
         };
@@ -261,8 +267,9 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
 }
 
 /// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL
-/// act on it, SHUTDOWN NOSAVE exits, anything else is refused with -BUSY.
-fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf) {
+/// act on it, SHUTDOWN NOSAVE exits, MULTI/DISCARD/EXEC go through `tx`,
+/// anything else is refused with -BUSY.
+fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf, tx: &mut BusyTx) {
     use crate::cmd::scripting::{busy_error, kill_running};
     let run = &shared.script;
     for args in batch.drain(..) {
@@ -271,20 +278,19 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
                 .is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
         };
         let r = if args.len() == 2 && is(0, "script") && is(1, "kill") {
-            kill_running(run, false)
+            kill_running(run, false).map_err(String::from)
         } else if args.len() == 2 && is(0, "function") && is(1, "kill") {
-            kill_running(run, true)
+            kill_running(run, true).map_err(String::from)
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
             std::process::exit(0);
         } else {
-            Err(busy_error(
-                run.function.load(std::sync::atomic::Ordering::Relaxed),
-            ))
+            let busy = busy_error(run.function.load(std::sync::atomic::Ordering::Relaxed));
+            tx.answer(&args, busy)
         };
         match r {
             Ok(()) => out.ok(),
-            Err(e) => out.error(e),
+            Err(e) => out.error(&e),
         }
     }
 }

@@ -81,6 +81,9 @@ pub struct Client {
     pub qbuf: usize,
     /// Set while the client waits in a blocking command.
     pub blocked: Option<Blocked>,
+    /// Set while CLIENT PAUSE holds back the client's next request (counted
+    /// in `blocked_clients`, as Redis does).
+    pub paused: bool,
     /// Commands queued since MULTI; `None` outside a transaction.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was rejected while queuing: EXEC must abort.
@@ -152,6 +155,7 @@ impl Client {
             qbuf: 0,
             blocked: None,
             deny_blocking: false,
+            paused: false,
             multi: None,
             multi_error: false,
             watched: Vec::new(),
@@ -233,6 +237,9 @@ pub struct Tuning {
     pub set_max_intset: usize,
     pub obuf_limits: crate::pubsub::ObufLimits,
     pub latency_tracking: bool,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` are both set:
+    /// with no replica ever good, every write is refused (NOREPLICAS).
+    pub min_replicas: bool,
     /// `latency-tracking-info-percentiles`.
     pub latency_percentiles: Vec<f64>,
 }
@@ -402,6 +409,7 @@ impl State {
             set_max_intset: c.int("set-max-intset-entries") as usize,
             obuf_limits: crate::pubsub::parse_limits(c.str("client-output-buffer-limit")),
             latency_tracking: c.flag("latency-tracking"),
+            min_replicas: c.int("min-replicas-to-write") > 0 && c.int("min-replicas-max-lag") > 0,
             latency_percentiles: c
                 .str("latency-tracking-info-percentiles")
                 .split_whitespace()

@@ -1,9 +1,12 @@
-//! WATCH/MULTI/EXEC across clients: invalidation by another connection, and
-//! the seeds' optimistic-locking retry loop under concurrency.
+//! WATCH/MULTI/EXEC across clients: invalidation by another connection,
+//! the seeds' optimistic-locking retry loop under concurrency, keys that
+//! expire while watched, a transaction met by a busy script or a change of
+//! min-replicas-to-write (replies as from Redis 7.0.15).
 
 use cinnabar_tests::RespFrame as Frame;
 use cinnabar_tests::*;
 use std::thread;
+use std::time::{Duration, Instant};
 
 #[test]
 fn another_clients_write_aborts_exec() {
@@ -132,4 +135,96 @@ fn optimistic_increments_lose_nothing() {
     );
     // With ten writers some transactions must have been aborted and retried.
     assert!(retries > 0, "no EXEC was ever aborted");
+}
+
+const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// Waits until the running script makes the server answer -BUSY.
+fn wait_busy(s: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.raw().cmd(&["PING"]) != err(BUSY) {
+        assert!(Instant::now() < deadline, "the script never got busy");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// While a script is busy MULTI and DISCARD are allowed, anything else is
+/// refused and marks the transaction, and EXEC discards it, saying why.
+#[test]
+fn transaction_meets_busy_script() {
+    let s = Server::start(&[("busy-reply-threshold", "100")]);
+    let mut a = s.raw();
+    let mut b = s.raw();
+    let mut k = s.raw();
+    assert_eq!(b.cmd(&["SET", "xx", "1"]), ok());
+    assert_eq!(b.cmd(&["MULTI"]), ok());
+    assert_eq!(b.cmd(&["INCR", "xx"]), simple("QUEUED"));
+    a.send_cmd(&["EVAL", "while true do end", "0"]);
+    wait_busy(&s);
+    let abort = format!("EXECABORT Transaction discarded because of: {BUSY}");
+    assert_eq!(b.cmd(&["EXEC"]), err(&abort));
+    assert_eq!(b.cmd(&["EXEC"]), err(&abort));
+    assert_eq!(b.cmd(&["DISCARD"]), err("ERR DISCARD without MULTI"));
+    assert_eq!(b.cmd(&["MULTI"]), ok());
+    assert_eq!(b.cmd(&["MULTI"]), err("ERR MULTI calls can not be nested"));
+    assert_eq!(b.cmd(&["DISCARD"]), ok());
+    assert_eq!(b.cmd(&["MULTI"]), ok());
+    assert_eq!(b.cmd(&["INCR", "xx"]), err(BUSY));
+    assert_eq!(k.cmd(&["SCRIPT", "KILL"]), ok());
+    assert!(matches!(a.read(), Frame::Error(_)));
+    // Still in the transaction opened while busy, which the refusal marked.
+    assert_eq!(b.cmd(&["INCR", "xx"]), simple("QUEUED"));
+    assert_eq!(
+        b.cmd(&["EXEC"]),
+        err("EXECABORT Transaction discarded because of previous errors.")
+    );
+    assert_eq!(b.cmd(&["GET", "xx"]), bulk("1"));
+}
+
+/// A watched key whose time runs out fails EXEC though nothing deleted it
+/// yet; SWAPDB bringing in, or replacing, only expired keys changes nothing.
+#[test]
+fn watched_keys_that_expire() {
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), ok());
+    assert_eq!(c.cmd(&["SET", "key", "1", "PX", "50"]), ok());
+    assert_eq!(c.cmd(&["WATCH", "key"]), ok());
+    thread::sleep(Duration::from_millis(80));
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "key"]), simple("QUEUED"));
+    assert_eq!(c.cmd(&["EXEC"]), Frame::Null);
+
+    assert_eq!(c.cmd(&["SET", "x", "foo", "PX", "1"]), ok());
+    assert_eq!(c.cmd(&["SELECT", "1"]), ok());
+    assert_eq!(c.cmd(&["SET", "x", "bar", "PX", "1"]), ok());
+    assert_eq!(c.cmd(&["SET", "y", "baz", "PX", "1"]), ok());
+    thread::sleep(Duration::from_millis(5));
+    assert_eq!(c.cmd(&["SELECT", "0"]), ok());
+    assert_eq!(c.cmd(&["WATCH", "x", "y"]), ok());
+    assert_eq!(c.cmd(&["SWAPDB", "0", "1"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["PING"]), simple("QUEUED"));
+    assert_eq!(c.cmd(&["EXEC"]), Frame::Array(vec![simple("PONG")]));
+}
+
+/// min-replicas-to-write set after a write was queued: EXEC is refused.
+#[test]
+fn exec_refused_without_enough_replicas() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let mut o = s.raw();
+    assert_eq!(c.cmd(&["SET", "xx", "1"]), ok());
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "xx"]), simple("QUEUED"));
+    assert_eq!(
+        o.cmd(&["CONFIG", "SET", "min-replicas-to-write", "2"]),
+        ok()
+    );
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        err("EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.")
+    );
+    assert_eq!(c.cmd(&["GET", "xx"]), bulk("1"));
 }

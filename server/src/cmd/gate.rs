@@ -74,6 +74,9 @@ fn check(
     if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
+    if st.tun.min_replicas && writes(cl, cmd) {
+        return Err((Some(cmd), Error::other(NOREPLICAS)));
+    }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
     }
@@ -81,6 +84,7 @@ fn check(
 }
 
 const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Evicts as needed before a command (maxmemory set); true if the command
 /// must be refused: over the limit with nothing left to evict, and the
@@ -112,17 +116,20 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
     }
 }
 
-/// Whether `cmd` is refused with MISCONF now: a write command, PING (as
-/// Redis), or an EXEC whose queue holds a write command.
+/// Whether `cmd` is refused with MISCONF now: a write (see `writes`) or
+/// PING (as Redis).
 fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
-    let write = cmd.has(flags::WRITE)
-        || cmd.name == "ping"
+    (writes(cl, cmd) || cmd.name == "ping") && crate::persist::writes_denied(st)
+}
+
+/// Whether `cmd` writes: a write command, or an EXEC whose queue holds one.
+fn writes(cl: &Client, cmd: &Command) -> bool {
+    cmd.has(flags::WRITE)
         || (cmd.name == "exec"
             && cl.multi.as_ref().is_some_and(|q| {
                 q.iter()
                     .any(|a| resolve(a).is_ok_and(|c| c.has(flags::WRITE)))
-            }));
-    write && crate::persist::writes_denied(st)
+            }))
 }
 
 /// Replies with the error, counted in the error stats unless it was where

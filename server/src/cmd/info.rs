@@ -173,7 +173,8 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                 .unwrap_or(0);
             let blocked = || st.clients.values().filter_map(|c| c.blocked.as_ref());
             f!("client_recent_max_output_buffer:{max_out}");
-            f!("blocked_clients:{}", blocked().count());
+            let paused = st.clients.values().filter(|c| c.paused).count();
+            f!("blocked_clients:{}", blocked().count() + paused);
             f!("tracking_clients:0");
             f!(
                 "clients_in_timeout_table:{}",

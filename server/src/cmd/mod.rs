@@ -22,6 +22,7 @@ pub mod config;
 pub mod connection;
 pub mod debug;
 mod gate;
+pub mod geo;
 pub mod hash;
 pub mod help;
 pub mod info;

@@ -135,13 +135,14 @@ impl ScriptHost<'_> {
                 "ERR This Redis command is not allowed from script",
             ));
         }
+        // PUBLISH and the like replicate: no more allowed than a write.
+        if self.read_only && (cmd.has(WRITE) || super::client::may_replicate(cmd.name)) {
+            return Some((
+                Some(cmd),
+                "ERR Write commands are not allowed from read-only scripts.",
+            ));
+        }
         if cmd.has(WRITE) {
-            if self.read_only {
-                return Some((
-                    Some(cmd),
-                    "ERR Write commands are not allowed from read-only scripts.",
-                ));
-            }
             self.run.wrote.store(true, Relaxed);
         }
         None

@@ -50,7 +50,13 @@ fn exec(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         return Err(Error::other("ERR EXEC without MULTI"));
     };
     let aborted = std::mem::take(&mut c.cl.multi_error);
-    let dirty = c.cl.dirty_cas;
+    // A watched key that expired since (WATCH removed any already expired)
+    // changed, though no lazy or active expiry has deleted it yet.
+    let dirty = c.cl.dirty_cas
+        || c.cl
+            .watched
+            .iter()
+            .any(|(db, key)| c.st.dbs[*db].is_expired(key, c.now));
     c.st.unwatch_all(c.cl);
     if aborted {
         return Err(Error::other(
@@ -137,7 +143,9 @@ impl State {
     }
 
     /// FLUSHDB/FLUSHALL/SWAPDB: touches every watched key of `db` that exists
-    /// there (or, for SWAPDB, in `other`), before the change.
+    /// there (or, for SWAPDB, in `other`), before the change. For SWAPDB an
+    /// expired key counts as absent, and is deleted so that it does not turn
+    /// up as expired-since-WATCH at EXEC.
     pub fn touch_all_watched(&mut self, db: usize, other: Option<usize>) {
         if self.watched.is_empty() {
             return;
@@ -149,11 +157,81 @@ impl State {
             .cloned()
             .collect();
         for (d, key) in slots {
+            if let Some(o) = other {
+                let now = crate::state::now_ms();
+                self.expire_if_needed(d, &key, now);
+                self.expire_if_needed(o, &key, now);
+            }
             let exists =
                 self.dbs[d].contains(&key) || other.is_some_and(|o| self.dbs[o].contains(&key));
             if exists {
                 self.touch_watched(d, &key);
             }
+        }
+    }
+}
+
+/// A client's transaction while a busy script holds the state lock. As in
+/// Redis, MULTI and DISCARD are allowed then, any other request is refused
+/// with -BUSY and marks an open transaction, and a refused EXEC discards
+/// it (`-EXECABORT ... because of: BUSY ...`). The connection answers
+/// these without the client record; `apply` hands the outcome over once
+/// the lock is back.
+#[derive(Default)]
+pub struct BusyTx {
+    /// Whether the client is in MULTI: as seen when the lock was last
+    /// held, then as changed while busy.
+    pub in_multi: bool,
+    /// The transaction open before was ended (DISCARD, refused EXEC).
+    ended: bool,
+    /// A request was refused inside the transaction: EXEC aborts.
+    refused: bool,
+}
+
+impl BusyTx {
+    /// The reply to `args`, refused with `busy` unless allowed while busy.
+    pub fn answer(&mut self, args: &[Bytes], busy: &str) -> Result<(), String> {
+        let name = match args {
+            [name] => name.to_ascii_lowercase(),
+            _ => Vec::new(),
+        };
+        match &name[..] {
+            b"multi" if self.in_multi => Err("ERR MULTI calls can not be nested".into()),
+            b"multi" => {
+                self.in_multi = true;
+                Ok(())
+            }
+            b"discard" if !self.in_multi => Err("ERR DISCARD without MULTI".into()),
+            b"discard" | b"exec" => {
+                let was_in = std::mem::replace(&mut self.in_multi, false);
+                self.ended = true;
+                self.refused = false;
+                match (was_in, &name[..]) {
+                    (true, b"discard") => Ok(()),
+                    _ => Err(format!(
+                        "EXECABORT Transaction discarded because of: {busy}"
+                    )),
+                }
+            }
+            _ => {
+                self.refused |= self.in_multi;
+                Err(busy.into())
+            }
+        }
+    }
+
+    /// Applies what happened while busy to the client.
+    pub fn apply(&mut self, st: &mut State, cl: &mut Client) {
+        if std::mem::take(&mut self.ended) {
+            cl.multi = None;
+            cl.multi_error = false;
+            st.unwatch_all(cl);
+        }
+        if self.in_multi && cl.multi.is_none() {
+            cl.multi = Some(Vec::new());
+        }
+        if std::mem::take(&mut self.refused) {
+            cl.multi_error = true;
         }
     }
 }

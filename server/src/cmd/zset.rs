@@ -193,7 +193,13 @@ fn zincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     zadd_generic(c, &a[1], &a[2..], f, false)
 }
 
-fn zadd_generic(c: &mut Ctx, key: &[u8], pairs: &[Bytes], f: ZaddFlags, ch: bool) -> CmdResult {
+pub(super) fn zadd_generic(
+    c: &mut Ctx,
+    key: &[u8],
+    pairs: &[Bytes],
+    f: ZaddFlags,
+    ch: bool,
+) -> CmdResult {
     let scores = pairs
         .chunks(2)
         .map(|p| score_arg(&p[0]))

@@ -1,0 +1,74 @@
+//! CLIENT PAUSE WRITE as Redis 7.0.15 applies it: what waits (writes,
+//! scripts not declared `no-writes`, an EXEC holding a write), what does
+//! not, and that waiting clients count as blocked in INFO.
+
+use cinnabar_tests::RespFrame as Frame;
+use cinnabar_tests::*;
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn blocked_clients(c: &mut RawClient) -> i64 {
+    let info = text(&c.cmd(&["INFO", "clients"]));
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .expect("blocked_clients")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn wait_blocked(c: &mut RawClient, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while blocked_clients(c) != n {
+        assert!(Instant::now() < deadline, "never {n} blocked clients");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn pause_write_holds_back_what_may_write() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let mut tx = s.raw();
+    assert_eq!(tx.cmd(&["MULTI"]), ok());
+    assert_eq!(tx.cmd(&["SET", "foo", "bar"]), simple("QUEUED"));
+    let ro_lib = "#!lua name=lib\nredis.register_function{function_name='ro', callback=function() return 'hi' end, flags={'no-writes'}}";
+    assert_eq!(r.cmd(&["FUNCTION", "LOAD", ro_lib]), bulk("lib"));
+    assert_eq!(r.cmd(&["CLIENT", "PAUSE", "60000", "WRITE"]), ok());
+
+    // Not held back: reads, read-only scripts and functions.
+    let mut q = s.raw();
+    assert_eq!(q.cmd(&["GET", "foo"]), nil());
+    assert_eq!(q.cmd(&["EVAL_RO", "return 1", "0"]), int(1));
+    assert_eq!(
+        q.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 2", "0"]),
+        int(2)
+    );
+    assert_eq!(q.cmd(&["FCALL", "ro", "0"]), bulk("hi"));
+    // A read-only script may not publish either.
+    match q.cmd(&["EVAL_RO", "return redis.call('publish','ch','m')", "0"]) {
+        Frame::Error(e) => assert!(
+            e.starts_with(b"ERR Write commands are not allowed from read-only scripts."),
+            "{}",
+            String::from_utf8_lossy(&e)
+        ),
+        f => panic!("{f:?}"),
+    }
+
+    // Held back: a write, scripts that may write, an EXEC holding a write.
+    let mut w = s.raw();
+    w.send_cmd(&["SET", "a", "1"]);
+    let mut e1 = s.raw();
+    e1.send_cmd(&["EVAL", "return 1", "0"]);
+    let mut e2 = s.raw();
+    e2.send_cmd(&["EVAL", "#!lua\nreturn 2", "0"]);
+    tx.send_cmd(&["EXEC"]);
+    wait_blocked(&mut r, 4);
+    w.expect_silence(Duration::from_millis(50));
+    assert_eq!(r.cmd(&["CLIENT", "UNPAUSE"]), ok());
+    assert_eq!(w.read(), ok());
+    assert_eq!(e1.read(), int(1));
+    assert_eq!(e2.read(), int(2));
+    assert_eq!(tx.read(), Frame::Array(vec![ok()]));
+    assert_eq!(blocked_clients(&mut r), 0);
+}
