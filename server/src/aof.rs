@@ -950,4 +950,26 @@ mod tests {
         resp(&mut v, &[b("SET"), b("k"), b("")]);
         assert_eq!(v, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
     }
+
+    /// A unit of several ops is one transaction; SELECT only when the
+    /// database changes.
+    #[test]
+    fn units_as_written() {
+        use crate::propagate::Consumer;
+        let mut a = Aof {
+            on: true,
+            ..Default::default()
+        };
+        a.feed(&[(0, vec![b("SET"), b("a"), b("1")])]);
+        a.feed(&[(0, vec![b("INCR"), b("n")]), (1, vec![b("DEL"), b("x")])]);
+        let text = String::from_utf8_lossy(&a.buf).to_string();
+        let words: Vec<&str> = text
+            .split("\r\n")
+            .filter(|w| !w.is_empty() && !w.starts_with(['*', '$']))
+            .collect();
+        assert_eq!(
+            words.join(" "),
+            "SELECT 0 SET a 1 MULTI INCR n SELECT 1 DEL x EXEC"
+        );
+    }
 }

@@ -2,8 +2,8 @@
 //! MOVE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
 //! PERSIST TOUCH KEYS SCAN RANDOMKEY OBJECT DBSIZE FLUSHDB FLUSHALL SWAPDB.
 
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts};
-use super::string::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::propagate::int;
