@@ -39,23 +39,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Fsync {
-    Always,
-    #[default]
-    Everysec,
-    No,
-}
-
-impl Fsync {
-    pub(crate) fn of(s: &str) -> Fsync {
-        match s {
-            "always" => Fsync::Always,
-            "no" => Fsync::No,
-            _ => Fsync::Everysec,
-        }
-    }
-}
+use crate::config::Fsync;
 
 /// The files the manifest lists.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -560,11 +544,11 @@ pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
 // ---------------------------------------------------------------- files
 
 pub fn aof_dir(st: &State) -> PathBuf {
-    PathBuf::from(st.cfg.str("dir")).join(st.cfg.str("appenddirname"))
+    PathBuf::from(&st.cfg.dir).join(&st.cfg.appenddirname)
 }
 
 pub(crate) fn fname(st: &State) -> String {
-    st.cfg.str("appendfilename").to_string()
+    st.cfg.appendfilename.clone()
 }
 
 fn fsync_dir(dir: &Path) {
@@ -802,9 +786,9 @@ pub fn kill_rewrite(st: &mut State) {
 
 /// Hands the fsync policy to the fsync thread (no-appendfsync-on-rewrite
 /// holds fsyncs back while a rewrite runs).
-fn sync_policy(st: &State) {
+pub fn sync_policy(st: &State) {
     if let Some(io) = &st.aof.io {
-        let hold = st.aof.rewrite.is_some() && st.cfg.flag("no-appendfsync-on-rewrite");
+        let hold = st.aof.rewrite.is_some() && st.cfg.no_appendfsync_on_rewrite;
         io.set_policy(st.aof.policy, hold);
     }
 }
@@ -831,14 +815,12 @@ pub fn shutdown(st: &mut State) {
     }
 }
 
-/// Follows `appendonly`/`appendfsync` after a configuration change.
-pub fn config_changed(st: &mut State) {
-    st.aof.policy = Fsync::of(st.cfg.str("appendfsync"));
+/// Follows `appendonly` after CONFIG SET changed it.
+pub fn follow_appendonly(st: &mut State) {
     if !st.aof.ready {
         return;
     }
-    sync_policy(st);
-    let want = st.cfg.flag("appendonly");
+    let want = st.cfg.appendonly;
     let enabled = st.aof.on || st.aof.wait_rewrite;
     if want && !enabled {
         // As Redis: appending starts with a rewrite, whose base holds
@@ -873,8 +855,8 @@ pub fn cron(st: &mut State) {
     if !st.aof.on || st.aof.wait_rewrite {
         return;
     }
-    let pct = st.cfg.int("auto-aof-rewrite-percentage");
-    let min = st.cfg.int("auto-aof-rewrite-min-size").max(0) as u64;
+    let pct = st.cfg.auto_aof_rewrite_percentage;
+    let min = st.cfg.auto_aof_rewrite_min_size.max(0) as u64;
     let size = st.aof.base_size + st.aof.incr_size;
     if pct > 0 && size > min {
         let base = st.aof.rewrite_base_size.max(1);

@@ -214,7 +214,8 @@ pub struct Pause {
     pub writes_only: bool,
 }
 
-/// Values read on hot paths, refreshed from `cfg` after every change.
+/// Values read on hot paths in the form their readers want, refreshed from
+/// `cfg` by the options' `Hook::Tune` (config/apply.rs).
 #[derive(Default)]
 pub struct Tuning {
     pub requirepass: Option<Bytes>,
@@ -224,7 +225,6 @@ pub struct Tuning {
     pub timeout_s: i64,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
-    pub hz: i64,
     pub protected_mode: bool,
     pub hash_limits: storage::HashLimits,
     pub zset_limits: storage::ZsetLimits,
@@ -234,8 +234,6 @@ pub struct Tuning {
     pub set_max_intset: usize,
     pub obuf_limits: crate::pubsub::ObufLimits,
     pub latency_tracking: bool,
-    /// `latency-tracking-info-percentiles`.
-    pub latency_percentiles: Vec<f64>,
 }
 
 pub struct State {
@@ -260,6 +258,9 @@ pub struct State {
     pub last_tick: Instant,
     /// The accept loops, replaced when CONFIG SET changes port or bind.
     pub accept_tasks: Vec<tokio::task::AbortHandle>,
+    /// Set by the server once it listens: replaces the listeners with ones
+    /// on the configured `port` and `bind` (CONFIG SET).
+    pub relisten: Option<fn(&mut State) -> std::io::Result<()>>,
     /// The state's owner, for commands that start tasks (rebinding).
     pub shared: std::sync::Weak<Shared>,
     pub run_id: String,
@@ -320,7 +321,7 @@ pub struct ShutdownRequest {
 
 impl State {
     pub fn new(cfg: Config) -> Self {
-        let n = cfg.int("databases").max(1) as usize;
+        let n = cfg.databases.max(1) as usize;
         let run_id = random_hex40();
         let mut st = State {
             dbs: (0..n).map(|_| Db::default()).collect(),
@@ -336,6 +337,7 @@ impl State {
             clock_base: (Instant::now(), now_ms()),
             last_tick: Instant::now(),
             accept_tasks: Vec::new(),
+            relisten: None,
             shared: std::sync::Weak::new(),
             run_id,
             slowlog: VecDeque::new(),
@@ -367,7 +369,7 @@ impl State {
             rdb: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
-        st.apply_config();
+        st.apply_all();
         st
     }
 
@@ -375,54 +377,6 @@ impl State {
     pub fn wall_ms(&self, at: Instant) -> i64 {
         let (base, ms) = self.clock_base;
         ms + at.saturating_duration_since(base).as_millis() as i64
-    }
-
-    /// Refreshes the cached values after the configuration changed.
-    pub fn apply_config(&mut self) {
-        let c = &self.cfg;
-        let pass = c.str("requirepass");
-        self.tun = Tuning {
-            requirepass: (!pass.is_empty()).then(|| Bytes::copy_from_slice(pass.as_bytes())),
-            max_bulk: c.int("proto-max-bulk-len"),
-            notify_flags: crate::config::notify_flags(c.str("notify-keyspace-events")).unwrap_or(0),
-            maxclients: c.int("maxclients") as usize,
-            timeout_s: c.int("timeout"),
-            slowlog_slower_than: c.int("slowlog-log-slower-than"),
-            slowlog_max_len: c.int("slowlog-max-len") as usize,
-            hz: c.int("hz").clamp(1, 500),
-            protected_mode: c.flag("protected-mode"),
-            hash_limits: storage::HashLimits {
-                max_listpack_entries: c.int("hash-max-listpack-entries") as usize,
-                max_listpack_value: c.int("hash-max-listpack-value") as usize,
-            },
-            zset_limits: storage::ZsetLimits {
-                max_listpack_entries: c.int("zset-max-listpack-entries") as usize,
-                max_listpack_value: c.int("zset-max-listpack-value") as usize,
-            },
-            list_fill: c.int("list-max-listpack-size") as i32,
-            set_max_intset: c.int("set-max-intset-entries") as usize,
-            obuf_limits: crate::pubsub::parse_limits(c.str("client-output-buffer-limit")),
-            latency_tracking: c.flag("latency-tracking"),
-            latency_percentiles: c
-                .str("latency-tracking-info-percentiles")
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect(),
-        };
-        // Accesses keep the LFU counter only under an LFU policy (OBJECT FREQ).
-        let lfu = self.cfg.str("maxmemory-policy").contains("lfu");
-        let log_factor = self.cfg.int("lfu-log-factor").clamp(0, u32::MAX as i64) as u32;
-        let decay_time = self.cfg.int("lfu-decay-time").clamp(0, u32::MAX as i64) as u32;
-        for db in &mut self.dbs {
-            db.lfu.enabled = lfu;
-            db.lfu.log_factor = log_factor;
-            db.lfu.decay_time = decay_time;
-        }
-        self.memory.configure(&self.cfg);
-        while self.slowlog.len() > self.tun.slowlog_max_len {
-            self.slowlog.pop_back();
-        }
-        crate::aof::config_changed(self);
     }
 
     /// Deletes a key found expired, with the bookkeeping every deletion by
