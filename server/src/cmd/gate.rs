@@ -49,9 +49,8 @@ pub(super) fn admit(
     }
 }
 
-/// The checks every request passes before it runs or is queued, in
-/// Redis's order: lookup, arity, authentication. The error comes with the
-/// command when it was found.
+/// The checks, in Redis's order. The error comes with the command when it
+/// was found.
 fn check(
     st: &mut State,
     cl: &mut Client,
@@ -74,7 +73,8 @@ fn check(
     if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
-    if st.tun.min_replicas && writes(cl, cmd) {
+    // With no replica ever good, any minimum refuses every write.
+    if st.cfg.min_replicas_to_write > 0 && st.cfg.min_replicas_max_lag > 0 && writes(cl, cmd) {
         return Err((Some(cmd), Error::other(NOREPLICAS)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
