@@ -17,8 +17,16 @@ pub(super) fn call(
     cmd: &'static Command,
     args: &[Bytes],
 ) {
-    if st.monitors > 0 && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
-        feed_monitors(st, cl, args);
+    // As Redis logs a command once it has run, EXEC comes after the
+    // commands it ran; a script runner comes before the commands of its
+    // script, though flagged skip_monitor.
+    let runner = matches!(
+        cmd.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    );
+    let monitor = runner || !cmd.has(flags::SKIP_MONITOR | flags::ADMIN);
+    if st.monitors > 0 && monitor && cmd.name != "exec" {
+        feed_monitors(st, cl, cmd.name, args);
     }
     // One clock read per command: it starts when the previous one ended
     // (the connection sets `last_tick` when it takes the lock).
@@ -50,6 +58,9 @@ pub(super) fn call(
         let reply = out.buf.split_off(mark);
         out.buf.extend_from_slice(&mine);
         out.buf.unsplit(reply);
+    }
+    if st.monitors > 0 && cmd.name == "exec" {
+        feed_monitors(st, cl, cmd.name, args);
     }
     if std::mem::take(&mut st.dirty_cas_running) {
         cl.dirty_cas = true;
@@ -156,25 +167,50 @@ fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
 }
 
 /// Sends the command to every MONITOR client, formatted as Redis does:
-/// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`.
-fn feed_monitors(st: &mut State, cl: &Client, args: &[Bytes]) {
+/// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`, a script's commands from
+/// `lua`, passwords shown as `(redacted)`.
+fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
     let us = crate::state::now_us();
+    let addr = if cl.id == 0 { "lua" } else { &cl.addr };
     let mut line = format!(
-        "+{}.{:06} [{} {}]",
+        "+{}.{:06} [{} {addr}]",
         us / 1_000_000,
         us % 1_000_000,
         cl.db,
-        cl.addr
     );
-    for a in args {
+    let secret = secret_args(name, args);
+    for (i, a) in args.iter().enumerate() {
         line.push(' ');
-        line.push_str(&quote_monitor(a));
+        if secret.contains(&i) {
+            line.push_str("\"(redacted)\"");
+        } else {
+            line.push_str(&quote_monitor(a));
+        }
     }
     line.push_str("\r\n");
     for c in st.clients.values_mut().filter(|c| c.monitor) {
         c.pending.extend_from_slice(line.as_bytes());
         c.wake.notify_one();
         st.woken += 1;
+    }
+}
+
+/// The positions of the arguments Redis redacts: every argument of AUTH,
+/// the user name and password of HELLO's AUTH option.
+fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
+    match name {
+        "auth" => 1..args.len(),
+        "hello" => {
+            let mut j = 2;
+            while j < args.len() {
+                if super::is(&args[j], "auth") {
+                    return j + 1..(j + 3).min(args.len());
+                }
+                j += 2;
+            }
+            0..0
+        }
+        _ => 0..0,
     }
 }
 
