@@ -1,8 +1,11 @@
 //! MONITOR's view as Redis 7.0.15 gives it: a script runner before the
 //! commands of its script (shown from `lua`), EXEC after the commands it
-//! ran, passwords of AUTH and HELLO redacted.
+//! ran, passwords of AUTH and HELLO redacted. Also the slowlog of a
+//! blocked command and LATENCY HISTOGRAM of a container command.
 
+use cinnabar_tests::RespFrame as Frame;
 use cinnabar_tests::*;
+use std::time::{Duration, Instant};
 
 /// The next monitor line without its timestamp and client address.
 fn line(m: &mut RawClient) -> String {
@@ -47,4 +50,61 @@ fn monitor_order_and_redaction() {
     ] {
         assert_eq!(line(&mut m), want);
     }
+}
+
+/// A blocked command is logged once served, with its own arguments.
+#[test]
+fn slowlog_logs_a_blocked_command_when_served() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let mut b = s.raw();
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]),
+        ok()
+    );
+    b.send_cmd(&["BLPOP", "l", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !text(&r.cmd(&["INFO", "clients"])).contains("blocked_clients:1") {
+        assert!(Instant::now() < deadline, "BLPOP never blocked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(r.cmd(&["MULTI"]), ok());
+    assert_eq!(r.cmd(&["LPUSH", "l", "foo"]), simple("QUEUED"));
+    assert_eq!(r.cmd(&["SLOWLOG", "RESET"]), simple("QUEUED"));
+    r.cmd(&["EXEC"]);
+    assert_eq!(b.read(), Frame::Array(vec![bulk("l"), bulk("foo")]));
+    let Frame::Array(log) = r.cmd(&["SLOWLOG", "GET"]) else {
+        panic!("SLOWLOG GET")
+    };
+    let Frame::Array(entry) = &log[0] else {
+        panic!("entry")
+    };
+    assert_eq!(
+        entry[3],
+        Frame::Array(vec![bulk("BLPOP"), bulk("l"), bulk("0")])
+    );
+}
+
+/// LATENCY HISTOGRAM of a container command lists its subcommands.
+#[test]
+fn latency_histogram_of_a_container_command() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    r.cmd(&["CLIENT", "ID"]);
+    r.cmd(&["CLIENT", "LIST"]);
+    let names = |f: Frame| -> Vec<String> {
+        let Frame::Array(kv) = f else { panic!("{f:?}") };
+        let mut n: Vec<String> = kv.iter().step_by(2).map(text).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(r.cmd(&["LATENCY", "HISTOGRAM", "client"])),
+        ["client|id", "client|list"]
+    );
+    assert_eq!(
+        names(r.cmd(&["LATENCY", "HISTOGRAM", "client|id", "cli"])),
+        ["client|id"]
+    );
 }

@@ -71,6 +71,7 @@ impl State {
                     // The handler runs again, so it propagates what it
                     // pops now (LPOP for BLPOP, …).
                     let prop = self.command_start(cl.db);
+                    let start = std::time::Instant::now();
                     let mut ctx = Ctx {
                         st: self,
                         cl: &mut cl,
@@ -89,6 +90,8 @@ impl State {
                         // Still nothing for it: it keeps its place in the queues.
                         again.deadline = b.deadline;
                     } else {
+                        let dur = start.elapsed().as_micros() as u64;
+                        super::call::slowlog_if_slow(self, &cl, cmd, &b.args, dur);
                         self.unregister_blocked(id, &b);
                         cl.pending.extend_from_slice(&out.buf);
                         cl.wake.notify_one();
@@ -105,6 +108,9 @@ impl State {
     pub fn unblock_timed_out(&mut self, cl: &mut Client, out: &mut ReplyBuf) {
         if let Some(b) = cl.blocked.take() {
             self.unregister_blocked(cl.id, &b);
+            if let Ok(cmd) = resolve(&b.args) {
+                super::call::slowlog_if_slow(self, cl, cmd, &b.args, 0);
+            }
             out.resp3 = cl.resp3;
             match b.kind {
                 BlockKind::Wait => out.int(0),

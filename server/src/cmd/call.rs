@@ -119,6 +119,21 @@ pub(super) fn call(
     }
     st.pubsub.running = outer_running;
     st.pubsub.new_keys = outer_new;
+    // A command that blocked is logged once served (see `serve_blocked`).
+    if cl.blocked.is_none() {
+        slowlog_if_slow(st, cl, cmd, args, dur);
+    }
+}
+
+/// Logs the command in the slowlog if it took at least
+/// slowlog-log-slower-than (`dur` in microseconds).
+pub(super) fn slowlog_if_slow(
+    st: &mut State,
+    cl: &Client,
+    cmd: &Command,
+    args: &[Bytes],
+    dur: u64,
+) {
     if st.tun.slowlog_slower_than >= 0
         && dur as i64 >= st.tun.slowlog_slower_than
         && !cmd.has(flags::SKIP_SLOWLOG)

@@ -555,6 +555,13 @@ fn latency_doctor(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Whether `asked` (LATENCY HISTOGRAM's argument) names command `name`: a
+/// container command names each of its subcommands.
+fn names(asked: &str, name: &str) -> bool {
+    name.strip_prefix(asked)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('|'))
+}
+
 /// LATENCY HISTOGRAM [command ...]: per-command call counts; cinnabar keeps
 /// no latency distribution, so each histogram has a single bucket.
 fn histogram(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
@@ -562,13 +569,14 @@ fn histogram(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .iter()
         .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
         .collect();
-    let mut rows: Vec<(&'static str, u64, u64)> =
-        c.st.stats
-            .cmd
-            .iter()
-            .filter(|(n, s)| s.calls > 0 && (wanted.is_empty() || wanted.iter().any(|w| w == *n)))
-            .map(|(n, s)| (*n, s.calls, s.usec))
-            .collect();
+    let mut rows: Vec<(&'static str, u64, u64)> = c
+        .st
+        .stats
+        .cmd
+        .iter()
+        .filter(|(n, s)| s.calls > 0 && (wanted.is_empty() || wanted.iter().any(|w| names(w, n))))
+        .map(|(n, s)| (*n, s.calls, s.usec))
+        .collect();
     rows.sort();
     c.out.map(rows.len());
     for (name, calls, usec) in rows {
