@@ -23,5 +23,6 @@ pub mod pubsub;
 pub mod round;
 pub mod server;
 pub mod state;
+pub mod testkit;
 
 pub use error::{CmdResult, Error};
