@@ -114,3 +114,21 @@ fn arity_and_unknown_commands() {
         err("ERR unknown command 'FOO', with args beginning with: 'bar' ")
     );
 }
+
+/// Found by the differential test: Redis answers a reversed negative range
+/// before it reads the unit.
+#[test]
+fn bitcount_reversed_negative_range_ignores_the_unit() {
+    let mut h = Harness::new();
+    h.run(&["SET", "bk", "abcdef"]);
+    assert_eq!(h.run(&["BITCOUNT", "bk", "-1", "-4", "foo"]), int(0));
+    assert_eq!(h.run(&["BITCOUNT", "bk", "-1", "-4", "BIT"]), int(0));
+    assert_eq!(
+        h.run(&["BITCOUNT", "bk", "3", "1", "foo"]),
+        err("ERR syntax error")
+    );
+    assert_eq!(
+        h.run(&["BITPOS", "bk", "1", "-1", "-4", "foo"]),
+        err("ERR syntax error")
+    );
+}
