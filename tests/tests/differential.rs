@@ -67,6 +67,11 @@ enum Cmp {
     Shape,
     /// A time left or a deadline: equal if negative, else within this much.
     Near(i64),
+    /// A whole SCAN in one call: the cursor, then the elements (or, for
+    /// HSCAN and ZSCAN, the pairs) in no defined order.
+    Scan {
+        pairs: bool,
+    },
 }
 
 struct Gen {
@@ -74,6 +79,8 @@ struct Gen {
     /// The first of the two keys the running family mostly uses, so that
     /// most commands find their type and some collide.
     home: usize,
+    /// The rest of a transaction under way.
+    queued: std::collections::VecDeque<(Vec<String>, Cmp)>,
 }
 
 const MEMBERS: &[&str] = &[
@@ -103,6 +110,10 @@ impl Gen {
             self.r.below(KEYS)
         };
         format!("k{}", k % KEYS)
+    }
+    /// One of the two home keys of the family whose home is `home`.
+    fn key_of(&mut self, home: usize) -> String {
+        format!("k{}", home + self.r.below(2))
     }
     fn member(&mut self) -> String {
         self.r.pick(MEMBERS).to_string()
@@ -139,20 +150,49 @@ impl Gen {
 
     /// One command and how its reply is compared.
     fn command(&mut self) -> (Vec<String>, Cmp) {
+        if let Some(next) = self.queued.pop_front() {
+            return next;
+        }
+        if !self.r.chance(2) {
+            return self.one();
+        }
+        // A transaction of commands whose replies compare exactly (EXEC's
+        // reply holds them all).
+        self.queued.push_back((vec!["MULTI".into()], Cmp::Exact));
+        for _ in 0..1 + self.r.below(3) {
+            let c = loop {
+                let (c, cmp) = self.one();
+                if cmp == Cmp::Exact {
+                    break c;
+                }
+            };
+            self.queued.push_back((c, Cmp::Exact));
+        }
+        let end = if self.r.chance(90) { "EXEC" } else { "DISCARD" };
+        self.queued.push_back((vec![end.into()], Cmp::Exact));
+        self.command()
+    }
+
+    fn one(&mut self) -> (Vec<String>, Cmp) {
         // Keys come and go, so their types keep changing.
         if self.r.chance(5) {
             return (vec!["DEL".into(), self.key()], Cmp::Exact);
         }
         let (mut c, cmp) = self.family();
         // Broken on purpose: bad arity or a bad number. Not for random
-        // commands, whose determined form would be lost.
-        // Nor for the scores of the lex keys, which must stay 0.
+        // commands, whose determined form would be lost, nor for the SCANs
+        // (without COUNT 1000 the cursor depends on the hash table's
+        // layout), nor for the scores of the lex keys, which must stay 0.
         let random = [
             "SPOP",
             "SRANDMEMBER",
             "HRANDFIELD",
             "ZRANDMEMBER",
             "RANDOMKEY",
+            "SCAN",
+            "SSCAN",
+            "HSCAN",
+            "ZSCAN",
         ];
         let lex_scores = c[0] == "ZADD" && c[1].starts_with("lex");
         if !random.contains(&c[0].as_str()) && !lex_scores && c.len() > 1 && self.r.chance(4) {
@@ -224,10 +264,21 @@ impl Gen {
             10 => vec!["STRLEN".into(), k],
             11 => vec!["INCR".into(), k],
             12 => vec!["DECR".into(), k],
-            13 => vec!["INCRBY".into(), k, self.int(-20, 20)],
+            13 => {
+                let by = if self.r.chance(10) {
+                    self.r
+                        .pick(&["9223372036854775807", "-9223372036854775808"])
+                        .into()
+                } else {
+                    self.int(-20, 20)
+                };
+                vec!["INCRBY".into(), k, by]
+            }
             14 => vec!["DECRBY".into(), k, self.int(-20, 20)],
             15 => {
-                let by = self.r.pick(&["0.1", "-1.5", "3", "1e2", "0.25", "-0.1"]);
+                let by = self.r.pick(&[
+                    "0.1", "-1.5", "3", "1e2", "0.25", "-0.1", "1e17", "-1e-5", "5.0e3", "0.3",
+                ]);
                 vec!["INCRBYFLOAT".into(), k, by.into()]
             }
             16 => vec!["SETRANGE".into(), k, self.int(0, 20), v],
@@ -262,7 +313,39 @@ impl Gen {
     fn generic(&mut self) -> (Vec<String>, Cmp) {
         let k = self.key();
         let e = Cmp::Exact;
-        match self.r.below(18) {
+        match self.r.below(21) {
+            18 => {
+                let (name, key, pairs) = match self.r.below(4) {
+                    0 => ("SCAN", None, false),
+                    1 => ("SSCAN", Some(self.key_of(6)), false),
+                    2 => ("HSCAN", Some(self.key_of(4)), true),
+                    _ => ("ZSCAN", Some(self.key_of(8)), true),
+                };
+                let mut c = vec![name.to_string()];
+                c.extend(key);
+                // COUNT above any size: one call returns everything.
+                c.extend(["0".into(), "COUNT".into(), "1000".into()]);
+                if self.r.chance(30) {
+                    c.extend([
+                        "MATCH".into(),
+                        self.r.pick(&["k*", "*1*", "?", "[a-c]*"]).into(),
+                    ]);
+                }
+                if name == "SCAN" && self.r.chance(30) {
+                    let t = self.r.pick(&["string", "list", "set", "zset", "hash"]);
+                    c.extend(["TYPE".into(), t.into()]);
+                }
+                (c, Cmp::Scan { pairs })
+            }
+            19 => (vec!["MOVE".into(), k, "1".into()], e),
+            20 => {
+                if self.r.chance(50) {
+                    (vec!["SWAPDB".into(), "0".into(), "1".into()], e)
+                } else {
+                    let to = self.key();
+                    (vec!["COPY".into(), k, to, "DB".into(), "1".into()], e)
+                }
+            }
             0 => {
                 let mut c = vec!["DEL".into()];
                 c.extend(self.keys(3));
@@ -785,6 +868,10 @@ fn agree(cmp: Cmp, a: &Frame, b: &Frame) -> bool {
         (Cmp::Shape, Error(_), _) | (Cmp::Shape, _, Error(_)) => a == b,
         (Cmp::Shape, _, _) => std::mem::discriminant(a) == std::mem::discriminant(b),
         (Cmp::Near(d), Integer(x), Integer(y)) if *x >= 0 && *y >= 0 => (x - y).abs() <= d,
+        (Cmp::Scan { pairs }, Array(x), Array(y)) if x.len() == 2 && y.len() == 2 => {
+            let inner = if pairs { Cmp::Pairs } else { Cmp::Sorted };
+            x[0] == y[0] && agree(inner, &x[1], &y[1])
+        }
         _ => a == b,
     }
 }
@@ -826,6 +913,7 @@ fn run_seed(seed: u64, steps: usize, ours: &Server, theirs: &Server) -> Result<(
     let mut g = Gen {
         r: Rng(seed),
         home: 0,
+        queued: Default::default(),
     };
     let mut log: Vec<String> = Vec::with_capacity(steps);
     for step in 0..steps {
