@@ -4,7 +4,9 @@
 //! (blocking, pub/sub delivery, concurrency, the wire protocol) stay in
 //! the workspace's tests/ crate.
 
+mod commands;
 mod errors;
 mod keys;
 mod resp3;
 mod strings;
+mod transactions;
