@@ -91,10 +91,6 @@ impl Harness {
         self.now += ms;
     }
 
-    pub fn set_now_ms(&mut self, ms: i64) {
-        self.now = ms;
-    }
-
     /// Runs a command on the main client; its one reply.
     pub fn run<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Frame {
         self.run_on(self.client, args)
@@ -180,10 +176,6 @@ pub fn int(i: i64) -> Frame {
 }
 pub fn nil() -> Frame {
     Frame::Null
-}
-/// An array of bulk strings.
-pub fn bulks<B: AsRef<[u8]>>(items: &[B]) -> Frame {
-    Frame::Array(items.iter().map(bulk).collect())
 }
 
 /// The wrong-type error every family shares.

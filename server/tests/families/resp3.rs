@@ -98,3 +98,17 @@ fn hello_switches_protocol_both_ways() {
     assert_eq!(hello[4..6], [bulk("proto"), int(2)]);
     assert_eq!(h.raw(&["GET", "nokey"]), b"$-1\r\n");
 }
+
+/// One command, several replies: SUBSCRIBE confirms each channel with a
+/// push of its own (bytes as Redis 7.0.15 sends them).
+#[test]
+fn subscribe_pushes_one_reply_per_channel() {
+    let mut h = Harness::new();
+    h.resp3();
+    let id = h.client;
+    let push = |ch: &str, n: i64| Frame::Push(vec![bulk("subscribe"), bulk(ch), int(n)]);
+    assert_eq!(
+        h.frames_on(id, &["SUBSCRIBE", "a", "b"]),
+        vec![push("a", 1), push("b", 2)]
+    );
+}
