@@ -6,15 +6,11 @@
 //! (`file <name> seq <n> type b|i` lines).
 //!
 //! # What is written
-//! The dispatcher calls [`after_command`] once per command. A command that
-//! moved the dirty counter is logged, in the form Redis 7.0 propagates:
-//! relative expiry made absolute (`PEXPIREAT`, `SET … PXAT`), results of
-//! float increments as SET/HSET, SPOP as SREM, blocking and multi-key pops
-//! as their plain forms (the popped key read back from the reply), expired
-//! keys as `DEL`. Commands nested in one top-level command (EXEC, scripts,
-//! SPOP with a count) form one unit; a unit of more than one command is
+//! The AOF is a consumer of the propagation stream (`crate::propagate`):
+//! each finished unit (a top-level command with what it ran, in the forms
+//! the commands chose) is written as it comes, a unit of more than one op
 //! wrapped in MULTI/EXEC. `SELECT` is written when the database differs
-//! from the last one written.
+//! from the last one written to the current file.
 //!
 //! # Writes and fsyncs
 //! Units are serialized into `Aof::buf` under the state lock; the logical
@@ -33,9 +29,8 @@
 //! (`crate::persist`, serialize-before-overwrite, on the saver thread):
 //! see [`rewrite_start`] and [`rewrite_done`].
 
-use crate::state::{now_ms, Client, State};
-use bytes::{Bytes, BytesMut};
-use protocol::{Decoder, Frame, ReplyBuf};
+use crate::state::{now_ms, State};
+use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -44,23 +39,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Fsync {
-    Always,
-    #[default]
-    Everysec,
-    No,
-}
-
-impl Fsync {
-    fn of(s: &str) -> Fsync {
-        match s {
-            "always" => Fsync::Always,
-            "no" => Fsync::No,
-            _ => Fsync::Everysec,
-        }
-    }
-}
+use crate::config::Fsync;
 
 /// The files the manifest lists.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -311,10 +290,6 @@ pub struct Aof {
     pub write_failed: bool,
     /// The database the last written command ran in.
     pub sel_db: Option<usize>,
-    /// Nesting of `execute` calls: a unit ends at depth 0.
-    pub depth: u32,
-    /// Commands of the running unit, with their database.
-    pub ops: Vec<(usize, Vec<Bytes>)>,
     pub io: Option<Arc<Io>>,
     pub manifest: Manifest,
     pub base_size: u64,
@@ -346,14 +321,6 @@ pub struct Rewrite {
     /// Writes go to `temp-<appendfilename>.incr`, which the manifest
     /// lists only once the base is there (the AOF is being turned on).
     temp_incr: bool,
-}
-
-/// Where a command started: what `after_command` compares against.
-#[derive(Clone, Copy)]
-pub struct Mark {
-    pub dirty: u64,
-    pub db: usize,
-    pub reply: usize,
 }
 
 fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
@@ -390,24 +357,6 @@ impl Aof {
         self.offset += n;
         self.incr_size += n;
         self.last_incr_size += n;
-    }
-
-    /// Writes the finished unit, wrapped in MULTI/EXEC if it has more than
-    /// one command.
-    fn end_unit(&mut self) {
-        let ops = std::mem::take(&mut self.ops);
-        if ops.len() > 1 {
-            self.emit(ops[0].0, &[b("MULTI")]);
-            for (db, a) in &ops {
-                self.emit(*db, a);
-            }
-            let db = self.sel_db.unwrap_or(0);
-            self.emit(db, &[b("EXEC")]);
-        } else if let Some((db, a)) = ops.first() {
-            self.emit(*db, a);
-        }
-        self.ops = ops;
-        self.ops.clear();
     }
 
     /// write(2)s the buffered units, under the state lock as Redis writes
@@ -506,7 +455,7 @@ impl Aof {
     }
 
     /// Starts appending to `f` (logical offsets continue).
-    fn start_appending(&mut self, f: File) {
+    pub(crate) fn start_appending(&mut self, f: File) {
         let f = Arc::new(f);
         self.written = self.offset;
         self.synced = self.offset;
@@ -552,6 +501,28 @@ impl Aof {
     }
 }
 
+/// The AOF reads the propagation stream while it is appending (not while
+/// it loads: replayed commands are not logged again).
+impl crate::propagate::Consumer for Aof {
+    fn wants(&self) -> bool {
+        self.on && !self.loading
+    }
+
+    /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
+    fn feed(&mut self, ops: &[(usize, Vec<Bytes>)]) {
+        if ops.len() > 1 {
+            self.emit(ops[0].0, &[b("MULTI")]);
+            for (db, a) in ops {
+                self.emit(*db, a);
+            }
+            let db = self.sel_db.unwrap_or(0);
+            self.emit(db, &[b("EXEC")]);
+        } else if let Some((db, a)) = ops.first() {
+            self.emit(*db, a);
+        }
+    }
+}
+
 /// What a batch's replies wait for: the log durable up to `offset`.
 pub struct Durable {
     offset: u64,
@@ -570,247 +541,14 @@ pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
     shared.lock_eventually().await.aof.make_durable(d.offset);
 }
 
-impl State {
-    /// Logs a command in the running unit (or alone, outside any command:
-    /// active expiry).
-    pub fn propagate(&mut self, db: usize, args: Vec<Bytes>) {
-        if !self.aof.on || self.aof.loading {
-            return;
-        }
-        self.aof.ops.push((db, args));
-        if self.aof.depth == 0 {
-            self.aof.end_unit();
-        }
-    }
-
-    /// An expired key is logged as its deletion.
-    pub fn propagate_expired(&mut self, db: usize, key: &[u8]) {
-        if self.aof.on {
-            self.propagate(db, vec![b("DEL"), Bytes::copy_from_slice(key)]);
-        }
-    }
-}
-
-/// Called by the dispatcher before the handler.
-pub fn before_command(st: &mut State, cl: &Client, reply: usize) -> Mark {
-    st.aof.depth += 1;
-    Mark {
-        dirty: st.dirty,
-        db: cl.db,
-        reply,
-    }
-}
-
-/// Commands whose effect is logged by the commands they run.
-fn is_container(name: &str) -> bool {
-    matches!(
-        name,
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
-}
-
-/// Called by the dispatcher after the handler: logs the command (or its
-/// rewritten form) if it changed data, and ends the unit at top level.
-pub fn after_command(st: &mut State, name: &str, args: &[Bytes], m: Mark, out: &ReplyBuf) {
-    st.aof.depth = st.aof.depth.saturating_sub(1);
-    if !st.aof.on || st.aof.loading {
-        return;
-    }
-    if st.dirty > m.dirty && !is_container(name) {
-        let reply = out.buf.get(m.reply..).unwrap_or(&[]);
-        let ops = propagated_form(st, name, args, m.db, reply);
-        for a in ops {
-            st.aof.ops.push((m.db, a));
-        }
-    }
-    if st.aof.depth == 0 {
-        st.aof.end_unit();
-    }
-}
-
-fn upper_eq(a: &[u8], w: &str) -> bool {
-    a.eq_ignore_ascii_case(w.as_bytes())
-}
-
-fn frame_bytes(f: &Frame) -> Option<Bytes> {
-    match f {
-        Frame::Bulk(b) | Frame::Simple(b) => Some(b.clone()),
-        Frame::Integer(i) => Some(num(*i)),
-        _ => None,
-    }
-}
-
-fn frame_items(f: &Frame) -> Option<&[Frame]> {
-    match f {
-        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => Some(v),
-        _ => None,
-    }
-}
-
-/// The absolute-expiry form of a key's TTL, or its deletion when gone.
-fn expiry_or_del(st: &State, db: usize, key: &Bytes, extra: &[Bytes]) -> Vec<Bytes> {
-    let d = &st.dbs[db];
-    if !d.contains(key) {
-        return vec![b("DEL"), key.clone()];
-    }
-    match d.expire_at(key) {
-        Some(t) => {
-            let mut v = vec![b("PEXPIREAT"), key.clone(), num(t)];
-            v.extend_from_slice(extra);
-            v
-        }
-        None => vec![b("PERSIST"), key.clone()],
-    }
-}
-
-/// Redis 7.0's propagated form of a command that changed data.
-fn propagated_form(
-    st: &State,
-    name: &str,
-    a: &[Bytes],
-    db: usize,
-    reply: &[u8],
-) -> Vec<Vec<Bytes>> {
-    let parsed = || protocol::parse_reply(reply).map(|(f, _)| f);
-    let one = |v: Vec<Bytes>| vec![v];
-    match name {
-        "expire" | "pexpire" | "expireat" | "pexpireat" if a.len() >= 3 => {
-            one(expiry_or_del(st, db, &a[1], &a[3..]))
-        }
-        "getex" if a.len() >= 3 => {
-            let v = expiry_or_del(st, db, &a[1], &[]);
-            one(v)
-        }
-        "getdel" => one(vec![b("DEL"), a[1].clone()]),
-        "getset" => one(vec![b("SET"), a[1].clone(), a[2].clone()]),
-        "setex" | "psetex" if a.len() == 4 => one(set_pxat(st, db, &a[1], &a[3])),
-        "set"
-            if a.len() > 3
-                && a[3..]
-                    .iter()
-                    .any(|o| ["ex", "px", "exat", "pxat"].iter().any(|w| upper_eq(o, w))) =>
-        {
-            one(set_pxat(st, db, &a[1], &a[2]))
-        }
-        "set" if a.len() > 3 && a[3..].iter().any(|o| upper_eq(o, "get")) => {
-            let mut v: Vec<Bytes> = a.to_vec();
-            v.retain(|o| !upper_eq(o, "get"));
-            one(v)
-        }
-        "incrbyfloat" => match parsed().as_ref().and_then(frame_bytes) {
-            Some(v) => one(vec![b("SET"), a[1].clone(), v, b("KEEPTTL")]),
-            None => one(a.to_vec()),
-        },
-        "hincrbyfloat" => match parsed().as_ref().and_then(frame_bytes) {
-            Some(v) => one(vec![b("HSET"), a[1].clone(), a[2].clone(), v]),
-            None => one(a.to_vec()),
-        },
-        "spop" => {
-            if !st.dbs[db].contains(&a[1]) {
-                return one(vec![b("DEL"), a[1].clone()]);
-            }
-            let f = parsed();
-            match f.as_ref() {
-                Some(Frame::Bulk(m)) => one(vec![b("SREM"), a[1].clone(), m.clone()]),
-                Some(f) => frame_items(f)
-                    .unwrap_or(&[])
-                    .iter()
-                    .filter_map(frame_bytes)
-                    .map(|m| vec![b("SREM"), a[1].clone(), m])
-                    .collect(),
-                None => vec![],
-            }
-        }
-        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
-            let key = parsed()
-                .as_ref()
-                .and_then(frame_items)
-                .and_then(|v| v.first().and_then(frame_bytes));
-            let cmd = match name {
-                "blpop" => "LPOP",
-                "brpop" => "RPOP",
-                "bzpopmin" => "ZPOPMIN",
-                _ => "ZPOPMAX",
-            };
-            match key {
-                Some(k) => one(vec![b(cmd), k]),
-                None => vec![],
-            }
-        }
-        "blmove" if a.len() == 6 => one(vec![
-            b("LMOVE"),
-            a[1].clone(),
-            a[2].clone(),
-            a[3].clone(),
-            a[4].clone(),
-        ]),
-        "brpoplpush" if a.len() == 4 => one(vec![b("RPOPLPUSH"), a[1].clone(), a[2].clone()]),
-        "lmpop" | "blmpop" | "zmpop" | "bzmpop" => {
-            let f = parsed();
-            let items = f.as_ref().and_then(frame_items);
-            let (Some(key), Some(n)) = (
-                items.and_then(|v| v.first().and_then(frame_bytes)),
-                items
-                    .and_then(|v| v.get(1).and_then(frame_items))
-                    .map(|v| v.len()),
-            ) else {
-                return vec![];
-            };
-            // The direction word is the first argument after the keys.
-            let first = if name.starts_with('b') { 2 } else { 1 };
-            let nkeys = a
-                .get(first)
-                .and_then(|n| storage::num::parse_i64(n))
-                .unwrap_or(0)
-                .max(0) as usize;
-            let dir = a.get(first + 1 + nkeys).cloned().unwrap_or_default();
-            let cmd = if name.ends_with("zmpop") {
-                if upper_eq(&dir, "max") {
-                    "ZPOPMAX"
-                } else {
-                    "ZPOPMIN"
-                }
-            } else if upper_eq(&dir, "right") {
-                "RPOP"
-            } else {
-                "LPOP"
-            };
-            one(vec![b(cmd), key, num(n as i64)])
-        }
-        "restore" if a.len() >= 4 => {
-            let absttl = a[4..].iter().any(|o| upper_eq(o, "absttl"));
-            if absttl || storage::num::parse_i64(&a[2]) == Some(0) {
-                return one(a.to_vec());
-            }
-            match st.dbs[db].expire_at(&a[1]) {
-                Some(t) => {
-                    let mut v = a.to_vec();
-                    v[2] = num(t);
-                    v.push(b("ABSTTL"));
-                    one(v)
-                }
-                None => one(a.to_vec()),
-            }
-        }
-        _ => one(a.to_vec()),
-    }
-}
-
-fn set_pxat(st: &State, db: usize, key: &Bytes, val: &Bytes) -> Vec<Bytes> {
-    match st.dbs[db].expire_at(key) {
-        Some(t) => vec![b("SET"), key.clone(), val.clone(), b("PXAT"), num(t)],
-        None => vec![b("SET"), key.clone(), val.clone()],
-    }
-}
-
 // ---------------------------------------------------------------- files
 
 pub fn aof_dir(st: &State) -> PathBuf {
-    PathBuf::from(st.cfg.str("dir")).join(st.cfg.str("appenddirname"))
+    PathBuf::from(&st.cfg.dir).join(&st.cfg.appenddirname)
 }
 
-fn fname(st: &State) -> String {
-    st.cfg.str("appendfilename").to_string()
+pub(crate) fn fname(st: &State) -> String {
+    st.cfg.appendfilename.clone()
 }
 
 fn fsync_dir(dir: &Path) {
@@ -819,7 +557,7 @@ fn fsync_dir(dir: &Path) {
     }
 }
 
-fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> io::Result<()> {
+pub(crate) fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> io::Result<()> {
     let tmp = dir.join(format!("temp-{name}.manifest"));
     let mut f = File::create(&tmp)?;
     f.write_all(m.render().as_bytes())?;
@@ -829,7 +567,7 @@ fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> io::Result<()> {
     Ok(())
 }
 
-fn open_append(path: &Path) -> io::Result<File> {
+pub(crate) fn open_append(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -840,7 +578,7 @@ fn temp_incr_name(name: &str) -> String {
     format!("temp-{name}.incr")
 }
 
-fn next_incr_seq(m: &Manifest) -> u64 {
+pub(crate) fn next_incr_seq(m: &Manifest) -> u64 {
     m.incrs
         .iter()
         .chain(&m.history)
@@ -864,7 +602,7 @@ pub enum Start {
 /// BGREWRITEAOF: starts a background rewrite, or schedules it while
 /// another job (a BGSAVE) uses the snapshot engine or a transaction runs.
 pub fn bgrewriteaof(st: &mut State, in_exec: bool) -> io::Result<Start> {
-    if crate::persist::child_active(st) || in_exec || !st.aof.ops.is_empty() {
+    if crate::persist::child_active(st) || in_exec || st.prop.pending() {
         st.aof.rewrite_scheduled = true;
         return Ok(Start::Scheduled);
     }
@@ -916,7 +654,11 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
         temp_incr = true;
     }
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    match crate::persist::snapshot_start(st, tmp, crate::persist::Target::AofBase) {
+    match crate::persist::snapshot_start(
+        st,
+        tmp,
+        crate::persist::Target::AofBase { done: rewrite_done },
+    ) {
         Ok(child) => {
             st.aof.rewrite = Some(Rewrite {
                 started: Instant::now(),
@@ -1044,51 +786,11 @@ pub fn kill_rewrite(st: &mut State) {
 
 /// Hands the fsync policy to the fsync thread (no-appendfsync-on-rewrite
 /// holds fsyncs back while a rewrite runs).
-fn sync_policy(st: &State) {
+pub fn sync_policy(st: &State) {
     if let Some(io) = &st.aof.io {
-        let hold = st.aof.rewrite.is_some() && st.cfg.flag("no-appendfsync-on-rewrite");
+        let hold = st.aof.rewrite.is_some() && st.cfg.no_appendfsync_on_rewrite;
         io.set_policy(st.aof.policy, hold);
     }
-}
-
-/// Start-up with `appendonly yes` and no AOF: the base and the incr file
-/// are created synchronously (nobody is connected yet), as Redis does.
-fn create_at_start(st: &mut State) -> io::Result<()> {
-    let dir = aof_dir(st);
-    std::fs::create_dir_all(&dir)?;
-    let name = fname(st);
-    let m = st.aof.manifest.clone();
-    let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
-    let incr_seq = next_incr_seq(&m);
-    let base = format!("{name}.{base_seq}.base.rdb");
-    let incr = format!("{name}.{incr_seq}.incr.aof");
-    info!("Creating AOF base file {base} on server start");
-    info!("Creating AOF incr file {incr} on server start");
-    let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
-    let res = (|| {
-        let f = File::create(&tmp)?;
-        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(&base))
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let f = open_append(&dir.join(&incr))?;
-    let m = Manifest {
-        base: Some((base.clone(), base_seq)),
-        incrs: vec![(incr, incr_seq)],
-        history: vec![],
-    };
-    write_manifest(&dir, &name, &m)?;
-    st.aof.manifest = m;
-    st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
-    st.aof.incr_size = 0;
-    st.aof.rewrite_base_size = st.aof.base_size;
-    st.aof.start_appending(f);
-    Ok(())
 }
 
 /// Stops appending (`appendonly no`): a running rewrite is abandoned, what
@@ -1113,20 +815,18 @@ pub fn shutdown(st: &mut State) {
     }
 }
 
-/// Follows `appendonly`/`appendfsync` after a configuration change.
-pub fn config_changed(st: &mut State) {
-    st.aof.policy = Fsync::of(st.cfg.str("appendfsync"));
+/// Follows `appendonly` after CONFIG SET changed it.
+pub fn follow_appendonly(st: &mut State) {
     if !st.aof.ready {
         return;
     }
-    sync_policy(st);
-    let want = st.cfg.flag("appendonly");
+    let want = st.cfg.appendonly;
     let enabled = st.aof.on || st.aof.wait_rewrite;
     if want && !enabled {
         // As Redis: appending starts with a rewrite, whose base holds
         // the data written so far.
         st.aof.wait_rewrite = true;
-        if crate::persist::child_active(st) || !st.aof.ops.is_empty() {
+        if crate::persist::child_active(st) || st.prop.pending() {
             st.aof.rewrite_scheduled = true;
         } else if rewrite_start(st).is_err() {
             warn!("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
@@ -1141,7 +841,7 @@ pub fn config_changed(st: &mut State) {
 /// rewrite and checks the automatic one.
 pub fn cron(st: &mut State) {
     st.aof.flush_buf();
-    if crate::persist::child_active(st) || !st.aof.ops.is_empty() {
+    if crate::persist::child_active(st) || st.prop.pending() {
         return;
     }
     let now_s = now_ms() / 1000;
@@ -1155,8 +855,8 @@ pub fn cron(st: &mut State) {
     if !st.aof.on || st.aof.wait_rewrite {
         return;
     }
-    let pct = st.cfg.int("auto-aof-rewrite-percentage");
-    let min = st.cfg.int("auto-aof-rewrite-min-size").max(0) as u64;
+    let pct = st.cfg.auto_aof_rewrite_percentage;
+    let min = st.cfg.auto_aof_rewrite_min_size.max(0) as u64;
     let size = st.aof.base_size + st.aof.incr_size;
     if pct > 0 && size > min {
         let base = st.aof.rewrite_base_size.max(1);
@@ -1166,232 +866,6 @@ pub fn cron(st: &mut State) {
             let _ = rewrite_start(st);
         }
     }
-}
-
-// ---------------------------------------------------------------- loading
-
-/// Replays RESP commands through the dispatcher. Returns the offset after
-/// the last complete command (before an unfinished MULTI) and whether the
-/// data ended in the middle of a command.
-fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
-    let mut dec = Decoder::new(i64::MAX);
-    let mut buf = BytesMut::from(data);
-    let total = data.len();
-    let mut cl = Client::new(0, String::new(), String::new(), -1, true);
-    cl.deny_blocking = true;
-    let mut out = ReplyBuf::new(false);
-    let mut valid = 0;
-    let mut before_multi = None;
-    loop {
-        if buf.first().is_some_and(|&c| c != b'*') {
-            return Err(format!(
-                "Bad file format reading the append only file (offset {})",
-                total - buf.len()
-            ));
-        }
-        match dec.decode(&mut buf) {
-            Ok(Some(args)) => {
-                if args.is_empty() {
-                    continue;
-                }
-                let at = total - buf.len();
-                if crate::cmd::resolve(&args).is_err() {
-                    return Err(format!(
-                        "Unknown command '{}' reading the append only file",
-                        String::from_utf8_lossy(&args[0])
-                    ));
-                }
-                let is_multi = upper_eq(&args[0], "multi");
-                let is_exec = upper_eq(&args[0], "exec");
-                if is_multi {
-                    before_multi = Some(valid);
-                }
-                st.last_tick = Instant::now();
-                crate::cmd::execute(st, &mut cl, &mut out, &args);
-                out.buf.clear();
-                if is_exec {
-                    before_multi = None;
-                }
-                valid = at;
-            }
-            Ok(None) => break,
-            Err(e) => return Err(format!("Bad file format reading the append only file: {e}")),
-        }
-    }
-    // The decoder keeps a partial command's bytes itself: what was not
-    // consumed by a complete command is the cut tail.
-    let truncated = valid != total;
-    if cl.multi.is_some() {
-        // An unfinished transaction is dropped with the cut tail.
-        return Ok((before_multi.unwrap_or(0), true));
-    }
-    Ok((valid, truncated))
-}
-
-fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), String> {
-    let path = dir.join(name);
-    let data = std::fs::read(&path).map_err(|e| {
-        format!(
-            "Unable to obtain the AOF file {name} length. stat: {}",
-            io_msg(&e)
-        )
-    })?;
-    let start = Instant::now();
-    let kind = if name.contains(".base.") {
-        "base"
-    } else {
-        "incr"
-    };
-    if data.starts_with(b"REDIS") {
-        info!("Reading RDB base file on AOF loading...");
-        let sum = crate::persist::load_bytes(st, &data).map_err(|e| {
-            format!(
-                "Bad file format reading the append only file {name}: {}",
-                crate::persist::describe(&e, &data)
-            )
-        })?;
-        info!("RDB is base AOF");
-        info!(
-            "Done loading RDB, keys loaded: {}, keys expired: {}.",
-            sum.keys, sum.expired
-        );
-    } else {
-        let (valid, truncated) = replay(st, &data)?;
-        if truncated {
-            if !last || !st.cfg.flag("aof-load-truncated") {
-                return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
-            }
-            warn!("!!! Warning: short read while loading the AOF file {name}!!!");
-            warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| e.to_string())?;
-            f.set_len(valid as u64).map_err(|e| e.to_string())?;
-            let _ = f.sync_all();
-            warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
-        }
-    }
-    info!(
-        "DB loaded from {kind} file {name}: {:.3} seconds",
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-fn io_msg(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "No such file or directory".into(),
-        _ => e.to_string(),
-    }
-}
-
-/// Start-up with `appendonly yes`: the AOF is the dataset (the RDB file is
-/// not read). Without a manifest the server starts empty and creates a
-/// base and an incr file, as Redis does.
-pub fn load_at_startup(st: &mut State) -> Result<(), String> {
-    st.aof.policy = Fsync::of(st.cfg.str("appendfsync"));
-    let dir = aof_dir(st);
-    let name = fname(st);
-    let mpath = dir.join(format!("{name}.manifest"));
-    let text = match std::fs::read_to_string(&mpath) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("Can't open the AOF manifest {name}.manifest: {e}")),
-    };
-    let start = Instant::now();
-    let res = match text {
-        None => {
-            st.aof.ready = true;
-            create_at_start(st).map_err(|e| format!("Can't create the AOF files: {e}"))
-        }
-        Some(t) => {
-            let m = Manifest::parse(&t)?;
-            let files: Vec<String> = m
-                .base
-                .iter()
-                .chain(&m.incrs)
-                .map(|(n, _)| n.clone())
-                .collect();
-            // Every file must be there before anything is loaded.
-            for f in &files {
-                std::fs::metadata(dir.join(f)).map_err(|e| {
-                    format!(
-                        "Unable to obtain the AOF file {f} length. stat: {}",
-                        io_msg(&e)
-                    )
-                })?;
-            }
-            st.aof.loading = true;
-            let n = files.len();
-            for (i, f) in files.iter().enumerate() {
-                load_file(st, &dir, f, i + 1 == n)?;
-            }
-            st.aof.loading = false;
-            info!(
-                "DB loaded from append only file: {:.3} seconds",
-                start.elapsed().as_secs_f64()
-            );
-            st.aof.base_size = m
-                .base
-                .as_ref()
-                .and_then(|b| std::fs::metadata(dir.join(&b.0)).ok())
-                .map_or(0, |x| x.len());
-            st.aof.manifest = m;
-            open_last_incr(st, &dir, &name)
-        }
-    };
-    st.aof.ready = true;
-    res
-}
-
-/// Start-up with `appendonly no`: the manifest is still read, as Redis
-/// does, so that turning the AOF on later continues its numbering and
-/// deletes the files it lists.
-pub fn read_manifest_at_startup(st: &mut State) {
-    let path = aof_dir(st).join(format!("{}.manifest", fname(st)));
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        match Manifest::parse(&text) {
-            Ok(m) => st.aof.manifest = m,
-            Err(e) => warn!("Ignoring the AOF manifest {}: {e}", path.display()),
-        }
-    }
-}
-
-fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> {
-    let mut m = st.aof.manifest.clone();
-    let (incr, new) = match m.incrs.last() {
-        Some((n, _)) => {
-            info!("Opening AOF incr file {n} on server start");
-            (n.clone(), false)
-        }
-        None => {
-            let seq = next_incr_seq(&m);
-            let n = format!("{name}.{seq}.incr.aof");
-            info!("Creating AOF incr file {n} on server start");
-            m.incrs.push((n.clone(), seq));
-            (n, true)
-        }
-    };
-    let path = dir.join(&incr);
-    let f =
-        open_append(&path).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
-    if new {
-        write_manifest(dir, name, &m).map_err(|e| e.to_string())?;
-        st.aof.manifest = m;
-    }
-    let last = f.metadata().map_or(0, |x| x.len());
-    st.aof.incr_size = st
-        .aof
-        .manifest
-        .incrs
-        .iter()
-        .map(|(n, _)| std::fs::metadata(dir.join(n)).map_or(0, |x| x.len()))
-        .sum();
-    st.aof.rewrite_base_size = st.aof.base_size + st.aof.incr_size;
-    st.aof.start_appending(f);
-    st.aof.last_incr_size = last;
-    Ok(())
 }
 
 /// INFO persistence's aof_* fields.
@@ -1439,11 +913,6 @@ pub fn info(st: &State) -> Vec<String> {
     v
 }
 
-/// The current time, for callers without a command clock.
-pub fn wall_now() -> i64 {
-    now_ms()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1462,5 +931,27 @@ mod tests {
         let mut v = Vec::new();
         resp(&mut v, &[b("SET"), b("k"), b("")]);
         assert_eq!(v, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
+    }
+
+    /// A unit of several ops is one transaction; SELECT only when the
+    /// database changes.
+    #[test]
+    fn units_as_written() {
+        use crate::propagate::Consumer;
+        let mut a = Aof {
+            on: true,
+            ..Default::default()
+        };
+        a.feed(&[(0, vec![b("SET"), b("a"), b("1")])]);
+        a.feed(&[(0, vec![b("INCR"), b("n")]), (1, vec![b("DEL"), b("x")])]);
+        let text = String::from_utf8_lossy(&a.buf).to_string();
+        let words: Vec<&str> = text
+            .split("\r\n")
+            .filter(|w| !w.is_empty() && !w.starts_with(['*', '$']))
+            .collect();
+        assert_eq!(
+            words.join(" "),
+            "SELECT 0 SET a 1 MULTI INCR n SELECT 1 DEL x EXEC"
+        );
     }
 }

@@ -186,7 +186,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 let mut done = 0;
                 paused = false;
                 for args in batch.iter_mut() {
-                    if st.pause.is_some() && crate::cmd::server::must_pause(st, args, now_ms()) {
+                    if st.pause.is_some() && crate::cmd::client::must_pause(st, args, now_ms()) {
                         paused = true;
                         break;
                     }

@@ -95,7 +95,7 @@ pub fn vm_memory() -> u64 {
 /// interpreter's: Redis's Lua allocates outside its counted allocator.
 pub fn used_memory() -> u64 {
     match ALLOCATED.load(Relaxed) {
-        0 => crate::cmd::server::rss_bytes(),
+        0 => crate::os::rss_bytes(),
         n => n.saturating_sub(VM_MEMORY.load(Relaxed)) as u64,
     }
 }
@@ -121,31 +121,9 @@ pub fn malloc_stats() -> String {
     s
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    NoEviction,
-    AllkeysLru,
-    VolatileLru,
-    AllkeysLfu,
-    VolatileLfu,
-    AllkeysRandom,
-    VolatileRandom,
-    VolatileTtl,
-}
+use crate::config::Policy;
 
 impl Policy {
-    pub fn parse(s: &str) -> Policy {
-        match s {
-            "allkeys-lru" => Policy::AllkeysLru,
-            "volatile-lru" => Policy::VolatileLru,
-            "allkeys-lfu" => Policy::AllkeysLfu,
-            "volatile-lfu" => Policy::VolatileLfu,
-            "allkeys-random" => Policy::AllkeysRandom,
-            "volatile-random" => Policy::VolatileRandom,
-            "volatile-ttl" => Policy::VolatileTtl,
-            _ => Policy::NoEviction,
-        }
-    }
     fn volatile(self) -> bool {
         matches!(
             self,
@@ -219,15 +197,15 @@ impl Default for Memory {
 impl Memory {
     /// Refreshes the settings from the configuration.
     pub fn configure(&mut self, cfg: &crate::config::Config) {
-        self.maxmemory = cfg.str("maxmemory").parse().unwrap_or(0);
-        let policy = Policy::parse(cfg.str("maxmemory-policy"));
+        self.maxmemory = cfg.maxmemory;
+        let policy = cfg.maxmemory_policy;
         if policy != self.policy {
             self.pool.clear();
         }
         self.policy = policy;
-        self.samples = cfg.int("maxmemory-samples").clamp(1, 64) as usize;
-        self.tenacity = cfg.int("maxmemory-eviction-tenacity");
-        self.latency_threshold_ms = cfg.int("latency-monitor-threshold").max(0) as u64;
+        self.samples = cfg.maxmemory_samples.clamp(1, 64) as usize;
+        self.tenacity = cfg.maxmemory_eviction_tenacity;
+        self.latency_threshold_ms = cfg.latency_monitor_threshold.max(0) as u64;
     }
 
     /// Records `ms` for `event` if it reaches `latency-monitor-threshold`.
@@ -353,8 +331,9 @@ impl State {
     }
 
     /// Deletes an evicted key with the bookkeeping of any deletion: WATCH,
-    /// the `evicted` event and the counter. The value is freed here, not in
-    /// the background, so the memory it held is counted as freed at once.
+    /// the `evicted` event, the counter, and `DEL` propagated (as Redis
+    /// 7.0: one unit per key). The value is freed here, not in the
+    /// background, so the memory it held is counted as freed at once.
     /// False if the key was deleted since it was sampled.
     fn evict_key(&mut self, db: usize, key: &[u8]) -> bool {
         let Some(v) = self.dbs[db].remove(key) else {
@@ -366,6 +345,7 @@ impl State {
             self.touch_watched(db, key);
         }
         self.notify(crate::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
+        self.propagate_del(db, key);
         true
     }
 

@@ -31,8 +31,8 @@ pub fn limits(st: &State) -> Limits {
 /// How to write an RDB file (`aof_base`: as the base of the AOF).
 pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
     SaveOpts {
-        compression: st.cfg.flag("rdbcompression"),
-        checksum: st.cfg.flag("rdbchecksum"),
+        compression: st.cfg.rdbcompression,
+        checksum: st.cfg.rdbchecksum,
         list_fill: st.tun.list_fill,
         aof_base,
     }
@@ -40,7 +40,7 @@ pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
 
 /// `dir/dbfilename`.
 pub fn rdb_path(st: &State) -> PathBuf {
-    PathBuf::from(st.cfg.str("dir")).join(st.cfg.str("dbfilename"))
+    PathBuf::from(&st.cfg.dir).join(&st.cfg.dbfilename)
 }
 
 /// Which access metadata the eviction policy wants saved with each key.
@@ -58,10 +58,10 @@ impl AccessMeta {
 }
 
 pub fn access_meta(st: &State) -> AccessMeta {
-    let p = st.cfg.str("maxmemory-policy");
-    if p.contains("lfu") {
+    let p = st.cfg.maxmemory_policy;
+    if p.lfu() {
         AccessMeta::Lfu
-    } else if p.contains("lru") {
+    } else if p.lru() {
         AccessMeta::Lru
     } else {
         AccessMeta::None
@@ -93,7 +93,7 @@ pub fn write_db<W: Write>(
 /// Serializes every database to `out` as one RDB file.
 pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Result<W> {
     let mut w = rdb::Writer::new(out, save_opts(st, aof_base));
-    let used = crate::cmd::server::rss_bytes();
+    let used = crate::os::rss_bytes();
     w.header(REDIS_VER, now_ms() / 1000, used)?;
     let meta = access_meta(st);
     for (i, db) in st.dbs.iter().enumerate() {
@@ -145,7 +145,7 @@ pub fn save(st: &mut State) -> io::Result<()> {
             warn!(
                 "Failed opening the temp RDB file temp-{}.rdb (in server root dir {}) for saving: {e}",
                 std::process::id(),
-                st.cfg.str("dir")
+                st.cfg.dir
             );
             Err(e)
         }
@@ -166,7 +166,7 @@ pub fn load_bytes_mode(
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let lim = limits(st);
-    let verify = st.cfg.flag("rdbchecksum");
+    let verify = st.cfg.rdbchecksum;
     let now = now_ms();
     rdb::load_into(
         data,
@@ -243,56 +243,46 @@ pub fn describe(e: &rdb::LoadError, data: &[u8]) -> String {
     s
 }
 
-/// Loads `dir/dbfilename` if it exists, logging as Redis does. An error
-/// names the problem and its byte offset; the server must not start.
-pub fn load_at_startup(st: &mut State) -> Result<(), String> {
-    // With the AOF on, it alone is the dataset.
-    if st.cfg.flag("appendonly") {
-        return crate::aof::load_at_startup(st);
-    }
-    st.aof.ready = true;
-    crate::aof::read_manifest_at_startup(st);
-    let path = rdb_path(st);
-    let data = match std::fs::read(&path) {
-        Ok(d) => d,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
-    };
-    let start = Instant::now();
-    match load_bytes(st, &data) {
-        Ok(sum) => {
-            for (k, v) in &sum.aux {
-                if k == b"redis-ver" {
-                    info!(
-                        "Loading RDB produced by version {}",
-                        String::from_utf8_lossy(v)
-                    );
-                }
-            }
-            info!(
-                "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                sum.keys, sum.expired
-            );
-            st.rdb.last_load_keys_loaded = sum.keys as u64;
-            st.rdb.last_load_keys_expired = sum.expired as u64;
-            info!(
-                "DB loaded from disk: {:.3} seconds",
-                start.elapsed().as_secs_f64()
-            );
-            Ok(())
-        }
-        Err(e) => Err(format!(
-            "Fatal error loading the DB ({}): {}. Exiting.",
-            path.display(),
-            describe(&e, &data)
-        )),
-    }
-}
-
 /// Whether SHUTDOWN (or SIGTERM/SIGINT) should save: SAVE forces it,
 /// NOSAVE prevents it, otherwise only when save points are configured.
 pub fn shutdown_saves(st: &State, save: Option<bool>) -> bool {
-    save.unwrap_or_else(|| !st.cfg.str("save").trim().is_empty())
+    save.unwrap_or_else(|| !st.cfg.save.is_empty())
+}
+
+/// What must happen before the process exits, as Redis's: not while the
+/// first AOF is being written, a running BGSAVE killed, the final save
+/// (`save`: SAVE/NOSAVE, else when save points are set). False, with the
+/// reason logged, when the server must stay up; `force` ignores errors.
+pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool {
+    const FAILED: &str =
+        "Errors trying to shut down the server. Check the logs for more information.";
+    if st.aof.wait_rewrite && st.aof.rewrite.is_some() {
+        if !force {
+            warn!("Writing initial AOF, can't exit.");
+            warn!("{FAILED}");
+            return false;
+        }
+        warn!("Writing initial AOF. Exit anyway.");
+    }
+    if bgsave_in_progress(st) {
+        // As Redis kills its saving child: the final save (if any) is
+        // synchronous and complete.
+        warn!("There is a child saving an .rdb. Killing it!");
+        abort_bgsave(st);
+    }
+    if shutdown_saves(st, save) {
+        info!("Saving the final RDB snapshot before exiting.");
+        if self::save(st).is_err() {
+            if !force {
+                // Exiting would lose the dataset.
+                warn!("Error trying to save the DB, can't exit.");
+                warn!("{FAILED}");
+                return false;
+            }
+            warn!("Error trying to save the DB. Exit anyway.");
+        }
+    }
+    true
 }
 
 // ------------------------------------------------------------------ BGSAVE
@@ -379,8 +369,10 @@ fn end_captures(st: &mut State) {
 pub enum Target {
     /// BGSAVE: renamed over `path` (in `dir`).
     Rdb { path: PathBuf, dir: PathBuf },
-    /// BGREWRITEAOF: the new base of the AOF (`crate::aof::rewrite_done`).
-    AofBase,
+    /// BGREWRITEAOF: the new base of the AOF; `done` installs it.
+    AofBase {
+        done: fn(&mut State, io::Result<()>, &std::path::Path) -> AfterDone,
+    },
 }
 
 /// What the completion hook leaves to do once the lock is released.
@@ -399,9 +391,7 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 /// last background save failed, save points are configured and
 /// `stop-writes-on-bgsave-error` is on.
 pub fn writes_denied(st: &State) -> bool {
-    !st.rdb.last_bgsave_ok
-        && st.cfg.flag("stop-writes-on-bgsave-error")
-        && !st.cfg.str("save").trim().is_empty()
+    !st.rdb.last_bgsave_ok && st.cfg.stop_writes_on_bgsave_error && !st.cfg.save.is_empty()
 }
 
 pub fn bgsave_in_progress(st: &State) -> bool {
@@ -412,14 +402,6 @@ pub fn bgsave_in_progress(st: &State) -> bool {
 /// Redis calls an active child process.
 pub fn child_active(st: &State) -> bool {
     st.rdb.running.is_some() || st.aof.rewrite.is_some()
-}
-
-/// The save points of the `save` option: (seconds, changes) pairs.
-pub fn save_points(spec: &str) -> Vec<(i64, u64)> {
-    let w: Vec<&str> = spec.split_whitespace().collect();
-    w.chunks_exact(2)
-        .filter_map(|p| Some((p[0].parse().ok()?, p[1].parse().ok()?)))
-        .collect()
 }
 
 fn key_meta(st: &State) -> KeyMeta {
@@ -465,7 +447,7 @@ pub fn bgsave_start(st: &mut State) {
             warn!(
                 "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
                 tmp.file_name().unwrap_or_default().to_string_lossy(),
-                st.cfg.str("dir")
+                st.cfg.dir
             );
             warn!("Background saving error");
             st.rdb.last_bgsave_ok = false;
@@ -486,10 +468,10 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         let _ = std::fs::remove_file(&tmp);
         return Err(io::Error::other("no server"));
     };
-    let opts = save_opts(st, matches!(target, Target::AofBase));
+    let opts = save_opts(st, matches!(target, Target::AofBase { .. }));
     let mut head = rdb::Writer::new(Vec::new(), opts);
     let header = head
-        .header(REDIS_VER, now_ms() / 1000, crate::cmd::server::rss_bytes())
+        .header(REDIS_VER, now_ms() / 1000, crate::os::rss_bytes())
         .and_then(|_| head.finish())
         .map(|mut v| {
             // Without the EOF byte and checksum `finish` added.
@@ -670,7 +652,7 @@ impl Job {
         }
         let after = match &self.target {
             Target::Rdb { path, dir } => bgsave_done(&mut st, res, &self.tmp, path, dir),
-            Target::AofBase => crate::aof::rewrite_done(&mut st, res, &self.tmp),
+            Target::AofBase { done } => done(&mut st, res, &self.tmp),
         };
         drop(st);
         if let Some(d) = after.sync_dir.and_then(|d| std::fs::File::open(d).ok()) {
@@ -759,27 +741,13 @@ pub fn cron(st: &mut State) {
     if !may_retry {
         return;
     }
-    for (secs, changes) in save_points(st.cfg.str("save")) {
+    for &(secs, changes) in &st.cfg.save {
         if st.dirty >= changes && now_s - st.lastsave > secs {
             info!("{changes} changes in {secs} seconds. Saving...");
             bgsave_start(st);
             return;
         }
     }
-}
-
-/// Whether `cmd` is refused with [`MISCONF`] now: a write command, PING
-/// (as Redis), or an EXEC whose queue holds a write command.
-pub fn denies(st: &State, cl: &crate::state::Client, cmd: &crate::cmd::Command) -> bool {
-    use crate::cmd::flags::WRITE;
-    let write = cmd.has(WRITE)
-        || cmd.name == "ping"
-        || (cmd.name == "exec"
-            && cl.multi.as_ref().is_some_and(|q| {
-                q.iter()
-                    .any(|a| crate::cmd::resolve(a).is_ok_and(|c| c.has(WRITE)))
-            }));
-    write && writes_denied(st)
 }
 
 #[cfg(test)]
@@ -854,14 +822,5 @@ mod tests {
         });
         assert_eq!((got[0], got[2], got[5]), (3000, 500, 0));
         assert_eq!(st.dbs[5].len(), 7);
-    }
-
-    #[test]
-    fn save_points_parse() {
-        assert_eq!(
-            save_points("900 1 300 10 60 10000"),
-            vec![(900, 1), (300, 10), (60, 10000)]
-        );
-        assert!(save_points("").is_empty());
     }
 }

@@ -344,7 +344,7 @@ impl State {
         if over_limit(cl, &limits) {
             tracing::warn!(
                 "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                crate::cmd::server::client_line(cl, crate::state::now_ms(), None)
+                cl.line(crate::state::now_ms(), None)
             );
             cl.killed = true;
             cl.pending = BytesMut::new();
@@ -367,11 +367,11 @@ impl State {
             return outer;
         }
         let mut dbs = vec![db];
-        let other = if super::cmd::is(&args[0], "move") {
+        let other = if args[0].eq_ignore_ascii_case(b"move") {
             args.get(2)
-        } else if super::cmd::is(&args[0], "copy") {
+        } else if args[0].eq_ignore_ascii_case(b"copy") {
             args.iter()
-                .position(|a| super::cmd::is(a, "db"))
+                .position(|a| a.eq_ignore_ascii_case(b"db"))
                 .and_then(|i| args.get(i + 1))
         } else {
             None

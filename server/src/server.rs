@@ -9,10 +9,10 @@ use tracing::{info, warn};
 
 /// Binds every address of `bind` (a leading `-` marks one whose failure is
 /// ignored, as in Redis) on `port`.
-pub fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
-    let port = cfg.int("port") as u16;
+fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
+    let port = cfg.port as u16;
     let mut out = Vec::new();
-    for addr in cfg.str("bind").split_whitespace() {
+    for addr in cfg.bind.iter().map(String::as_str) {
         let (optional, addr) = match addr.strip_prefix('-') {
             Some(a) => (true, a),
             None => (false, addr),
@@ -27,7 +27,7 @@ pub fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
         } else {
             format!("{host}:{port}")
         };
-        match bind_one(&sock, cfg.int("tcp-backlog") as i32) {
+        match bind_one(&sock, cfg.tcp_backlog as i32) {
             Ok(l) => out.push(l),
             Err(e) if optional => {
                 warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
@@ -72,14 +72,14 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     let mut state = State::new(cfg);
     // The dataset is in memory before any client can connect.
-    crate::persist::load_at_startup(&mut state)
+    crate::load::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
     let listeners = listen(&state.cfg)?;
     let shared = Arc::new(Shared::new(state));
     {
         let mut st = shared.state.lock();
-        st.tcp_port = st.cfg.int("port") as u16;
-        let pidfile = st.cfg.str("pidfile").to_string();
+        st.tcp_port = st.cfg.port as u16;
+        let pidfile = st.cfg.pidfile.clone();
         if !pidfile.is_empty() {
             let _ = std::fs::write(&pidfile, format!("{}\n", std::process::id()));
         }
@@ -88,6 +88,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         let tasks = spawn_accept(&shared, listeners);
         let mut st = shared.state.lock();
         st.accept_tasks = tasks;
+        st.relisten = Some(relisten);
         st.shared = Arc::downgrade(&shared);
     }
     tokio::spawn(cron(shared.clone()));
@@ -105,13 +106,13 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         }
         let mut st = shared.state.lock();
         let prepared = st.shutdown.take().is_some_and(|r| r.prepared);
-        if prepared || prepare_shutdown(&mut st, None, false) {
+        if prepared || crate::persist::prepare_shutdown(&mut st, None, false) {
             break;
         }
     }
     let mut st = shared.state.lock();
     crate::aof::shutdown(&mut st);
-    let pidfile = st.cfg.str("pidfile");
+    let pidfile = &st.cfg.pidfile;
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
     }
@@ -119,9 +120,27 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Listens on the configured port and bind, then stops the old accept
+/// loops. The new sockets are bound while the old ones still are, so a new
+/// address that overlaps an old one on the same port fails (Redis closes
+/// first).
+fn relisten(st: &mut State) -> std::io::Result<()> {
+    let listeners = listen(&st.cfg)?;
+    let shared = st
+        .shared
+        .upgrade()
+        .ok_or(std::io::ErrorKind::NotConnected)?;
+    let tasks = spawn_accept(&shared, listeners);
+    for t in std::mem::replace(&mut st.accept_tasks, tasks) {
+        t.abort();
+    }
+    st.tcp_port = st.cfg.port as u16;
+    Ok(())
+}
+
 /// One accept loop per listener; the handles let CONFIG SET port/bind stop
 /// them once new listeners are up.
-pub fn spawn_accept(
+fn spawn_accept(
     shared: &Arc<Shared>,
     listeners: Vec<TcpListener>,
 ) -> Vec<tokio::task::AbortHandle> {
@@ -154,7 +173,7 @@ async fn cron(shared: Arc<Shared>) {
     loop {
         // Never a blocking lock(): a long script holds it, and a blocked
         // worker would strand the tasks queued on it.
-        let Some(hz) = shared.lock_or_busy().await.map(|st| st.tun.hz) else {
+        let Some(hz) = shared.lock_or_busy().await.map(|st| st.cfg.hz) else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
@@ -220,40 +239,4 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
         st.stats.expired_stale_perc = perc * 0.05 + st.stats.expired_stale_perc * 0.95;
     }
     st.stats.expire_cycle_cpu_ms += start.elapsed().as_millis() as u64;
-}
-
-/// What must happen before the process exits, as Redis's: not while the
-/// first AOF is being written, a running BGSAVE killed, the final save
-/// (`save`: SAVE/NOSAVE, else when save points are set). False, with the
-/// reason logged, when the server must stay up; `force` ignores errors.
-pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool {
-    const FAILED: &str =
-        "Errors trying to shut down the server. Check the logs for more information.";
-    if st.aof.wait_rewrite && st.aof.rewrite.is_some() {
-        if !force {
-            warn!("Writing initial AOF, can't exit.");
-            warn!("{FAILED}");
-            return false;
-        }
-        warn!("Writing initial AOF. Exit anyway.");
-    }
-    if crate::persist::bgsave_in_progress(st) {
-        // As Redis kills its saving child: the final save (if any) is
-        // synchronous and complete.
-        warn!("There is a child saving an .rdb. Killing it!");
-        crate::persist::abort_bgsave(st);
-    }
-    if crate::persist::shutdown_saves(st, save) {
-        info!("Saving the final RDB snapshot before exiting.");
-        if crate::persist::save(st).is_err() {
-            if !force {
-                // Exiting would lose the dataset.
-                warn!("Error trying to save the DB, can't exit.");
-                warn!("{FAILED}");
-                return false;
-            }
-            warn!("Error trying to save the DB. Exit anyway.");
-        }
-    }
-    true
 }

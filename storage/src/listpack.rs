@@ -22,8 +22,13 @@
 //!                            int16 / int24 / int32 / int64, little-endian
 //! backlen := size of header+data in 7-bit groups, most significant first;
 //!   every byte but the first has bit 7 set, so reading right to left from
-//!   the last byte ("more bytes before me" flag) recovers the size.
+//!   the last byte ("more bytes before me" flag) recovers the size;
+//!   its byte count follows Redis's thresholds (see `backlen_size`).
 //! ```
+//!
+//! The entry codec (`encode_entry`, `decode_entry`, `backlen`) is also
+//! what the RDB writer and reader use for listpack blobs (`rdb::blob`),
+//! which hold the same entries between Redis's own header and terminator.
 //!
 //! Invariants: `len` is the number of entries; every entry is encoded in
 //! the smallest form that holds it; a byte string that reads as a strict
@@ -111,14 +116,35 @@ pub struct Listpack {
     buf: Box<[u8]>,
 }
 
-fn backlen_size(l: usize) -> usize {
+// ---- The entry codec, shared by the in-memory listpack and the RDB
+// listpack blobs (`rdb::blob`), whose entries are the same bytes.
+
+/// Bytes of the backlen of an entry whose header + data take `l` bytes.
+/// Redis's `lpEncodeBacklen` switches to the next size one value early
+/// (16383 takes 3 bytes though 14 bits hold it; DUMP of redis-server
+/// 7.0.15 shows it), and the sizes must agree byte for byte.
+pub(crate) fn backlen_size(l: usize) -> usize {
     match l {
         0..=127 => 1,
-        128..=16383 => 2,
-        16384..=2097151 => 3,
-        2097152..=268435455 => 4,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
         _ => 5,
     }
+}
+
+/// The backlen of an entry of `l` bytes (header + data): 7-bit groups,
+/// most significant first, every byte but the first flagged with bit 7 so
+/// a right-to-left read knows when to stop. Only the first `.1` bytes of
+/// `.0` are used.
+pub(crate) fn backlen(l: usize) -> ([u8; 5], usize) {
+    let n = backlen_size(l);
+    let mut b = [0u8; 5];
+    for (i, byte) in b[..n].iter_mut().enumerate() {
+        let group = ((l >> (7 * (n - 1 - i))) & 0x7f) as u8;
+        *byte = if i == 0 { group } else { group | 0x80 };
+    }
+    (b, n)
 }
 
 /// Size of header + data for a value.
@@ -146,7 +172,9 @@ pub fn entry_size(v: LpVal) -> usize {
     e + backlen_size(e)
 }
 
-fn encode(v: LpVal, out: &mut Vec<u8>) {
+/// Appends the entry for `v` (header, data, backlen) in the narrowest
+/// encoding that holds it.
+pub(crate) fn encode_entry(v: LpVal, out: &mut Vec<u8>) {
     let start = out.len();
     match v {
         LpVal::Int(n) => match n {
@@ -188,56 +216,65 @@ fn encode(v: LpVal, out: &mut Vec<u8>) {
             out.extend_from_slice(s);
         }
     }
-    let e = out.len() - start;
-    let n = backlen_size(e);
-    for i in (0..n).rev() {
-        let group = ((e >> (7 * i)) & 0x7f) as u8;
-        out.push(if i == n - 1 { group } else { group | 0x80 });
-    }
+    let (b, n) = backlen(out.len() - start);
+    out.extend_from_slice(&b[..n]);
 }
 
-/// Decodes the entry starting at `off`: value and size of header + data.
-fn decode(buf: &[u8], off: usize) -> (LpVal<'_>, usize) {
-    let b = buf[off];
-    if b & 0x80 == 0 {
-        return (LpVal::Int(b as i64), 1);
-    }
-    if b & 0xc0 == 0x80 {
-        let l = (b & 0x3f) as usize;
-        return (LpVal::Str(&buf[off + 1..off + 1 + l]), 1 + l);
-    }
-    if b & 0xe0 == 0xc0 {
-        let u = (((b & 0x1f) as u16) << 8) | buf[off + 1] as u16;
+/// Decodes the entry at the start of `b`: its value and the size of its
+/// header + data (the backlen is not read). `Err` says what is wrong when
+/// `b` does not start with a whole entry (only an RDB blob can be corrupt).
+pub(crate) fn decode_entry(b: &[u8]) -> Result<(LpVal<'_>, usize), &'static str> {
+    const PAST_END: &str = "listpack entry past the end";
+    let need = |n: usize| b.get(..n).ok_or(PAST_END);
+    let h = *b.first().ok_or(PAST_END)?;
+    Ok(if h & 0x80 == 0 {
+        (LpVal::Int(h as i64), 1)
+    } else if h & 0xc0 == 0x80 {
+        let l = (h & 0x3f) as usize;
+        (LpVal::Str(&need(1 + l)?[1..]), 1 + l)
+    } else if h & 0xe0 == 0xc0 {
+        let e = need(2)?;
+        let u = (((e[0] & 0x1f) as u16) << 8) | e[1] as u16;
         // Sign-extend 13 bits.
-        let v = ((u << 3) as i16 >> 3) as i64;
-        return (LpVal::Int(v), 2);
-    }
-    if b & 0xf0 == 0xe0 {
-        let l = (((b & 0x0f) as usize) << 8) | buf[off + 1] as usize;
-        return (LpVal::Str(&buf[off + 2..off + 2 + l]), 2 + l);
-    }
-    let d = &buf[off + 1..];
-    match b {
-        0xf0 => {
-            let l = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
-            (LpVal::Str(&d[4..4 + l]), 5 + l)
+        (LpVal::Int(((u << 3) as i16 >> 3) as i64), 2)
+    } else if h & 0xf0 == 0xe0 {
+        let e = need(2)?;
+        let l = (((e[0] & 0x0f) as usize) << 8) | e[1] as usize;
+        (LpVal::Str(&need(2 + l)?[2..]), 2 + l)
+    } else {
+        match h {
+            0xf0 => {
+                let e = need(5)?;
+                let l = u32::from_le_bytes([e[1], e[2], e[3], e[4]]) as usize;
+                (LpVal::Str(&need(5usize.saturating_add(l))?[5..]), 5 + l)
+            }
+            0xf1 => {
+                let e = need(3)?;
+                (LpVal::Int(i16::from_le_bytes([e[1], e[2]]) as i64), 3)
+            }
+            0xf2 => {
+                let e = need(4)?;
+                let v = i32::from_le_bytes([0, e[1], e[2], e[3]]) >> 8;
+                (LpVal::Int(v as i64), 4)
+            }
+            0xf3 => {
+                let e = need(5)?;
+                let v = i32::from_le_bytes([e[1], e[2], e[3], e[4]]);
+                (LpVal::Int(v as i64), 5)
+            }
+            0xf4 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&need(9)?[1..9]);
+                (LpVal::Int(i64::from_le_bytes(a)), 9)
+            }
+            _ => return Err("listpack bad entry encoding"),
         }
-        0xf1 => (LpVal::Int(i16::from_le_bytes([d[0], d[1]]) as i64), 3),
-        0xf2 => {
-            let v = i32::from_le_bytes([0, d[0], d[1], d[2]]) >> 8;
-            (LpVal::Int(v as i64), 4)
-        }
-        0xf3 => (
-            LpVal::Int(i32::from_le_bytes([d[0], d[1], d[2], d[3]]) as i64),
-            5,
-        ),
-        0xf4 => {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&d[..8]);
-            (LpVal::Int(i64::from_le_bytes(a)), 9)
-        }
-        _ => unreachable!("corrupt listpack header {b:#x}"),
-    }
+    })
+}
+
+/// Decodes the in-memory entry starting at `off`, which is never corrupt.
+fn decode(buf: &[u8], off: usize) -> (LpVal<'_>, usize) {
+    decode_entry(&buf[off..]).expect("corrupt listpack")
 }
 
 impl Listpack {
@@ -378,7 +415,7 @@ impl Listpack {
 
     /// Inserts before the entry at `off` (`off == as_bytes().len()` appends).
     pub fn insert_at(&mut self, off: usize, v: LpVal) {
-        self.edit(off..off, 1, entry_size(v), |out| encode(v, out));
+        self.edit(off..off, 1, entry_size(v), |out| encode_entry(v, out));
     }
 
     /// Deletes the entry at `off`; the following entry (if any) now starts
@@ -402,7 +439,7 @@ impl Listpack {
     /// Replaces the entry at `off` with `v`.
     pub fn replace_at(&mut self, off: usize, v: LpVal) {
         let end = self.next_raw(off);
-        self.edit(off..end, 0, entry_size(v), |out| encode(v, out));
+        self.edit(off..end, 0, entry_size(v), |out| encode_entry(v, out));
     }
 
     // ---- index-level API over user bytes.
@@ -422,7 +459,7 @@ impl Listpack {
         let add = vals.iter().map(|v| entry_size(*v)).sum();
         self.edit(end..end, vals.len() as isize, add, |out| {
             for v in vals {
-                encode(*v, out);
+                encode_entry(*v, out);
             }
         });
     }
@@ -660,6 +697,44 @@ mod tests {
         assert!(matches!(lp.get(0), Some(LpVal::Int(0))));
         assert!(matches!(lp.get(21), Some(LpVal::Str(b"-0"))));
         assert_eq!(lp.get(-1).unwrap().to_vec(), vec![0; 70000]);
+    }
+
+    /// Entries whose header + data take 127, 128, 16382, 16383 and 16384
+    /// bytes (strings of 125, 126, 16377, 16378, 16379 bytes), against the
+    /// header and backlen bytes of redis-server 7.0.15's DUMP of a hash
+    /// holding such a value. The in-memory listpack and the RDB writer
+    /// must both produce them, and the RDB reader accept them.
+    #[test]
+    fn backlen_boundaries_match_redis() {
+        let cases: [(usize, &[u8], &[u8]); 5] = [
+            (125, &[0xe0, 0x7d], &[0x7f]),
+            (126, &[0xe0, 0x7e], &[0x01, 0x80]),
+            (16377, &[0xf0, 0xf9, 0x3f, 0, 0], &[0x7f, 0xfe]),
+            (16378, &[0xf0, 0xfa, 0x3f, 0, 0], &[0x00, 0xff, 0xff]),
+            (16379, &[0xf0, 0xfb, 0x3f, 0, 0], &[0x01, 0x80, 0x80]),
+        ];
+        for (len, header, back) in cases {
+            let data = vec![b'v'; len];
+            let want = [header, &data[..], back].concat();
+            let mut lp = Listpack::new();
+            lp.push_back(&data);
+            lp.push_back(b"x");
+            assert_eq!(&lp.as_bytes()[..want.len()], &want[..], "{len}");
+            assert_eq!(entry_size(LpVal::Str(&data)), want.len());
+            assert_eq!(lp.iter().next_back(), Some(LpVal::Str(b"x")));
+            assert_eq!(lp.iter().rev().nth(1), Some(LpVal::Str(&data[..])));
+
+            let mut b = crate::rdb::blob::LpBuilder::new();
+            b.push_bytes(&data);
+            let blob = b.finish();
+            assert_eq!(&blob[6..blob.len() - 1], &want[..], "{len}");
+            let mut seen = Vec::new();
+            let n = crate::rdb::blob::lp_each(&blob, |v| {
+                seen.push(v.to_vec());
+                Ok(())
+            });
+            assert_eq!((n, seen), (Ok(1), vec![data]));
+        }
     }
 
     #[test]

@@ -85,14 +85,7 @@ impl ScoreRange {
     /// Parses ZRANGEBYSCORE-style bounds; `None` means Redis's
     /// "ERR min or max is not a float".
     pub fn parse(min: &[u8], max: &[u8]) -> Option<Self> {
-        fn bound(b: &[u8]) -> Option<(f64, bool)> {
-            let (ex, s) = match b.first() {
-                Some(b'(') => (true, &b[1..]),
-                _ => (false, b),
-            };
-            let v = strtod_full(s)?;
-            Some((v, ex))
-        }
+        use crate::num::parse_score_bound as bound;
         let (min, minex) = bound(min)?;
         let (max, maxex) = bound(max)?;
         Some(ScoreRange {
@@ -127,30 +120,6 @@ impl ScoreRange {
     pub fn is_empty(&self) -> bool {
         self.min > self.max || (self.min == self.max && (self.minex || self.maxex))
     }
-}
-
-/// Reads a whole string as C's `strtod` would for a range bound: leading
-/// blanks skipped, decimal or hex (`0x1f`) digits, `inf`/`infinity`; the
-/// empty string reads as 0 (Redis accepts `""` and `"("` as bounds); NaN
-/// and trailing characters are rejected.
-pub fn strtod_full(s: &[u8]) -> Option<f64> {
-    if s.is_empty() {
-        return Some(0.0);
-    }
-    let start = s
-        .iter()
-        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
-    let t = std::str::from_utf8(&s[start..]).ok()?;
-    let (neg, body) = match t.as_bytes()[0] {
-        b'-' => (true, &t[1..]),
-        b'+' => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let v = crate::zset::strtod_body(body.as_bytes())?;
-    if v.is_nan() {
-        return None;
-    }
-    Some(if neg { -v } else { v })
 }
 
 /// One end of a lex range: `-`, `+`, `[member` or `(member`.
@@ -873,33 +842,6 @@ mod tests {
     fn node_size() {
         assert_eq!(std::mem::size_of::<Node>(), 56);
         assert_eq!(std::mem::size_of::<Level>(), 8);
-    }
-
-    #[test]
-    fn range_bounds_read_like_strtod() {
-        let ok = |b: &[u8]| ScoreRange::parse(b, b"+inf").map(|r| (r.min, r.minex));
-        assert_eq!(ok(b"0x1"), Some((1.0, false)));
-        assert_eq!(ok(b" 1"), Some((1.0, false)));
-        assert_eq!(ok(b""), Some((0.0, false)));
-        assert_eq!(ok(b"("), Some((0.0, true)));
-        assert_eq!(ok(b"+1"), Some((1.0, false)));
-        assert_eq!(ok(b".5"), Some((0.5, false)));
-        assert_eq!(ok(b"1.5e+2"), Some((150.0, false)));
-        assert_eq!(ok(b"(inf"), Some((f64::INFINITY, true)));
-        assert_eq!(ok(b"-Infinity"), Some((f64::NEG_INFINITY, false)));
-        for bad in [
-            &b"1 "[..],
-            b" ",
-            b"1e",
-            b"-nan",
-            b"nan",
-            b"0x",
-            b"1_0",
-            b"--1",
-            b"+-1",
-        ] {
-            assert_eq!(ok(bad), None, "{:?}", String::from_utf8_lossy(bad));
-        }
     }
 
     #[test]

@@ -1,19 +1,11 @@
 //! BGREWRITEAOF.
 
-use super::flags::*;
-use super::{Command, Ctx};
+use super::{Ctx, Handler};
 use crate::aof::Start;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
-pub static COMMANDS: &[Command] = &[Command::new(
-    "bgrewriteaof",
-    1,
-    ADMIN | NOSCRIPT,
-    "admin",
-    (0, 0, 0),
-    bgrewriteaof,
-)];
+pub static HANDLERS: &[(&str, Handler)] = &[("bgrewriteaof", bgrewriteaof)];
 
 /// BGREWRITEAOF
 ///

@@ -5,30 +5,21 @@
 //! Redis. Reads past the end see zeros; writes grow the string with zeros
 //! and turn it into the `raw` encoding.
 
-use super::flags::*;
-use super::string::{clamp_range, norm_range, CLASS, GENERIC};
-use super::{is, Command, Ctx};
+use super::keyspace::GENERIC;
+use super::string::{clamp_range, norm_range, CLASS};
+use super::{is, Ctx, Handler};
 use crate::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
 use bytes::Bytes;
 use storage::{num::parse_i64, StrValue, Value};
 
-const G: &str = "bitmap";
-
-pub static COMMANDS: &[Command] = &[
-    Command::new("setbit", 4, WRITE | DENYOOM, G, (1, 1, 1), setbit),
-    Command::new("getbit", 3, READONLY | FAST, G, (1, 1, 1), getbit),
-    Command::new("bitcount", -2, READONLY, G, (1, 1, 1), bitcount),
-    Command::new("bitpos", -3, READONLY, G, (1, 1, 1), bitpos),
-    Command::new("bitop", -4, WRITE | DENYOOM, G, (2, -1, 1), bitop),
-    Command::new("bitfield", -2, WRITE | DENYOOM, G, (1, 1, 1), bitfield),
-    Command::new(
-        "bitfield_ro",
-        -2,
-        READONLY | FAST,
-        G,
-        (1, 1, 1),
-        bitfield_ro,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("setbit", setbit),
+    ("getbit", getbit),
+    ("bitcount", bitcount),
+    ("bitpos", bitpos),
+    ("bitop", bitop),
+    ("bitfield", bitfield),
+    ("bitfield_ro", bitfield_ro),
 ];
 
 fn bad_offset() -> Error {

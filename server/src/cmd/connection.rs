@@ -1,49 +1,18 @@
 //! Connection commands: PING ECHO QUIT RESET SELECT AUTH HELLO.
 
-use super::flags::*;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::state::ReplyMode;
 use bytes::Bytes;
 
-const G: &str = "connection";
-
-pub static COMMANDS: &[Command] = &[
-    Command::new("ping", -1, FAST | STALE | LOADING, G, (0, 0, 0), ping),
-    Command::new("echo", 2, FAST | STALE | LOADING, G, (0, 0, 0), echo),
-    Command::new(
-        "quit",
-        -1,
-        FAST | STALE | LOADING | NO_AUTH | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        quit,
-    ),
-    Command::new(
-        "reset",
-        1,
-        FAST | STALE | LOADING | NO_AUTH | NOSCRIPT | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        reset,
-    ),
-    Command::new("select", 2, FAST | STALE | LOADING, G, (0, 0, 0), select),
-    Command::new(
-        "auth",
-        -2,
-        FAST | STALE | LOADING | NO_AUTH | NOSCRIPT | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        auth,
-    ),
-    Command::new(
-        "hello",
-        -1,
-        FAST | STALE | LOADING | NO_AUTH | NOSCRIPT | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        hello,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("ping", ping),
+    ("echo", echo),
+    ("quit", quit),
+    ("reset", reset),
+    ("select", select),
+    ("auth", auth),
+    ("hello", hello),
 ];
 
 /// PING [message]
@@ -158,7 +127,7 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             check_password(c, &a[i + 1], &a[i + 2])?;
             i += 3;
         } else if is(&a[i], "setname") && more >= 1 {
-            super::server::validate_client_name(&a[i + 1])?;
+            super::client::validate_client_name(&a[i + 1])?;
             name = Some(a[i + 1].clone());
             i += 2;
         } else {

@@ -7,45 +7,36 @@
 //! `hash-max-listpack-entries`. HSETNX on an existing field writes nothing
 //! and so converts nothing.
 
-use super::flags::*;
 use super::scan::{cursor_arg, scan_opts, scan_reply};
-use super::string::ldouble::LDouble;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
+use storage::num::LDouble;
 use storage::{CBytes, Hash, LpVal, Value};
 
-const G: &str = "hash";
 /// The `h` keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[4].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("hset", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hset),
-    Command::new("hmset", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hmset),
-    Command::new("hsetnx", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hsetnx),
-    Command::new("hget", 3, READONLY | FAST, G, (1, 1, 1), hget),
-    Command::new("hmget", -3, READONLY | FAST, G, (1, 1, 1), hmget),
-    Command::new("hgetall", 2, READONLY, G, (1, 1, 1), hgetall),
-    Command::new("hkeys", 2, READONLY, G, (1, 1, 1), hkeys),
-    Command::new("hvals", 2, READONLY, G, (1, 1, 1), hvals),
-    Command::new("hdel", -3, WRITE | FAST, G, (1, 1, 1), hdel),
-    Command::new("hexists", 3, READONLY | FAST, G, (1, 1, 1), hexists),
-    Command::new("hlen", 2, READONLY | FAST, G, (1, 1, 1), hlen),
-    Command::new("hstrlen", 3, READONLY | FAST, G, (1, 1, 1), hstrlen),
-    Command::new("hincrby", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), hincrby),
-    Command::new(
-        "hincrbyfloat",
-        4,
-        WRITE | DENYOOM | FAST,
-        G,
-        (1, 1, 1),
-        hincrbyfloat,
-    ),
-    Command::new("hrandfield", -2, READONLY, G, (1, 1, 1), hrandfield),
-    Command::new("hscan", -3, READONLY, G, (1, 1, 1), hscan),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("hset", hset),
+    ("hmset", hmset),
+    ("hsetnx", hsetnx),
+    ("hget", hget),
+    ("hmget", hmget),
+    ("hgetall", hgetall),
+    ("hkeys", hkeys),
+    ("hvals", hvals),
+    ("hdel", hdel),
+    ("hexists", hexists),
+    ("hlen", hlen),
+    ("hstrlen", hstrlen),
+    ("hincrby", hincrby),
+    ("hincrbyfloat", hincrbyfloat),
+    ("hrandfield", hrandfield),
+    ("hscan", hscan),
 ];
 
 fn new_hash() -> Value {
@@ -246,6 +237,11 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     h.set(&a[2], text.as_bytes(), &lim);
     c.st.changed(CLASS, "hincrbyfloat", db, &a[1]);
     c.out.bulk(text.as_bytes());
+    // The result, not the increment: a replay adds no rounding of its own.
+    if c.propagating() {
+        let v = Bytes::copy_from_slice(text.as_bytes());
+        c.propagate_as([Bytes::from_static(b"HSET"), a[1].clone(), a[2].clone(), v]);
+    }
     Ok(())
 }
 

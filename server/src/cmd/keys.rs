@@ -2,11 +2,11 @@
 //! MOVE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
 //! PERSIST TOUCH KEYS SCAN RANDOMKEY OBJECT DBSIZE FLUSHDB FLUSHALL SWAPDB.
 
-use super::flags::*;
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts};
-use super::string::GENERIC;
-use super::{int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::propagate::int;
 use crate::state::BlockKind;
 use crate::state::State;
 use bytes::Bytes;
@@ -14,65 +14,38 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 use storage::{CBytes, StrValue, Value};
 
-const G: &str = "keyspace";
-
-pub static COMMANDS: &[Command] = &[
-    Command::new("del", -2, WRITE, G, (1, -1, 1), del),
-    Command::new("unlink", -2, WRITE | FAST, G, (1, -1, 1), unlink),
-    Command::new("exists", -2, READONLY | FAST, G, (1, -1, 1), exists),
-    Command::new("type", 2, READONLY | FAST, G, (1, 1, 1), type_cmd),
-    Command::new("rename", 3, WRITE, G, (1, 2, 1), rename),
-    Command::new("renamenx", 3, WRITE | FAST, G, (1, 2, 1), renamenx),
-    Command::new("copy", -3, WRITE | DENYOOM, G, (1, 2, 1), copy),
-    Command::new("move", 3, WRITE | FAST, G, (1, 1, 1), move_cmd),
-    Command::new("expire", -3, WRITE | FAST, G, (1, 1, 1), expire),
-    Command::new("pexpire", -3, WRITE | FAST, G, (1, 1, 1), pexpire),
-    Command::new("expireat", -3, WRITE | FAST, G, (1, 1, 1), expireat),
-    Command::new("pexpireat", -3, WRITE | FAST, G, (1, 1, 1), pexpireat),
-    Command::new("ttl", 2, READONLY | FAST, G, (1, 1, 1), ttl),
-    Command::new("pttl", 2, READONLY | FAST, G, (1, 1, 1), pttl),
-    Command::new("expiretime", 2, READONLY | FAST, G, (1, 1, 1), expiretime),
-    Command::new("pexpiretime", 2, READONLY | FAST, G, (1, 1, 1), pexpiretime),
-    Command::new("persist", 2, WRITE | FAST, G, (1, 1, 1), persist),
-    Command::new("touch", -2, READONLY | FAST, G, (1, -1, 1), touch),
-    Command::new("keys", 2, READONLY, G, (0, 0, 0), keys),
-    Command::new("scan", -2, READONLY, G, (0, 0, 0), scan),
-    Command::new("randomkey", 1, READONLY, G, (0, 0, 0), randomkey),
-    Command::parent("object", -2, 0, G, OBJECT_SUBS),
-    Command::new("dbsize", 1, READONLY | FAST, G, (0, 0, 0), dbsize),
-    Command::new("flushdb", -1, WRITE, G, (0, 0, 0), flushdb),
-    Command::new("flushall", -1, WRITE, G, (0, 0, 0), flushall),
-    Command::new("swapdb", 3, WRITE | FAST, G, (0, 0, 0), swapdb),
-    Command::new("wait", 3, NOSCRIPT, "connection", (0, 0, 0), wait),
-];
-
-static OBJECT_SUBS: &[Command] = &[
-    Command::new(
-        "object|encoding",
-        3,
-        READONLY,
-        G,
-        (2, 2, 1),
-        object_encoding,
-    ),
-    Command::new(
-        "object|refcount",
-        3,
-        READONLY,
-        G,
-        (2, 2, 1),
-        object_refcount,
-    ),
-    Command::new(
-        "object|idletime",
-        3,
-        READONLY,
-        G,
-        (2, 2, 1),
-        object_idletime,
-    ),
-    Command::new("object|freq", 3, READONLY, G, (2, 2, 1), object_freq),
-    Command::new("object|help", 2, LOADING | STALE, G, (0, 0, 0), object_help),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("del", del),
+    ("unlink", unlink),
+    ("exists", exists),
+    ("type", type_cmd),
+    ("rename", rename),
+    ("renamenx", renamenx),
+    ("copy", copy),
+    ("move", move_cmd),
+    ("expire", expire),
+    ("pexpire", pexpire),
+    ("expireat", expireat),
+    ("pexpireat", pexpireat),
+    ("ttl", ttl),
+    ("pttl", pttl),
+    ("expiretime", expiretime),
+    ("pexpiretime", pexpiretime),
+    ("persist", persist),
+    ("touch", touch),
+    ("keys", keys),
+    ("scan", scan),
+    ("randomkey", randomkey),
+    ("object|encoding", object_encoding),
+    ("object|refcount", object_refcount),
+    ("object|idletime", object_idletime),
+    ("object|freq", object_freq),
+    ("object|help", object_help),
+    ("dbsize", dbsize),
+    ("flushdb", flushdb),
+    ("flushall", flushall),
+    ("swapdb", swapdb),
+    ("wait", wait),
 ];
 
 impl State {
@@ -174,7 +147,7 @@ fn del_generic(c: &mut Ctx, a: &[Bytes], lazy: bool) -> CmdResult {
 
 /// DEL key [key ...]
 fn del(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let lazy = c.st.cfg.flag("lazyfree-lazy-user-del");
+    let lazy = c.st.cfg.lazyfree_lazy_user_del;
     del_generic(c, a, lazy)
 }
 
@@ -226,7 +199,7 @@ fn rename_generic(c: &mut Ctx, a: &[Bytes], nx: bool) -> CmdResult {
             return Ok(());
         }
         if let Some(old) = c.st.dbs[db].remove(dst) {
-            drop_value(old, c.st.cfg.flag("lazyfree-lazy-server-del"));
+            drop_value(old, c.st.cfg.lazyfree_lazy_server_del);
         }
     }
     let d = &mut c.st.dbs[db];
@@ -302,7 +275,7 @@ fn copy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             return Ok(());
         }
         if let Some(old) = c.st.dbs[dst_db].remove(dst) {
-            drop_value(old, c.st.cfg.flag("lazyfree-lazy-server-del"));
+            drop_value(old, c.st.cfg.lazyfree_lazy_server_del);
         }
     }
     let d = &mut c.st.dbs[dst_db];
@@ -409,15 +382,36 @@ fn expire_generic(
     if when <= c.now {
         // A time in the past deletes the key at once (replicated as DEL).
         if let Some(v) = c.st.dbs[db].remove(key) {
-            drop_value(v, c.st.cfg.flag("lazyfree-lazy-expire"));
+            drop_value(v, c.st.cfg.lazyfree_lazy_expire);
         }
         c.st.changed(GENERIC, "del", db, key);
     } else {
         c.st.dbs[db].set_expire(key, when);
         c.st.changed(GENERIC, "expire", db, key);
     }
+    propagate_expiry(c, key, &a[3..]);
     c.out.int(1);
     Ok(())
+}
+
+/// Propagates what a command left of `key`'s expiry, as Redis 7.0 does:
+/// the absolute time (`PEXPIREAT`, followed by `extra` options),
+/// `PERSIST` when it has none, `DEL` when the key is gone.
+pub(super) fn propagate_expiry(c: &mut Ctx, key: &Bytes, extra: &[Bytes]) {
+    if !c.propagating() {
+        return;
+    }
+    let d = &c.st.dbs[c.cl.db];
+    let op = if !d.contains(key) {
+        vec![Bytes::from_static(b"DEL"), key.clone()]
+    } else if let Some(t) = d.expire_at(key) {
+        let mut op = vec![Bytes::from_static(b"PEXPIREAT"), key.clone(), int(t)];
+        op.extend_from_slice(extra);
+        op
+    } else {
+        vec![Bytes::from_static(b"PERSIST"), key.clone()]
+    };
+    c.propagate_as(op);
 }
 
 /// EXPIRE key seconds [NX | XX | GT | LT]
@@ -612,9 +606,8 @@ fn object_encoding(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn object_refcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // Redis shares the objects for the integers 0..9999 (refcount INT_MAX)
     // unless maxmemory with an LRU/LFU policy needs per-key access data.
-    let policy = c.st.cfg.str("maxmemory-policy");
-    let shared_ok =
-        c.st.cfg.int("maxmemory") == 0 || !(policy.contains("lru") || policy.contains("lfu"));
+    let policy = c.st.cfg.maxmemory_policy;
+    let shared_ok = c.st.cfg.maxmemory == 0 || !(policy.lru() || policy.lfu());
     match c.st.lookup_read_nonotify(c.cl.db, &a[2], c.now) {
         Some(Value::Str(StrValue::Int(n))) if shared_ok && (0..10000).contains(n) => {
             c.out.int(i32::MAX as i64)
@@ -626,7 +619,7 @@ fn object_refcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn lfu_policy(c: &Ctx) -> bool {
-    c.st.cfg.str("maxmemory-policy").contains("lfu")
+    c.st.cfg.maxmemory_policy.lfu()
 }
 
 /// OBJECT IDLETIME key
@@ -700,7 +693,7 @@ fn dbsize(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// `lazyfree-lazy-user-flush` decides.
 fn flush_async(c: &Ctx, a: &[Bytes]) -> Result<bool, Error> {
     match a.len() {
-        1 => Ok(c.st.cfg.flag("lazyfree-lazy-user-flush")),
+        1 => Ok(c.st.cfg.lazyfree_lazy_user_flush),
         2 if is(&a[1], "async") => Ok(true),
         2 if is(&a[1], "sync") => Ok(false),
         _ => Err(Error::Syntax),

@@ -10,76 +10,40 @@
 //! dispatcher runs the same handler again for them (first come first
 //! served), so serving and replying live here in one place.
 
-use super::flags::*;
-use super::{int_arg, is, timeout_arg, Command, Ctx};
+use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
+use crate::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::{LpVal, Quicklist, Value};
 
-const G: &str = "list";
 /// The `l` (list) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[2].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("lpush", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), lpush),
-    Command::new("rpush", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), rpush),
-    Command::new("lpushx", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), lpushx),
-    Command::new("rpushx", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), rpushx),
-    Command::new("lpop", -2, WRITE | FAST, G, (1, 1, 1), lpop),
-    Command::new("rpop", -2, WRITE | FAST, G, (1, 1, 1), rpop),
-    Command::new("llen", 2, READONLY | FAST, G, (1, 1, 1), llen),
-    Command::new("lrange", 4, READONLY, G, (1, 1, 1), lrange),
-    Command::new("lindex", 3, READONLY, G, (1, 1, 1), lindex),
-    Command::new("lset", 4, WRITE | DENYOOM, G, (1, 1, 1), lset),
-    Command::new("linsert", 5, WRITE | DENYOOM, G, (1, 1, 1), linsert),
-    Command::new("lrem", 4, WRITE, G, (1, 1, 1), lrem),
-    Command::new("ltrim", 4, WRITE, G, (1, 1, 1), ltrim),
-    Command::new("lpos", -3, READONLY, G, (1, 1, 1), lpos),
-    Command::new("lmove", 5, WRITE | DENYOOM, G, (1, 2, 1), lmove),
-    Command::new("rpoplpush", 3, WRITE | DENYOOM, G, (1, 2, 1), rpoplpush),
-    Command::new("lmpop", -4, WRITE | MOVABLE_KEYS, G, (0, 0, 0), lmpop),
-    Command::new(
-        "blpop",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING,
-        G,
-        (1, -2, 1),
-        blpop,
-    ),
-    Command::new(
-        "brpop",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING,
-        G,
-        (1, -2, 1),
-        brpop,
-    ),
-    Command::new(
-        "brpoplpush",
-        4,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        G,
-        (1, 2, 1),
-        brpoplpush,
-    ),
-    Command::new(
-        "blmove",
-        6,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        G,
-        (1, 2, 1),
-        blmove,
-    ),
-    Command::new(
-        "blmpop",
-        -5,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        blmpop,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("lpush", lpush),
+    ("rpush", rpush),
+    ("lpushx", lpushx),
+    ("rpushx", rpushx),
+    ("lpop", lpop),
+    ("rpop", rpop),
+    ("llen", llen),
+    ("lrange", lrange),
+    ("lindex", lindex),
+    ("lset", lset),
+    ("linsert", linsert),
+    ("lrem", lrem),
+    ("ltrim", ltrim),
+    ("lpos", lpos),
+    ("lmove", lmove),
+    ("rpoplpush", rpoplpush),
+    ("lmpop", lmpop),
+    ("blpop", blpop),
+    ("brpop", brpop),
+    ("brpoplpush", brpoplpush),
+    ("blmove", blmove),
+    ("blmpop", blmpop),
 ];
 
 /// Writes one list element as a bulk reply.
@@ -521,6 +485,7 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
         c.out.array(2);
         c.out.bulk(k);
         c.out.bulk(&v);
+        c.propagate_as([pop_cmd(front), k.clone()]);
         return Ok(());
     }
     if c.may_block() {
@@ -533,14 +498,30 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
 
 /// BRPOPLPUSH source destination timeout
 fn brpoplpush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    bmove(c, a, false, true, &a[3])
+    bmove(c, a, false, true, &a[3])?;
+    c.propagate_as([Bytes::from_static(b"RPOPLPUSH"), a[1].clone(), a[2].clone()]);
+    Ok(())
 }
 
 /// BLMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout
 fn blmove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let from = end_arg(&a[3])?;
     let to = end_arg(&a[4])?;
-    bmove(c, a, from, to, &a[5])
+    bmove(c, a, from, to, &a[5])?;
+    let lmove = Bytes::from_static(b"LMOVE");
+    c.propagate_as([
+        lmove,
+        a[1].clone(),
+        a[2].clone(),
+        a[3].clone(),
+        a[4].clone(),
+    ]);
+    Ok(())
+}
+
+/// The non-blocking pop a blocking one propagates as.
+fn pop_cmd(front: bool) -> Bytes {
+    Bytes::from_static(if front { b"LPOP" } else { b"RPOP" })
 }
 
 fn bmove(c: &mut Ctx, a: &[Bytes], from: bool, to: bool, timeout: &[u8]) -> CmdResult {
@@ -603,6 +584,7 @@ fn mpop_from(c: &mut Ctx, keys: &[Bytes], front: bool, count: i64) -> Result<boo
         let n = pop_many(c.out, list, front, count);
         changed_n(c, pop_event(front), db, k, n);
         c.st.delete_if_empty(db, k);
+        c.propagate_as([pop_cmd(front), k.clone(), int(n as i64)]);
         return Ok(true);
     }
     Ok(false)

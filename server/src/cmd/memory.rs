@@ -6,7 +6,7 @@
 //! MEMORY STATS and INFO memory report cinnabar's real allocation counts
 //! (see `evict`).
 
-use super::{flags::*, int_arg, is, Command, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::evict::used_memory;
 use bytes::Bytes;
@@ -14,39 +14,20 @@ use std::fmt::Write;
 use storage::listpack::{entry_size, LpVal};
 use storage::{Hash, Set, SortedSet, StrValue, Value};
 
-const G: &str = "server";
-const MEM: u32 = 0;
-const LAT: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
-
-pub static COMMANDS: &[Command] = &[
-    Command::parent("memory", -2, 0, G, MEMORY_SUBS),
-    Command::parent("latency", -2, 0, G, LATENCY_SUBS),
-];
-
-static MEMORY_SUBS: &[Command] = &[
-    Command::new("memory|usage", -3, READONLY, "keyspace", (2, 2, 1), usage),
-    Command::new("memory|stats", 2, MEM, G, (0, 0, 0), stats),
-    Command::new("memory|doctor", 2, MEM, G, (0, 0, 0), doctor),
-    Command::new("memory|purge", 2, MEM, G, (0, 0, 0), purge),
-    Command::new("memory|malloc-stats", 2, MEM, G, (0, 0, 0), malloc_stats),
-    Command::new("memory|help", 2, LOADING | STALE, G, (0, 0, 0), memory_help),
-];
-
-static LATENCY_SUBS: &[Command] = &[
-    Command::new("latency|latest", 2, LAT, G, (0, 0, 0), latest),
-    Command::new("latency|history", 3, LAT, G, (0, 0, 0), history),
-    Command::new("latency|reset", -2, LAT, G, (0, 0, 0), reset),
-    Command::new("latency|doctor", 2, LAT, G, (0, 0, 0), latency_doctor),
-    Command::new("latency|graph", 3, LAT, G, (0, 0, 0), graph),
-    Command::new("latency|histogram", -2, LAT, G, (0, 0, 0), histogram),
-    Command::new(
-        "latency|help",
-        2,
-        LOADING | STALE,
-        G,
-        (0, 0, 0),
-        latency_help,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("memory|usage", usage),
+    ("memory|stats", stats),
+    ("memory|doctor", doctor),
+    ("memory|purge", purge),
+    ("memory|malloc-stats", malloc_stats),
+    ("memory|help", memory_help),
+    ("latency|latest", latest),
+    ("latency|history", history),
+    ("latency|reset", reset),
+    ("latency|doctor", latency_doctor),
+    ("latency|graph", graph),
+    ("latency|histogram", histogram),
+    ("latency|help", latency_help),
 ];
 
 /// jemalloc's size class for `n` bytes (what Redis's zmalloc_size reports):
@@ -209,7 +190,7 @@ pub struct MemSummary {
 /// 48 per TTL, 8 per bucket.
 pub fn summary(st: &mut crate::state::State) -> MemSummary {
     let used = used_memory();
-    let rss = super::server::rss_bytes();
+    let rss = crate::os::rss_bytes();
     st.peak_memory = st.peak_memory.max(used);
     let startup = st.startup_memory.min(used);
     let mut dbs = Vec::new();

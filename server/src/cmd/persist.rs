@@ -1,35 +1,21 @@
 //! Persistence commands: SAVE BGSAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
 //! DIGEST-VALUE helpers the DEBUG dispatcher calls.
 
-use super::flags::*;
-use super::string::GENERIC;
-use super::{int_arg, is, Command, Ctx};
+use super::keyspace::GENERIC;
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;
+use crate::propagate::int;
 use bytes::Bytes;
 use storage::listpack::LpVal;
 use storage::rdb::{self, RestoreError};
 use storage::Value;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new(
-        "save",
-        1,
-        ADMIN | NOSCRIPT | NO_MULTI,
-        "admin",
-        (0, 0, 0),
-        save,
-    ),
-    Command::new("bgsave", -1, ADMIN | NOSCRIPT, "admin", (0, 0, 0), bgsave),
-    Command::new("dump", 2, READONLY, "keyspace", (1, 1, 1), dump),
-    Command::new(
-        "restore",
-        -4,
-        WRITE | DENYOOM,
-        "keyspace",
-        (1, 1, 1),
-        restore,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("save", save),
+    ("bgsave", bgsave),
+    ("dump", dump),
+    ("restore", restore),
 ];
 
 const IN_PROGRESS: &str = "ERR Background save already in progress";
@@ -140,6 +126,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // Already expired: the key is gone (a replaced one deleted).
         if deleted {
             c.st.changed(GENERIC, "del", db, key);
+            c.propagate_as([Bytes::from_static(b"DEL"), key.clone()]);
         }
         c.out.ok();
         return Ok(());
@@ -158,6 +145,12 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     c.st.dbs[db].set_access(key, idle, freq);
     c.st.changed(GENERIC, "restore", db, key);
+    if ttl > 0 && !absttl {
+        // The absolute time, so a replay expires the key at the same moment.
+        let args = a.iter().enumerate();
+        let op = args.map(|(i, o)| if i == 2 { int(ttl) } else { o.clone() });
+        c.propagate_as(op.chain([Bytes::from_static(b"ABSTTL")]));
+    }
     c.out.ok();
     Ok(())
 }
@@ -253,7 +246,7 @@ fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
         Value::ZSet(z) => z.for_each(|m, s| {
             let mut e = [0u8; 20];
             mix(&mut e, m);
-            mix(&mut e, rdb::fmt_g17(s).as_bytes());
+            mix(&mut e, storage::num::fmt_g17(s).as_bytes());
             xor(d, &e);
         }),
         Value::Hash(h) => {

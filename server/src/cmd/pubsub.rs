@@ -2,86 +2,27 @@
 //! SSUBSCRIBE SUNSUBSCRIBE SPUBLISH PUBSUB. Delivery lives in
 //! `crate::pubsub`; sharded channels have standalone semantics (one shard).
 
-use super::flags::*;
-use super::server::help_reply;
-use super::{Command, Ctx};
+use super::help::help_reply;
+use super::{Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::pubsub::Kind;
 use bytes::Bytes;
 
-const G: &str = "pubsub";
-
-/// The flags every (un)subscribe command carries.
-const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
-
-pub static COMMANDS: &[Command] = &[
-    Command::new("subscribe", -2, SUB, G, (0, 0, 0), subscribe),
-    Command::new("unsubscribe", -1, SUB, G, (0, 0, 0), unsubscribe),
-    Command::new("psubscribe", -2, SUB, G, (0, 0, 0), psubscribe),
-    Command::new("punsubscribe", -1, SUB, G, (0, 0, 0), punsubscribe),
-    Command::new("ssubscribe", -2, SUB, G, (1, -1, 1), ssubscribe),
-    Command::new("sunsubscribe", -1, SUB, G, (1, -1, 1), sunsubscribe),
-    Command::new(
-        "publish",
-        3,
-        PUBSUB | LOADING | STALE | FAST,
-        G,
-        (0, 0, 0),
-        publish,
-    ),
-    Command::new(
-        "spublish",
-        3,
-        PUBSUB | LOADING | STALE | FAST,
-        G,
-        (1, 1, 1),
-        spublish,
-    ),
-    Command::parent("pubsub", -2, 0, G, PUBSUB_SUBS),
-];
-
-static PUBSUB_SUBS: &[Command] = &[
-    Command::new(
-        "pubsub|channels",
-        -2,
-        PUBSUB | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        pubsub_channels,
-    ),
-    Command::new(
-        "pubsub|numsub",
-        -2,
-        PUBSUB | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        pubsub_numsub,
-    ),
-    Command::new(
-        "pubsub|numpat",
-        2,
-        PUBSUB | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        pubsub_numpat,
-    ),
-    Command::new(
-        "pubsub|shardchannels",
-        -2,
-        PUBSUB | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        pubsub_shardchannels,
-    ),
-    Command::new(
-        "pubsub|shardnumsub",
-        -2,
-        PUBSUB | LOADING | STALE,
-        G,
-        (0, 0, 0),
-        pubsub_shardnumsub,
-    ),
-    Command::new("pubsub|help", 2, LOADING | STALE, G, (0, 0, 0), pubsub_help),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("subscribe", subscribe),
+    ("unsubscribe", unsubscribe),
+    ("psubscribe", psubscribe),
+    ("punsubscribe", punsubscribe),
+    ("ssubscribe", ssubscribe),
+    ("sunsubscribe", sunsubscribe),
+    ("publish", publish),
+    ("spublish", spublish),
+    ("pubsub|channels", pubsub_channels),
+    ("pubsub|numsub", pubsub_numsub),
+    ("pubsub|numpat", pubsub_numpat),
+    ("pubsub|shardchannels", pubsub_shardchannels),
+    ("pubsub|shardnumsub", pubsub_shardnumsub),
+    ("pubsub|help", pubsub_help),
 ];
 
 /// Commands a RESP2 client may run while subscribed.

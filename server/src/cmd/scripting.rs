@@ -11,8 +11,8 @@
 //! with `block_in_place` cost 40% of EVAL's time in thread hand-offs.)
 
 use super::flags::*;
-use super::server::help_reply;
-use super::{execute, int_arg, is, resolve, Command, Ctx};
+use super::help::help_reply;
+use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::state::{Client, State};
 use bytes::Bytes;
@@ -21,130 +21,28 @@ use scripting::{flags as sflags, Engine, Host, RunFlags};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-const G: &str = "scripting";
-const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS;
-
-pub static COMMANDS: &[Command] = &[
-    Command::new("eval", -3, EVAL_FLAGS, G, (0, 0, 0), eval),
-    Command::new("evalsha", -3, EVAL_FLAGS, G, (0, 0, 0), evalsha),
-    Command::new("eval_ro", -3, EVAL_FLAGS | READONLY, G, (0, 0, 0), eval_ro),
-    Command::new(
-        "evalsha_ro",
-        -3,
-        EVAL_FLAGS | READONLY,
-        G,
-        (0, 0, 0),
-        evalsha_ro,
-    ),
-    Command::new("fcall", -3, EVAL_FLAGS, G, (0, 0, 0), fcall),
-    Command::new(
-        "fcall_ro",
-        -3,
-        EVAL_FLAGS | READONLY,
-        G,
-        (0, 0, 0),
-        fcall_ro,
-    ),
-    Command::parent("script", -2, 0, G, SCRIPT_SUBS),
-    Command::parent("function", -2, 0, G, FUNCTION_SUBS),
-];
-
-static SCRIPT_SUBS: &[Command] = &[
-    Command::new(
-        "script|load",
-        3,
-        NOSCRIPT | STALE,
-        G,
-        (0, 0, 0),
-        script_load,
-    ),
-    Command::new(
-        "script|exists",
-        -3,
-        NOSCRIPT | STALE,
-        G,
-        (0, 0, 0),
-        script_exists,
-    ),
-    Command::new(
-        "script|flush",
-        -2,
-        NOSCRIPT | STALE,
-        G,
-        (0, 0, 0),
-        script_flush,
-    ),
-    Command::new(
-        "script|kill",
-        2,
-        NOSCRIPT | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        script_kill,
-    ),
-    Command::new("script|debug", 3, NOSCRIPT, G, (0, 0, 0), script_debug),
-    Command::new("script|help", 2, LOADING | STALE, G, (0, 0, 0), script_help),
-];
-
-static FUNCTION_SUBS: &[Command] = &[
-    Command::new(
-        "function|load",
-        -3,
-        WRITE | DENYOOM | NOSCRIPT,
-        G,
-        (0, 0, 0),
-        function_load,
-    ),
-    Command::new(
-        "function|delete",
-        3,
-        WRITE | NOSCRIPT,
-        G,
-        (0, 0, 0),
-        function_delete,
-    ),
-    Command::new(
-        "function|flush",
-        -2,
-        WRITE | NOSCRIPT,
-        G,
-        (0, 0, 0),
-        function_flush,
-    ),
-    Command::new("function|list", -2, NOSCRIPT, G, (0, 0, 0), function_list),
-    Command::new(
-        "function|stats",
-        2,
-        NOSCRIPT | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        function_stats,
-    ),
-    Command::new(
-        "function|kill",
-        2,
-        NOSCRIPT | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        function_kill,
-    ),
-    Command::new("function|dump", 2, NOSCRIPT, G, (0, 0, 0), function_dump),
-    Command::new(
-        "function|restore",
-        -3,
-        WRITE | DENYOOM | NOSCRIPT,
-        G,
-        (0, 0, 0),
-        function_restore,
-    ),
-    Command::new(
-        "function|help",
-        2,
-        LOADING | STALE,
-        G,
-        (0, 0, 0),
-        function_help,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("eval", eval),
+    ("evalsha", evalsha),
+    ("eval_ro", eval_ro),
+    ("evalsha_ro", evalsha_ro),
+    ("fcall", fcall),
+    ("fcall_ro", fcall_ro),
+    ("script|load", script_load),
+    ("script|exists", script_exists),
+    ("script|flush", script_flush),
+    ("script|kill", script_kill),
+    ("script|debug", script_debug),
+    ("script|help", script_help),
+    ("function|load", function_load),
+    ("function|delete", function_delete),
+    ("function|flush", function_flush),
+    ("function|list", function_list),
+    ("function|stats", function_stats),
+    ("function|kill", function_kill),
+    ("function|dump", function_dump),
+    ("function|restore", function_restore),
+    ("function|help", function_help),
 ];
 
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
@@ -294,7 +192,7 @@ fn run(
     argv: &[Bytes],
     read_only: bool,
 ) -> CmdResult {
-    let threshold = c.st.cfg.int("busy-reply-threshold");
+    let threshold = c.st.cfg.busy_reply_threshold;
     let mut cl = Client::new(0, String::new(), String::new(), -1, true);
     cl.db = c.cl.db;
     cl.deny_blocking = true;
@@ -319,6 +217,8 @@ fn run(
 }
 
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
+    // What the script's commands propagate stands for it.
+    c.no_propagate();
     let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let res = (|| {
@@ -374,6 +274,8 @@ fn evalsha_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
+    // What the function's commands propagate stands for it.
+    c.no_propagate();
     let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let name = String::from_utf8_lossy(&a[1]).into_owned();
@@ -646,7 +548,7 @@ fn function_kill(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// opcode and RDB string per library, RDB version, CRC-64), compressed as
 /// `rdbcompression` says, so Redis restores it and the reverse.
 fn function_dump(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let compress = c.st.cfg.flag("rdbcompression");
+    let compress = c.st.cfg.rdbcompression;
     let libs =
         c.st.engine
             .iter()

@@ -7,10 +7,10 @@
 //! the second one (copy the first set, then remove) can convert on the way
 //! and the stored result keeps that encoding.
 
-use super::flags::*;
 use super::hash::{distinct_indices, rand_count};
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, scan_opts, scan_reply};
-use super::{int_arg, Command, Ctx};
+use super::{int_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
@@ -18,50 +18,27 @@ use rand::Rng;
 use std::collections::HashSet;
 use storage::{CBytes, Intset, LpVal, Set, Value};
 
-const G: &str = "set";
 /// The `s` keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[3].1;
-const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("sadd", -3, WRITE | DENYOOM | FAST, G, (1, 1, 1), sadd),
-    Command::new("srem", -3, WRITE | FAST, G, (1, 1, 1), srem),
-    Command::new("scard", 2, READONLY | FAST, G, (1, 1, 1), scard),
-    Command::new("sismember", 3, READONLY | FAST, G, (1, 1, 1), sismember),
-    Command::new("smismember", -3, READONLY | FAST, G, (1, 1, 1), smismember),
-    Command::new("smembers", 2, READONLY, G, (1, 1, 1), smembers),
-    Command::new("srandmember", -2, READONLY, G, (1, 1, 1), srandmember),
-    Command::new("spop", -2, WRITE | FAST, G, (1, 1, 1), spop),
-    Command::new("smove", 4, WRITE | FAST, G, (1, 2, 1), smove),
-    Command::new("sinter", -2, READONLY, G, (1, -1, 1), sinter),
-    Command::new(
-        "sintercard",
-        -3,
-        READONLY | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        sintercard,
-    ),
-    Command::new(
-        "sinterstore",
-        -3,
-        WRITE | DENYOOM,
-        G,
-        (1, -1, 1),
-        sinterstore,
-    ),
-    Command::new("sunion", -2, READONLY, G, (1, -1, 1), sunion),
-    Command::new(
-        "sunionstore",
-        -3,
-        WRITE | DENYOOM,
-        G,
-        (1, -1, 1),
-        sunionstore,
-    ),
-    Command::new("sdiff", -2, READONLY, G, (1, -1, 1), sdiff),
-    Command::new("sdiffstore", -3, WRITE | DENYOOM, G, (1, -1, 1), sdiffstore),
-    Command::new("sscan", -3, READONLY, G, (1, 1, 1), sscan),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("sadd", sadd),
+    ("srem", srem),
+    ("scard", scard),
+    ("sismember", sismember),
+    ("smismember", smismember),
+    ("smembers", smembers),
+    ("srandmember", srandmember),
+    ("spop", spop),
+    ("smove", smove),
+    ("sinter", sinter),
+    ("sintercard", sintercard),
+    ("sinterstore", sinterstore),
+    ("sunion", sunion),
+    ("sunionstore", sunionstore),
+    ("sdiff", sdiff),
+    ("sdiffstore", sdiffstore),
+    ("sscan", sscan),
 ];
 
 fn bulk_val(out: &mut protocol::ReplyBuf, v: LpVal) {
@@ -238,12 +215,15 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.bulk(&m);
         c.st.changed(CLASS, "spop", db, &a[1]);
         c.st.delete_if_empty(db, &a[1]);
+        // As Redis 7.0: SREM even when the set is gone with it.
+        c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), Bytes::from(m)]);
         return Ok(());
     }
     let count = int_arg(&a[2])
         .ok()
         .filter(|n| *n >= 0)
         .ok_or_else(|| Error::other("ERR value is out of range, must be positive"))?;
+    let prop = c.propagating();
     let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
         c.out.set(0);
         return Ok(());
@@ -262,17 +242,26 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.dbs[db].remove(&a[1]);
         c.st.changed(CLASS, "spop", db, &a[1]);
         c.st.notify(GENERIC, "del", db, &a[1]);
+        c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
         return Ok(());
     }
     let k = count as usize;
     let mut rng = rand::thread_rng();
     c.out.set(k);
+    let mut popped = Vec::new();
     for _ in 0..k {
         if let Some(m) = s.pop_random(&mut rng) {
             c.out.bulk(&m);
+            if prop {
+                popped.push(Bytes::from(m));
+            }
         }
     }
     c.st.changed(CLASS, "spop", db, &a[1]);
+    // As Redis 7.0: one SREM per member, in one unit.
+    for m in popped {
+        c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), m]);
+    }
     Ok(())
 }
 

@@ -12,7 +12,8 @@
 //!   except with STORE, where a set is sorted ALPHA so the stored list does
 //!   not depend on hash table order.
 //! - Numbers are parsed as `strtod` does (whitespace, hex, `inf`; a NUL
-//!   ends the number; NaN, overflow and underflow are refused), compared
+//!   ends the number; NaN, overflow and underflow are refused; see
+//!   `storage::num::parse_sort_score`), compared
 //!   as doubles, ties broken by the elements' bytes.
 //! - ALPHA compares with `strcoll` in the C locale (bytes up to the first
 //!   NUL), or fully binary when storing; ALPHA ties keep the source order
@@ -21,41 +22,20 @@
 //!   SORT_RO, as Redis does (visible in OBJECT ENCODING).
 //! - `start + count - 1` in LIMIT saturates instead of overflowing.
 
-use super::flags::*;
-use super::{int_arg, is, Command, Ctx};
+use super::keyspace::GENERIC;
+use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, WRONGTYPE};
 use crate::state::State;
 use bytes::Bytes;
 use std::cmp::Ordering;
+use storage::num::parse_sort_score;
 use storage::{LpVal, Quicklist, SortedSet, Value};
 
-/// SORT's ACL categories include @list, @set and @sortedset; the stored
-/// result is a list.
-const G: &str = "list";
 /// The `l` (list) keyspace event class: `sortstore`.
 const LIST: u32 = NOTIFY_CLASSES[2].1;
-/// The `g` (generic) keyspace event class: `del` of an emptied STORE key.
-const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new(
-        "sort",
-        -2,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        sort,
-    ),
-    Command::new(
-        "sort_ro",
-        -2,
-        READONLY | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        sort_ro,
-    ),
-];
+pub static HANDLERS: &[(&str, Handler)] = &[("sort", sort), ("sort_ro", sort_ro)];
 
 /// The key arguments of a SORT call (COMMAND GETKEYS): the source and the
 /// last STORE destination, skipping the arguments of LIMIT, GET and BY as
@@ -240,193 +220,6 @@ fn lookup<R>(
     }
 }
 
-/// `strtod` with Redis's acceptance test (`*eptr == '\0'`, no ERANGE, not
-/// NaN): the number may be preceded by whitespace and must run to the end
-/// of the C string; an empty C string is 0.
-pub fn parse_score(b: &[u8]) -> Option<f64> {
-    // The common case, and exactly what strtod gives (both round to nearest).
-    if let Some(n) = storage::num::parse_i64(b) {
-        return Some(n as f64);
-    }
-    let s = cstr(b);
-    if s.is_empty() {
-        return Some(0.0);
-    }
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let rest = &s[i..];
-    let lower = |n: usize| rest.get(..n).map(|p| p.to_ascii_lowercase());
-    let sign = if neg { -1.0 } else { 1.0 };
-    if lower(3).as_deref() == Some(b"inf") {
-        let n = if lower(8).as_deref() == Some(b"infinity") {
-            8
-        } else {
-            3
-        };
-        return (rest.len() == n).then_some(sign * f64::INFINITY);
-    }
-    if lower(3).as_deref() == Some(b"nan") {
-        return None;
-    }
-    let hex = lower(2).as_deref() == Some(b"0x")
-        && rest.get(2..).is_some_and(|t| hex_mantissa_len(t).1 > 0);
-    let v = if hex {
-        parse_hex(&rest[2..])?
-    } else {
-        parse_dec(rest)?
-    };
-    Some(sign * v)
-}
-
-/// Length of a hex mantissa `h*[.h*]` at the start of `t`, and its digit
-/// count.
-fn hex_mantissa_len(t: &[u8]) -> (usize, usize) {
-    let mut i = 0;
-    let mut digits = 0;
-    while i < t.len() && t[i].is_ascii_hexdigit() {
-        i += 1;
-        digits += 1;
-    }
-    if i < t.len() && t[i] == b'.' {
-        i += 1;
-        while i < t.len() && t[i].is_ascii_hexdigit() {
-            i += 1;
-            digits += 1;
-        }
-    }
-    (i, digits)
-}
-
-/// Length of an exponent (`e`/`p` already matched at `t[0]`): sign and at
-/// least one digit, or 0 when it is not one.
-fn exponent_len(t: &[u8]) -> usize {
-    let mut i = 1;
-    if matches!(t.get(i), Some(b'+' | b'-')) {
-        i += 1;
-    }
-    let d = t[i.min(t.len())..]
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .count();
-    if d == 0 {
-        0
-    } else {
-        i + d
-    }
-}
-
-/// An unsigned decimal that must span all of `t`.
-fn parse_dec(t: &[u8]) -> Option<f64> {
-    let int = t.iter().take_while(|c| c.is_ascii_digit()).count();
-    let mut i = int;
-    let mut frac = 0;
-    if t.get(i) == Some(&b'.') {
-        frac = t[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        i += 1 + frac;
-    }
-    if int + frac == 0 {
-        return None;
-    }
-    if matches!(t.get(i), Some(b'e' | b'E')) {
-        i += exponent_len(&t[i..]);
-    }
-    if i != t.len() {
-        return None;
-    }
-    let text = std::str::from_utf8(t).ok()?;
-    let v: f64 = text.parse().ok()?;
-    let nonzero = t[..int + frac + usize::from(frac > 0)]
-        .iter()
-        .any(|c| (b'1'..=b'9').contains(c));
-    in_range(v, nonzero)
-}
-
-/// glibc's ERANGE: overflow to infinity, and underflow to zero or to a
-/// subnormal.
-fn in_range(v: f64, nonzero: bool) -> Option<f64> {
-    if v.is_infinite() || (nonzero && v.abs() < f64::MIN_POSITIVE) {
-        None
-    } else {
-        Some(v)
-    }
-}
-
-/// A hex float body after `0x` (`h*[.h*][p[+-]d+]`) spanning all of `t`.
-fn parse_hex(t: &[u8]) -> Option<f64> {
-    let (mlen, _) = hex_mantissa_len(t);
-    let mut i = mlen;
-    let mut exp: i64 = 0;
-    if matches!(t.get(i), Some(b'p' | b'P')) {
-        let n = exponent_len(&t[i..]);
-        if n > 0 {
-            let e = &t[i + 1..i + n];
-            exp = std::str::from_utf8(e)
-                .ok()?
-                .parse::<i64>()
-                .unwrap_or(if e[0] == b'-' { -100_000 } else { 100_000 })
-                .clamp(-100_000, 100_000);
-            i += n;
-        }
-    }
-    if i != t.len() {
-        return None;
-    }
-    // 15 significant hex digits (60 bits) are more than a double holds.
-    let mut mant: u64 = 0;
-    let mut sig = 0;
-    let mut after_point = false;
-    let mut nonzero = false;
-    for &c in &t[..mlen] {
-        if c == b'.' {
-            after_point = true;
-            continue;
-        }
-        let d = (c as char).to_digit(16).unwrap_or(0) as u64;
-        nonzero |= d != 0;
-        if mant == 0 && d == 0 {
-            if after_point {
-                exp -= 4;
-            }
-            continue;
-        }
-        if sig < 15 {
-            mant = mant * 16 + d;
-            sig += 1;
-            if after_point {
-                exp -= 4;
-            }
-        } else if !after_point {
-            exp += 4;
-        }
-    }
-    let mut v = mant as f64;
-    // Scale in steps so intermediate powers stay finite.
-    while exp > 0 {
-        let s = exp.min(1000);
-        v *= 2f64.powi(s as i32);
-        exp -= s;
-    }
-    while exp < 0 {
-        let s = exp.max(-1000);
-        v *= 2f64.powi(s as i32);
-        exp -= s;
-    }
-    in_range(v, nonzero)
-}
-
 /// A span of [`Arena`] bytes.
 type Span = (usize, usize);
 
@@ -524,10 +317,10 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
                 Some(p) => lookup(c.st, db, now, p, el, &mut kbuf, |v| match v {
                     None => (Some(0.0), None),
                     Some(v) if alpha => (Some(0.0), Some(by_vals.push(v))),
-                    Some(v) => (parse_score(v), None),
+                    Some(v) => (parse_sort_score(v), None),
                 }),
                 None if alpha => (Some(0.0), None),
-                None => (parse_score(el), None),
+                None => (parse_sort_score(el), None),
             };
             match score {
                 Some(s) => it.score = s,
@@ -858,61 +651,6 @@ fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scores_parse_as_strtod() {
-        let ok: &[(&[u8], f64)] = &[
-            (b"", 0.0),
-            (b"3", 3.0),
-            (b" 7", 7.0),
-            (b"\t3", 3.0),
-            (b"+5", 5.0),
-            (b".5", 0.5),
-            (b"5.", 5.0),
-            (b"1e+1", 10.0),
-            (b"1e2", 100.0),
-            (b"-1.5", -1.5),
-            (b"inf", f64::INFINITY),
-            (b"-INF", f64::NEG_INFINITY),
-            (b"infinity", f64::INFINITY),
-            (b"0x10", 16.0),
-            (b"0X1p4", 16.0),
-            (b"0x1.8p1", 3.0),
-            (b"0x.8", 0.5),
-            (b"5\x00abc", 5.0),
-            (b"\x00abc", 0.0),
-            (b"-1e-300", -1e-300),
-            (b"1e308", 1e308),
-            (b"0e500", 0.0),
-            (b"2.2250738585072014e-308", 2.2250738585072014e-308),
-        ];
-        for (s, v) in ok {
-            assert_eq!(parse_score(s), Some(*v), "{:?}", String::from_utf8_lossy(s));
-        }
-        let bad: &[&[u8]] = &[
-            b"7 ",
-            b"  ",
-            b"a",
-            b"nan",
-            b"nan(123)",
-            b"-nan",
-            b"1e400",
-            b"1e-400",
-            b"1e-310",
-            b"1e-308",
-            b"0x",
-            b"1e",
-            b"1e+",
-            b".",
-            b"infx",
-            b"--1",
-            b"1_0",
-            b"0x1p",
-        ];
-        for s in bad {
-            assert_eq!(parse_score(s), None, "{:?}", String::from_utf8_lossy(s));
-        }
-    }
 
     #[test]
     fn patterns_split_as_redis() {

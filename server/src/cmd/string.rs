@@ -1,51 +1,40 @@
 //! String commands.
 
-pub(crate) mod ldouble;
-
-use super::flags::*;
-use super::{int_arg, is, Command, Ctx};
+use super::keyspace::GENERIC;
+use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
+use crate::propagate::int;
 use bytes::Bytes;
-use ldouble::LDouble;
+use storage::num::LDouble;
 use storage::{CBytes, StrValue, Value};
 
-const G: &str = "string";
 /// The `$` (string) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[1].1;
-/// The `g` (generic) keyspace event class.
-pub const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("get", 2, READONLY | FAST, G, (1, 1, 1), get),
-    Command::new("set", -3, WRITE | DENYOOM, G, (1, 1, 1), set),
-    Command::new("setnx", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), setnx),
-    Command::new("setex", 4, WRITE | DENYOOM, G, (1, 1, 1), setex),
-    Command::new("psetex", 4, WRITE | DENYOOM, G, (1, 1, 1), psetex),
-    Command::new("getset", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), getset),
-    Command::new("getdel", 2, WRITE | FAST, G, (1, 1, 1), getdel),
-    Command::new("getex", -2, WRITE | FAST, G, (1, 1, 1), getex),
-    Command::new("mget", -2, READONLY | FAST, G, (1, -1, 1), mget),
-    Command::new("mset", -3, WRITE | DENYOOM, G, (1, -1, 2), mset),
-    Command::new("msetnx", -3, WRITE | DENYOOM, G, (1, -1, 2), msetnx),
-    Command::new("append", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), append),
-    Command::new("strlen", 2, READONLY | FAST, G, (1, 1, 1), strlen),
-    Command::new("getrange", 4, READONLY, G, (1, 1, 1), getrange),
-    Command::new("substr", 4, READONLY, G, (1, 1, 1), getrange),
-    Command::new("setrange", 4, WRITE | DENYOOM, G, (1, 1, 1), setrange),
-    Command::new("incr", 2, WRITE | DENYOOM | FAST, G, (1, 1, 1), incr),
-    Command::new("decr", 2, WRITE | DENYOOM | FAST, G, (1, 1, 1), decr),
-    Command::new("incrby", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), incrby),
-    Command::new("decrby", 3, WRITE | DENYOOM | FAST, G, (1, 1, 1), decrby),
-    Command::new(
-        "incrbyfloat",
-        3,
-        WRITE | DENYOOM | FAST,
-        G,
-        (1, 1, 1),
-        incrbyfloat,
-    ),
-    Command::new("lcs", -3, READONLY, G, (1, 2, 1), lcs),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("get", get),
+    ("set", set),
+    ("setnx", setnx),
+    ("setex", setex),
+    ("psetex", psetex),
+    ("getset", getset),
+    ("getdel", getdel),
+    ("getex", getex),
+    ("mget", mget),
+    ("mset", mset),
+    ("msetnx", msetnx),
+    ("append", append),
+    ("strlen", strlen),
+    ("getrange", getrange),
+    ("substr", getrange),
+    ("setrange", setrange),
+    ("incr", incr),
+    ("decr", decr),
+    ("incrby", incrby),
+    ("decrby", decrby),
+    ("incrbyfloat", incrbyfloat),
+    ("lcs", lcs),
 ];
 
 /// Writes a string value as a bulk reply.
@@ -156,7 +145,31 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         None if e.keepttl => Ttl::Keep,
         None => Ttl::None,
     };
-    set_generic(c, &a[1], &a[2], e.nx, e.xx, e.get, ttl)
+    set_generic(c, &a[1], &a[2], e.nx, e.xx, e.get, ttl)?;
+    if e.expire.is_some() {
+        propagate_set_pxat(c, &a[1], &a[2]);
+    } else if e.get {
+        // GET reads: the write is the rest.
+        let write = a
+            .iter()
+            .enumerate()
+            .filter(|&(i, o)| i < 3 || !is(o, "get"));
+        c.propagate_as(write.map(|(_, o)| o.clone()));
+    }
+    Ok(())
+}
+
+/// A write with an expiry propagates its absolute time, so a replay
+/// later expires the key at the same moment: `SET key value PXAT t`.
+fn propagate_set_pxat(c: &mut Ctx, key: &Bytes, val: &Bytes) {
+    if !c.propagating() {
+        return;
+    }
+    let mut op = vec![Bytes::from_static(b"SET"), key.clone(), val.clone()];
+    if let Some(t) = c.st.dbs[c.cl.db].expire_at(key) {
+        op.extend([Bytes::from_static(b"PXAT"), int(t)]);
+    }
+    c.propagate_as(op);
 }
 
 /// The common part of SET, SETNX, SETEX and PSETEX.
@@ -217,18 +230,24 @@ fn setnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// SETEX key seconds value
 fn setex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let at = ttl_arg(b"ex", &a[2], c.now, "setex")?;
-    set_generic(c, &a[1], &a[3], false, false, false, Ttl::At(at))
+    set_generic(c, &a[1], &a[3], false, false, false, Ttl::At(at))?;
+    propagate_set_pxat(c, &a[1], &a[3]);
+    Ok(())
 }
 
 /// PSETEX key milliseconds value
 fn psetex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let at = ttl_arg(b"px", &a[2], c.now, "psetex")?;
-    set_generic(c, &a[1], &a[3], false, false, false, Ttl::At(at))
+    set_generic(c, &a[1], &a[3], false, false, false, Ttl::At(at))?;
+    propagate_set_pxat(c, &a[1], &a[3]);
+    Ok(())
 }
 
 /// GETSET key value
 fn getset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    set_generic(c, &a[1], &a[2], false, false, true, Ttl::None)
+    set_generic(c, &a[1], &a[2], false, false, true, Ttl::None)?;
+    c.propagate_as([Bytes::from_static(b"SET"), a[1].clone(), a[2].clone()]);
+    Ok(())
 }
 
 /// GETDEL key
@@ -241,6 +260,7 @@ fn getdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
     c.st.dbs[db].remove(&a[1]);
     c.st.changed(GENERIC, "del", db, &a[1]);
+    c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
     Ok(())
 }
 
@@ -271,6 +291,7 @@ fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else if e.persist && c.st.dbs[db].persist(&a[1]) {
         c.st.changed(GENERIC, "persist", db, &a[1]);
     }
+    super::keys::propagate_expiry(c, &a[1], &[]);
     Ok(())
 }
 
@@ -501,6 +522,16 @@ fn incrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     );
     c.st.changed(CLASS, "incrbyfloat", db, &a[1]);
     c.out.bulk(text.as_bytes());
+    // The result, not the increment: a replay adds no rounding of its own.
+    if c.propagating() {
+        let v = Bytes::copy_from_slice(text.as_bytes());
+        c.propagate_as([
+            Bytes::from_static(b"SET"),
+            a[1].clone(),
+            v,
+            Bytes::from_static(b"KEEPTTL"),
+        ]);
+    }
     Ok(())
 }
 

@@ -11,55 +11,17 @@
 //! such a key (`State::changed`, expiry, flushes, SWAPDB) marks the watchers
 //! dirty and their EXEC replies with a null array.
 
-use super::flags::*;
-use super::{execute, Command, Ctx};
+use super::{execute, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::state::{Client, State};
 use bytes::Bytes;
 
-const G: &str = "transactions";
-
-pub static COMMANDS: &[Command] = &[
-    Command::new(
-        "multi",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        multi,
-    ),
-    Command::new(
-        "exec",
-        1,
-        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
-        G,
-        (0, 0, 0),
-        exec,
-    ),
-    Command::new(
-        "discard",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        discard,
-    ),
-    Command::new(
-        "watch",
-        -2,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        G,
-        (1, -1, 1),
-        watch,
-    ),
-    Command::new(
-        "unwatch",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
-        G,
-        (0, 0, 0),
-        unwatch,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("multi", multi),
+    ("exec", exec),
+    ("discard", discard),
+    ("watch", watch),
+    ("unwatch", unwatch),
 ];
 
 /// Commands that run at once even inside MULTI.
@@ -82,6 +44,8 @@ fn multi(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// EXEC
 fn exec(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    // What the queued commands propagate stands for it.
+    c.no_propagate();
     let Some(queue) = c.cl.multi.take() else {
         return Err(Error::other("ERR EXEC without MULTI"));
     };

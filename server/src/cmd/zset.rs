@@ -2,125 +2,53 @@
 //!
 //! Argument checks run in Redis's order (options and numbers first, then
 //! the key's type), so the same bad request gets the same error. The set
-//! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) also take plain
-//! sets, whose members score 1.
+//! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) are in
+//! `zsetops`.
 
-use super::flags::*;
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
-use super::{int_arg, is, timeout_arg, Command, Ctx};
+use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER, WRONGTYPE};
+use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
+use crate::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
-use std::cmp::Ordering;
-use std::collections::HashMap;
-use storage::zset::{parse_score, ZEntry};
-use storage::{LexRange, ScoreRange, Set, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
+use storage::num::parse_score;
+use storage::zset::ZEntry;
+use storage::{LexRange, ScoreRange, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
 
-const G: &str = "sortedset";
 /// The `z` (sorted set) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[5].1;
-const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
-pub static COMMANDS: &[Command] = &[
-    Command::new("zadd", -4, WRITE | DENYOOM | FAST, G, (1, 1, 1), zadd),
-    Command::new("zincrby", 4, WRITE | DENYOOM | FAST, G, (1, 1, 1), zincrby),
-    Command::new("zscore", 3, READONLY | FAST, G, (1, 1, 1), zscore),
-    Command::new("zmscore", -3, READONLY | FAST, G, (1, 1, 1), zmscore),
-    Command::new("zcard", 2, READONLY | FAST, G, (1, 1, 1), zcard),
-    Command::new("zcount", 4, READONLY | FAST, G, (1, 1, 1), zcount),
-    Command::new("zlexcount", 4, READONLY | FAST, G, (1, 1, 1), zlexcount),
-    Command::new("zrank", 3, READONLY | FAST, G, (1, 1, 1), zrank),
-    Command::new("zrevrank", 3, READONLY | FAST, G, (1, 1, 1), zrevrank),
-    Command::new("zrange", -4, READONLY, G, (1, 1, 1), zrange),
-    Command::new(
-        "zrangestore",
-        -5,
-        WRITE | DENYOOM,
-        G,
-        (1, 2, 1),
-        zrangestore,
-    ),
-    Command::new("zrevrange", -4, READONLY, G, (1, 1, 1), zrevrange),
-    Command::new("zrangebyscore", -4, READONLY, G, (1, 1, 1), zrangebyscore),
-    Command::new(
-        "zrevrangebyscore",
-        -4,
-        READONLY,
-        G,
-        (1, 1, 1),
-        zrevrangebyscore,
-    ),
-    Command::new("zrangebylex", -4, READONLY, G, (1, 1, 1), zrangebylex),
-    Command::new("zrevrangebylex", -4, READONLY, G, (1, 1, 1), zrevrangebylex),
-    Command::new("zrem", -3, WRITE | FAST, G, (1, 1, 1), zrem),
-    Command::new("zremrangebyrank", 4, WRITE, G, (1, 1, 1), zremrangebyrank),
-    Command::new("zremrangebyscore", 4, WRITE, G, (1, 1, 1), zremrangebyscore),
-    Command::new("zremrangebylex", 4, WRITE, G, (1, 1, 1), zremrangebylex),
-    Command::new("zpopmin", -2, WRITE | FAST, G, (1, 1, 1), zpopmin),
-    Command::new("zpopmax", -2, WRITE | FAST, G, (1, 1, 1), zpopmax),
-    Command::new("zmpop", -4, WRITE | MOVABLE_KEYS, G, (0, 0, 0), zmpop),
-    Command::new("zrandmember", -2, READONLY, G, (1, 1, 1), zrandmember),
-    Command::new("zscan", -3, READONLY, G, (1, 1, 1), zscan),
-    Command::new("zinter", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zinter),
-    Command::new(
-        "zinterstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        zinterstore,
-    ),
-    Command::new(
-        "zintercard",
-        -3,
-        READONLY | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        zintercard,
-    ),
-    Command::new("zunion", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zunion),
-    Command::new(
-        "zunionstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        zunionstore,
-    ),
-    Command::new("zdiff", -3, READONLY | MOVABLE_KEYS, G, (0, 0, 0), zdiff),
-    Command::new(
-        "zdiffstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        G,
-        (1, 1, 1),
-        zdiffstore,
-    ),
-    Command::new(
-        "bzpopmin",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING | FAST,
-        G,
-        (1, -2, 1),
-        bzpopmin,
-    ),
-    Command::new(
-        "bzpopmax",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING | FAST,
-        G,
-        (1, -2, 1),
-        bzpopmax,
-    ),
-    Command::new(
-        "bzmpop",
-        -5,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        G,
-        (0, 0, 0),
-        bzmpop,
-    ),
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("zadd", zadd),
+    ("zincrby", zincrby),
+    ("zscore", zscore),
+    ("zmscore", zmscore),
+    ("zcard", zcard),
+    ("zcount", zcount),
+    ("zlexcount", zlexcount),
+    ("zrank", zrank),
+    ("zrevrank", zrevrank),
+    ("zrange", zrange),
+    ("zrangestore", zrangestore),
+    ("zrevrange", zrevrange),
+    ("zrangebyscore", zrangebyscore),
+    ("zrevrangebyscore", zrevrangebyscore),
+    ("zrangebylex", zrangebylex),
+    ("zrevrangebylex", zrevrangebylex),
+    ("zrem", zrem),
+    ("zremrangebyrank", zremrangebyrank),
+    ("zremrangebyscore", zremrangebyscore),
+    ("zremrangebylex", zremrangebylex),
+    ("zpopmin", zpopmin),
+    ("zpopmax", zpopmax),
+    ("zmpop", zmpop),
+    ("zrandmember", zrandmember),
+    ("zscan", zscan),
+    ("bzpopmin", bzpopmin),
+    ("bzpopmax", bzpopmax),
+    ("bzmpop", bzmpop),
 ];
 
 fn score_arg(a: &[u8]) -> Result<f64, Error> {
@@ -146,7 +74,7 @@ fn range_long(a: &[u8], min: i64, max: i64, msg: &str) -> Result<i64, Error> {
 }
 
 /// `getPositiveLongFromObjectOrReply` without a message.
-fn positive_long(a: &[u8]) -> Result<i64, Error> {
+pub(super) fn positive_long(a: &[u8]) -> Result<i64, Error> {
     range_long(
         a,
         0,
@@ -155,7 +83,7 @@ fn positive_long(a: &[u8]) -> Result<i64, Error> {
     )
 }
 
-fn limits(c: &Ctx) -> ZsetLimits {
+pub(super) fn limits(c: &Ctx) -> ZsetLimits {
     c.st.tun.zset_limits
 }
 
@@ -180,7 +108,10 @@ fn reply_entries(c: &mut Ctx, v: &[ZEntry], withscores: bool) {
 
 /// A new set holding `v` (any order), in the encoding Redis gives a set it
 /// builds for a store command: listpack iff it fits the limits.
-fn build(v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>, lim: &ZsetLimits) -> SortedSet {
+pub(super) fn build(
+    v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>,
+    lim: &ZsetLimits,
+) -> SortedSet {
     let mut z = SortedSet::new_skiplist();
     for (m, s) in v {
         z.add(m.as_ref(), s, ZaddFlags::default(), lim);
@@ -191,7 +122,7 @@ fn build(v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>, lim: &ZsetLimits)
 
 /// Stores `z` at `dst` (replacing any value and TTL) and replies its size;
 /// an empty result deletes `dst` instead and replies 0.
-fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
+pub(super) fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
     let db = c.cl.db;
     let n = z.len();
     if n > 0 {
@@ -673,6 +604,13 @@ fn zpop_generic(
         c.st.changed(CLASS, if max { "zpopmax" } else { "zpopmin" }, db, key);
         c.st.delete_if_empty(db, key);
     }
+    // The multi-key and blocking forms propagate the plain pop of the key
+    // served, with a count for the ZMPOP family.
+    if shape.emit_key {
+        let pop = Bytes::from_static(if max { b"ZPOPMAX" } else { b"ZPOPMIN" });
+        let n = count.map(|_| int(n as i64));
+        c.propagate_as([pop, key.clone()].into_iter().chain(n));
+    }
     Ok(true)
 }
 
@@ -929,304 +867,8 @@ fn zscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// An input of the set operations.
-enum Src<'a> {
-    Missing,
-    Z(&'a SortedSet),
-    S(&'a Set),
-}
-
-impl Src<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Src::Missing => 0,
-            Src::Z(z) => z.len(),
-            Src::S(s) => s.len(),
-        }
-    }
-
-    fn score(&self, m: &[u8]) -> Option<f64> {
-        match self {
-            Src::Missing => None,
-            Src::Z(z) => z.score(m),
-            Src::S(s) => s.contains(m).then_some(1.0),
-        }
-    }
-
-    fn for_each(&self, mut f: impl FnMut(&[u8], f64)) {
-        match self {
-            Src::Missing => {}
-            Src::Z(z) => z.for_each(f),
-            Src::S(s) => {
-                let mut buf = itoa::Buffer::new();
-                for m in s.iter() {
-                    f(m.bytes(&mut buf), 1.0);
-                }
-            }
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum SetOp {
-    Union,
-    Inter,
-    Diff,
-}
-
-#[derive(Clone, Copy)]
-enum Aggregate {
-    Sum,
-    Min,
-    Max,
-}
-
-fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
-    match how {
-        Aggregate::Sum => {
-            *target += val;
-            // inf + -inf: Redis keeps 0 rather than NaN.
-            if target.is_nan() {
-                *target = 0.0;
-            }
-        }
-        Aggregate::Min => {
-            if val < *target {
-                *target = val;
-            }
-        }
-        Aggregate::Max => {
-            if val > *target {
-                *target = val;
-            }
-        }
-    }
-}
-
-fn by_score(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> Ordering {
-    a.1.partial_cmp(&b.1)
-        .unwrap_or(Ordering::Equal)
-        .then_with(|| a.0.cmp(&b.0))
-}
-
-/// ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD (Redis's
-/// `zunionInterDiffGenericCommand`). `nk` is the index of numkeys; `dst`
-/// the destination key of the STORE forms.
-fn setop_generic(
-    c: &mut Ctx,
-    a: &[Bytes],
-    dst: Option<&Bytes>,
-    nk: usize,
-    op: SetOp,
-    card_only: bool,
-) -> CmdResult {
-    let setnum = int_arg(&a[nk])?;
-    if setnum < 1 {
-        let name = super::lookup(&a[0]).map_or("", |cmd| cmd.name);
-        return Err(Error::other(format!(
-            "ERR at least 1 input key is needed for '{name}' command"
-        )));
-    }
-    if setnum > (a.len() - nk - 1) as i64 {
-        return Err(Error::Syntax);
-    }
-    let setnum = setnum as usize;
-    let keys = &a[nk + 1..nk + 1 + setnum];
-    let db = c.cl.db;
-    for k in keys {
-        match c.st.lookup_read(db, k, c.now) {
-            None | Some(Value::ZSet(_)) | Some(Value::Set(_)) => {}
-            Some(_) => return Err(WRONGTYPE),
-        }
-    }
-    let mut weights = vec![1.0f64; setnum];
-    let mut how = Aggregate::Sum;
-    let mut withscores = false;
-    let mut limit: usize = 0;
-    let mut j = nk + 1 + setnum;
-    while j < a.len() {
-        let remaining = a.len() - j;
-        let o = &a[j];
-        if op != SetOp::Diff && !card_only && remaining > setnum && is(o, "weights") {
-            j += 1;
-            for w in weights.iter_mut() {
-                *w = parse_score(&a[j])
-                    .ok_or_else(|| Error::other("ERR weight value is not a float"))?;
-                j += 1;
-            }
-        } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(o, "aggregate") {
-            let v = &a[j + 1];
-            how = if is(v, "sum") {
-                Aggregate::Sum
-            } else if is(v, "min") {
-                Aggregate::Min
-            } else if is(v, "max") {
-                Aggregate::Max
-            } else {
-                return Err(Error::Syntax);
-            };
-            j += 2;
-        } else if dst.is_none() && !card_only && is(o, "withscores") {
-            withscores = true;
-            j += 1;
-        } else if card_only && remaining >= 2 && is(o, "limit") {
-            limit = positive_long(&a[j + 1])
-                .map_err(|_| Error::other("ERR LIMIT can't be negative"))?
-                as usize;
-            j += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
-
-    let d = &c.st.dbs[db];
-    let mut srcs: Vec<(Src, f64)> = keys
-        .iter()
-        .zip(&weights)
-        .map(|(k, &w)| {
-            let s = match d.get(k) {
-                Some(Value::ZSet(z)) => Src::Z(z),
-                Some(Value::Set(s)) => Src::S(s),
-                _ => Src::Missing,
-            };
-            (s, w)
-        })
-        .collect();
-    let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
-    let mut card = 0usize;
-    match op {
-        SetOp::Inter => {
-            // Smallest first: the fewest lookups, and the order scores are
-            // aggregated in, as Redis.
-            srcs.sort_by_key(|(s, _)| s.len());
-            if srcs[0].0.len() > 0 {
-                let (first, rest) = srcs.split_first().expect("setnum >= 1");
-                let mut done = false;
-                first.0.for_each(|m, s| {
-                    if done {
-                        return;
-                    }
-                    let mut score = first.1 * s;
-                    if score.is_nan() {
-                        score = 0.0;
-                    }
-                    for (src, w) in rest {
-                        match src.score(m) {
-                            Some(v) => aggregate(&mut score, v * w, how),
-                            None => return,
-                        }
-                    }
-                    if card_only {
-                        card += 1;
-                        if limit > 0 && card >= limit {
-                            done = true;
-                        }
-                    } else {
-                        result.push((m.to_vec(), score));
-                    }
-                });
-            }
-        }
-        SetOp::Union => {
-            srcs.sort_by_key(|(s, _)| s.len());
-            let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
-            for (src, w) in &srcs {
-                src.for_each(|m, s| {
-                    let mut score = w * s;
-                    if score.is_nan() {
-                        score = 0.0;
-                    }
-                    match acc.get_mut(m) {
-                        Some(t) => aggregate(t, score, how),
-                        None => {
-                            acc.insert(m.to_vec(), score);
-                        }
-                    }
-                });
-            }
-            result = acc.into_iter().collect();
-        }
-        SetOp::Diff => {
-            let (first, rest) = srcs.split_first().expect("setnum >= 1");
-            first.0.for_each(|m, s| {
-                if rest.iter().all(|(src, _)| src.score(m).is_none()) {
-                    result.push((m.to_vec(), s));
-                }
-            });
-        }
-    }
-    if card_only {
-        c.out.int(card as i64);
-        return Ok(());
-    }
-    if let Some(dst) = dst {
-        let lim = limits(c);
-        let z = build(result, &lim);
-        let event = match op {
-            SetOp::Union => "zunionstore",
-            SetOp::Inter => "zinterstore",
-            SetOp::Diff => "zdiffstore",
-        };
-        store_result(c, dst, z, event);
-        return Ok(());
-    }
-    result.sort_by(by_score);
-    if withscores && !c.out.resp3 {
-        c.out.array(result.len() * 2);
-    } else {
-        c.out.array(result.len());
-    }
-    for (m, s) in &result {
-        if withscores && c.out.resp3 {
-            c.out.array(2);
-        }
-        c.out.bulk(m);
-        if withscores {
-            c.out.double(*s);
-        }
-    }
-    Ok(())
-}
-
-/// ZUNION numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
-fn zunion(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, None, 1, SetOp::Union, false)
-}
-
-/// ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX]
-fn zunionstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, Some(&a[1]), 2, SetOp::Union, false)
-}
-
-/// ZINTER numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
-fn zinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, None, 1, SetOp::Inter, false)
-}
-
-/// ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX]
-fn zinterstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, Some(&a[1]), 2, SetOp::Inter, false)
-}
-
-/// ZINTERCARD numkeys key [key ...] [LIMIT limit]
-fn zintercard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, None, 1, SetOp::Inter, true)
-}
-
-/// ZDIFF numkeys key [key ...] [WITHSCORES]
-fn zdiff(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, None, 1, SetOp::Diff, false)
-}
-
-/// ZDIFFSTORE destination numkeys key [key ...]
-fn zdiffstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    setop_generic(c, a, Some(&a[1]), 2, SetOp::Diff, false)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn registered_as_redis() {
         let t = super::super::table();
@@ -1241,12 +883,5 @@ mod tests {
             assert_eq!(c.arity, arity, "{name}");
             assert_eq!((c.first_key, c.last_key, c.step), keys, "{name}");
         }
-    }
-
-    #[test]
-    fn aggregate_sum_of_opposite_infinities_is_zero() {
-        let mut t = f64::INFINITY;
-        aggregate(&mut t, f64::NEG_INFINITY, Aggregate::Sum);
-        assert_eq!(t, 0.0);
     }
 }

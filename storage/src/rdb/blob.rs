@@ -5,8 +5,7 @@
 //! Parsers validate as they go (header sizes, every entry's bounds, the
 //! terminator) and report the offset inside the blob of what is wrong.
 
-use crate::listpack::LpVal;
-use crate::num::parse_i64;
+use crate::listpack::{backlen, decode_entry, encode_entry, LpVal};
 
 /// A problem inside a blob: what, and where (offset inside the blob).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,81 +55,16 @@ impl LpBuilder {
     }
 
     pub fn push(&mut self, v: LpVal) {
-        match v {
-            LpVal::Int(n) => self.push_int(n),
-            LpVal::Str(s) => self.push_bytes(s),
-        }
+        let v = match v {
+            LpVal::Str(s) => LpVal::from_bytes(s),
+            int => int,
+        };
+        encode_entry(v, &mut self.buf);
+        self.count += 1;
     }
 
     pub fn push_bytes(&mut self, s: &[u8]) {
-        if let Some(n) = parse_i64(s) {
-            return self.push_int(n);
-        }
-        let start = self.buf.len();
-        let l = s.len();
-        if l < 64 {
-            self.buf.push(0x80 | l as u8);
-        } else if l < 4096 {
-            self.buf.push(0xe0 | (l >> 8) as u8);
-            self.buf.push(l as u8);
-        } else {
-            self.buf.push(0xf0);
-            self.buf.extend_from_slice(&(l as u32).to_le_bytes());
-        }
-        self.buf.extend_from_slice(s);
-        self.finish_entry(start);
-    }
-
-    pub fn push_int(&mut self, n: i64) {
-        let start = self.buf.len();
-        if (0..=127).contains(&n) {
-            self.buf.push(n as u8);
-        } else if (-4096..=4095).contains(&n) {
-            let u = (n as u64) & 0x1fff;
-            self.buf.push(0xc0 | (u >> 8) as u8);
-            self.buf.push(u as u8);
-        } else if (-32768..=32767).contains(&n) {
-            self.buf.push(0xf1);
-            self.buf.extend_from_slice(&(n as i16).to_le_bytes());
-        } else if (-8388608..=8388607).contains(&n) {
-            self.buf.push(0xf2);
-            self.buf.extend_from_slice(&(n as i32).to_le_bytes()[..3]);
-        } else if i32::try_from(n).is_ok() {
-            self.buf.push(0xf3);
-            self.buf.extend_from_slice(&(n as i32).to_le_bytes());
-        } else {
-            self.buf.push(0xf4);
-            self.buf.extend_from_slice(&n.to_le_bytes());
-        }
-        self.finish_entry(start);
-    }
-
-    fn finish_entry(&mut self, start: usize) {
-        let l = self.buf.len() - start;
-        // The entry length, readable backwards: 7 bits per byte, the
-        // continuation bit on every byte but the first.
-        if l <= 127 {
-            self.buf.push(l as u8);
-        } else if l < 16383 {
-            self.buf.push((l >> 7) as u8);
-            self.buf.push((l & 127) as u8 | 128);
-        } else if l < 2097151 {
-            self.buf.push((l >> 14) as u8);
-            self.buf.push(((l >> 7) & 127) as u8 | 128);
-            self.buf.push((l & 127) as u8 | 128);
-        } else if l < 268435455 {
-            self.buf.push((l >> 21) as u8);
-            self.buf.push(((l >> 14) & 127) as u8 | 128);
-            self.buf.push(((l >> 7) & 127) as u8 | 128);
-            self.buf.push((l & 127) as u8 | 128);
-        } else {
-            self.buf.push((l >> 28) as u8);
-            self.buf.push(((l >> 21) & 127) as u8 | 128);
-            self.buf.push(((l >> 14) & 127) as u8 | 128);
-            self.buf.push(((l >> 7) & 127) as u8 | 128);
-            self.buf.push((l & 127) as u8 | 128);
-        }
-        self.count += 1;
+        self.push(LpVal::Str(s));
     }
 
     pub fn finish(mut self) -> Vec<u8> {
@@ -140,16 +74,6 @@ impl LpBuilder {
         let n = self.count.min(65535) as u16;
         self.buf[4..6].copy_from_slice(&n.to_le_bytes());
         self.buf
-    }
-}
-
-fn backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
     }
 }
 
@@ -182,72 +106,18 @@ pub fn lp_each<'a>(
             break;
         }
         let start = p;
-        let need = |n: usize| -> Result<&'a [u8], BlobError> {
-            lp.get(start..)
-                .and_then(|r| r.get(..n))
-                .filter(|_| start + n <= end)
-                .ok_or(BlobError {
-                    msg: "listpack entry past the end",
-                    at: start,
-                })
-        };
-        let (val, enc_len) = if b & 0x80 == 0 {
-            (LpVal::Int((b & 0x7f) as i64), 1)
-        } else if b & 0xc0 == 0x80 {
-            let l = (b & 0x3f) as usize;
-            let e = need(1 + l)?;
-            (LpVal::Str(&e[1..]), 1 + l)
-        } else if b & 0xe0 == 0xc0 {
-            let e = need(2)?;
-            let u = (((e[0] & 0x1f) as u16) << 8 | e[1] as u16) as i64;
-            let v = if u >= 1 << 12 { u - (1 << 13) } else { u };
-            (LpVal::Int(v), 2)
-        } else if b & 0xf0 == 0xe0 {
-            let e = need(2)?;
-            let l = ((e[0] & 0x0f) as usize) << 8 | e[1] as usize;
-            let e = need(2 + l)?;
-            (LpVal::Str(&e[2..]), 2 + l)
-        } else {
-            match b {
-                0xf0 => {
-                    let e = need(5)?;
-                    let l = u32::from_le_bytes([e[1], e[2], e[3], e[4]]) as usize;
-                    let e = need(5usize.saturating_add(l))?;
-                    (LpVal::Str(&e[5..]), 5 + l)
-                }
-                0xf1 => {
-                    let e = need(3)?;
-                    (LpVal::Int(i16::from_le_bytes([e[1], e[2]]) as i64), 3)
-                }
-                0xf2 => {
-                    let e = need(4)?;
-                    let v = i32::from_le_bytes([0, e[1], e[2], e[3]]) >> 8;
-                    (LpVal::Int(v as i64), 4)
-                }
-                0xf3 => {
-                    let e = need(5)?;
-                    (
-                        LpVal::Int(i32::from_le_bytes([e[1], e[2], e[3], e[4]]) as i64),
-                        5,
-                    )
-                }
-                0xf4 => {
-                    let e = need(9)?;
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(&e[1..9]);
-                    (LpVal::Int(i64::from_le_bytes(a)), 9)
-                }
-                _ => return err("listpack bad entry encoding", p),
-            }
-        };
-        let bl = backlen_size(enc_len);
-        let back = need(enc_len + bl)?;
-        // Decode the back length the way a reverse walk would.
-        let mut v = 0usize;
-        for (i, &c) in back[enc_len..].iter().rev().enumerate() {
-            v |= ((c & 127) as usize) << (7 * i);
+        let (val, enc_len) =
+            decode_entry(&lp[start..end]).map_err(|msg| BlobError { msg, at: p })?;
+        // The back length must read as a reverse walk would read it.
+        let (want, bl) = backlen(enc_len);
+        if lp
+            .get(start + enc_len..end)
+            .and_then(|r| r.get(..bl))
+            .is_none()
+        {
+            return err("listpack entry past the end", start);
         }
-        if v != enc_len {
+        if lp[start + enc_len..start + enc_len + bl] != want[..bl] {
             return err("listpack bad entry back length", p);
         }
         f(val)?;

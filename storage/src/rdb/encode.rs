@@ -4,6 +4,7 @@ use super::blob::{intset_blob, LpBuilder};
 use super::crc64::crc64;
 use super::*;
 use crate::listpack::LpVal;
+use crate::num::d2string;
 use crate::{StrValue, Value};
 use std::io::{self, Write};
 

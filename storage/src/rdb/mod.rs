@@ -68,74 +68,6 @@ pub const OP_EOF: u8 = 255;
 pub const QL_PLAIN: u64 = 1;
 pub const QL_PACKED: u64 = 2;
 
-/// C's `%.17g`, as Redis formats scores it stores as text.
-pub fn fmt_g17(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let sci = format!("{:.16e}", v);
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let x: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..17).contains(&x) {
-        format!(
-            "{}e{}{:02}",
-            trim(mant),
-            if x < 0 { '-' } else { '+' },
-            x.abs()
-        )
-    } else {
-        trim(&format!("{:.*}", (16 - x) as usize, v))
-    }
-}
-
-/// Redis's `d2string`: integral values within ±2^52 print as integers,
-/// everything else as `%.17g`.
-pub fn d2string(v: f64) -> String {
-    if v.is_finite()
-        && v != 0.0
-        && v > -4503599627370495.0
-        && v < 4503599627370496.0
-        && v == (v as i64) as f64
-    {
-        return (v as i64).to_string();
-    }
-    fmt_g17(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn g17_as_c() {
-        assert_eq!(fmt_g17(0.1), "0.10000000000000001");
-        assert_eq!(fmt_g17(1.5), "1.5");
-        assert_eq!(fmt_g17(1e300), "1.0000000000000001e+300");
-        assert_eq!(fmt_g17(1e-5), "1.0000000000000001e-05");
-        assert_eq!(fmt_g17(123456.0), "123456");
-        assert_eq!(d2string(3.0), "3");
-        assert_eq!(d2string(-0.0), "-0");
-        assert_eq!(d2string(f64::INFINITY), "inf");
-    }
-}
-
 #[cfg(test)]
 mod roundtrip_tests {
     use super::*;
@@ -335,7 +267,7 @@ mod legacy_tests {
             }
             Value::ZSet(z) => z.for_each(|m, s| {
                 out.push(m.to_vec());
-                out.push(d2string(s).into_bytes());
+                out.push(crate::num::d2string(s).into_bytes());
             }),
             Value::Set(s) => {
                 out.extend(s.iter().map(|e| e.to_vec()));

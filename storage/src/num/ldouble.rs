@@ -1,11 +1,13 @@
-//! INCRBYFLOAT's arithmetic, bit-exact with Redis 7.0 on x86-64.
+//! Redis's `long double` arithmetic, bit-exact with Redis 7.0 on x86-64.
 //!
-//! Redis parses both operands with `strtold`, adds them as x87 80-bit long
-//! doubles (64-bit significand) and prints the sum with `%.17Lf`, trailing
-//! zeros removed. Doing this with f64 gives visibly different results
-//! (`0.1 + 0.2` is `0.3` in Redis), and Rust has no 80-bit float, so the
-//! three steps are emulated here exactly, on a small big-integer type.
+//! Redis parses INCRBYFLOAT's operands and blocking timeouts with `strtold`
+//! into x87 80-bit long doubles (64-bit significand), adds (or scales) them
+//! there and prints INCRBYFLOAT's sum with `%.17Lf`, trailing zeros
+//! removed. Doing this with f64 gives visibly different results
+//! (`0.1 + 0.2` is `0.3` in Redis), and Rust has no 80-bit float, so these
+//! steps are emulated here exactly, on a small big-integer type.
 
+use super::strtod::{digits, exponent, mantissa};
 use std::cmp::Ordering;
 
 /// Smallest binary exponent of the last significand bit (subnormals).
@@ -286,67 +288,35 @@ impl LDouble {
             b'+' => (false, &s[1..]),
             _ => (false, s),
         };
-        let lower = body.to_ascii_lowercase();
-        if lower == b"inf" || lower == b"infinity" {
+        if body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity") {
             return Some(LDouble::infinity(neg));
         }
-        let v = if lower.starts_with(b"0x") {
-            Self::parse_hex(&lower[2..], neg)
+        let hex = body.len() >= 2 && body[0] == b'0' && body[1] | 0x20 == b'x';
+        let (t, radix, mark) = if hex {
+            (&body[2..], 16, b'p')
         } else {
-            Self::parse_dec(&lower, neg)
+            (body, 10, b'e')
+        };
+        let (m, frac) = mantissa(t, radix)?;
+        let e = match &t[m..] {
+            [] => 0,
+            [c, exp @ ..] if c | 0x20 == mark => match exponent(exp)? {
+                (e, n) if n == exp.len() => e,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let digits: Vec<u32> = digits(&t[..m]).collect();
+        let v = if hex {
+            Self::parse_hex(&digits, frac, e, neg)
+        } else {
+            Self::parse_dec(&digits, frac, e, neg)
         }?;
         (!v.inf).then_some(v)
     }
 
-    /// Splits `digits[.digits]` (in `radix`) into the digit values and the
-    /// number of digits after the point; `rest` is what follows.
-    fn mantissa(s: &[u8], radix: u32) -> Option<(Vec<u32>, i64, &[u8])> {
-        let mut digits = Vec::new();
-        let mut frac = 0i64;
-        let mut seen_point = false;
-        let mut i = 0;
-        while i < s.len() {
-            let c = s[i];
-            if c == b'.' && !seen_point {
-                seen_point = true;
-            } else if let Some(d) = (c as char).to_digit(radix) {
-                digits.push(d);
-                if seen_point {
-                    frac += 1;
-                }
-            } else {
-                break;
-            }
-            i += 1;
-        }
-        (!digits.is_empty()).then_some((digits, frac, &s[i..]))
-    }
-
-    /// An exponent `[+-]digits` filling all of `s`, clamped far beyond any
-    /// representable range.
-    fn exponent(s: &[u8]) -> Option<i64> {
-        let (neg, d) = match s.first() {
-            Some(b'-') => (true, &s[1..]),
-            Some(b'+') => (false, &s[1..]),
-            _ => (false, s),
-        };
-        if d.is_empty() || !d.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let mut v: i64 = 0;
-        for &c in d {
-            v = (v * 10 + (c - b'0') as i64).min(1 << 40);
-        }
-        Some(if neg { -v } else { v })
-    }
-
-    fn parse_dec(s: &[u8], neg: bool) -> Option<LDouble> {
-        let (digits, frac, rest) = Self::mantissa(s, 10)?;
-        let e = match rest {
-            [] => 0,
-            [b'e', exp @ ..] => Self::exponent(exp)?,
-            _ => return None,
-        };
+    /// `digits` (with `frac` of them after the point) `· 10^e`.
+    fn parse_dec(digits: &[u32], frac: i64, e: i64, neg: bool) -> Option<LDouble> {
         let first = digits.iter().position(|&d| d != 0);
         let Some(first) = first else {
             return Some(LDouble::zero(neg));
@@ -377,15 +347,10 @@ impl LDouble {
         Self::round(neg, &q, -(k2 as i64), !r.is_zero())
     }
 
-    fn parse_hex(s: &[u8], neg: bool) -> Option<LDouble> {
-        let (digits, frac, rest) = Self::mantissa(s, 16)?;
-        let e = match rest {
-            [] => 0,
-            [b'p', exp @ ..] => Self::exponent(exp)?,
-            _ => return None,
-        };
+    /// Hex `digits` (with `frac` of them after the point) `· 2^e`.
+    fn parse_hex(digits: &[u32], frac: i64, e: i64, neg: bool) -> Option<LDouble> {
         let mut n = Big(vec![]);
-        for &d in &digits {
+        for &d in digits {
             n.mul_add_small(16, d);
         }
         let e2 = e - 4 * frac;
@@ -402,6 +367,8 @@ impl LDouble {
     }
 
     /// The sum, rounded as the x87 FPU does; NaN (∞ − ∞) is `None`.
+    // Not `std::ops::Add`: the NaN case needs the `Option`.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, o: LDouble) -> Option<LDouble> {
         match (self.inf, o.inf) {
             (true, true) if self.neg != o.neg => return None,
@@ -432,6 +399,34 @@ impl LDouble {
         };
         // Exact sums never underflow to zero: they are multiples of 2^MIN_EXP.
         Some(Self::round(neg, &n, e, false).unwrap_or(LDouble::zero(neg)))
+    }
+
+    /// `(long long)ceill(self * k)` as x86-64 computes it: the product
+    /// rounded to a long double, rounded up to an integer, which converts
+    /// to `i64::MIN` (the CPU's "integer indefinite") when it does not fit.
+    pub fn mul_ceil_i64(self, k: u32) -> i64 {
+        let mut n = Big::from_u64(self.m);
+        n.mul_add_small(k, 0);
+        // A nonzero product is at least the nonzero operand: no underflow.
+        let p = Self::round(self.neg, &n, self.exp, false).unwrap_or(LDouble::zero(self.neg));
+        if self.inf || p.inf || p.exp >= 64 {
+            return i64::MIN;
+        }
+        let m = p.m as u128;
+        let int = if p.exp >= 0 {
+            m << p.exp
+        } else if p.exp > -64 {
+            let s = (-p.exp) as u32;
+            // Rounding up moves positive values only.
+            (m >> s) + u128::from(!p.neg && m & ((1 << s) - 1) != 0)
+        } else {
+            u128::from(!p.neg && m != 0)
+        };
+        match i64::try_from(int) {
+            Ok(v) if p.neg => -v,
+            Ok(v) => v,
+            Err(_) => i64::MIN,
+        }
     }
 
     /// `%.17Lf` with trailing zeros (and a bare point) removed, and `-0`
@@ -563,6 +558,23 @@ mod tests {
         }
         assert!(LDouble::parse(b"infinity").unwrap().is_infinite());
         assert_eq!(LDouble::parse(b"3e-4951").unwrap().to_human(), "0");
+    }
+
+    #[test]
+    fn scaled_and_rounded_up_as_ceill() {
+        let ms = |s: &str| LDouble::parse(s.as_bytes()).unwrap().mul_ceil_i64(1000);
+        assert_eq!(ms("1.5"), 1500);
+        assert_eq!(ms("0.0001"), 1);
+        assert_eq!(ms("1e-400"), 1);
+        assert_eq!(ms("-0.0001"), 0);
+        assert_eq!(ms("-1.0011"), -1001);
+        assert_eq!(ms("0x1p3"), 8000);
+        assert_eq!(ms("9223372036854775"), 9223372036854775000);
+        assert_eq!(ms("9223372036854776"), i64::MIN);
+        assert_eq!(ms("-9223372036854775"), -9223372036854775000);
+        assert_eq!(ms("-9223372036854776"), i64::MIN);
+        assert_eq!(ms("1e300"), i64::MIN);
+        assert_eq!(ms("-inf"), i64::MIN);
     }
 
     #[test]

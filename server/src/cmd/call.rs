@@ -1,0 +1,216 @@
+//! The call (Redis's `call()`): runs an admitted command's handler and
+//! does its bookkeeping — MONITOR, the command's clock, its own pub/sub
+//! messages before its reply, propagation, commandstats and latency,
+//! CLIENT REPLY, serving the clients its writes unblocked, the slowlog.
+
+use super::gate::reject;
+use super::{flags, pubsub, Command, Ctx};
+use crate::state::{Client, ReplyMode, SlowEntry, State};
+use bytes::Bytes;
+use protocol::ReplyBuf;
+
+/// Runs `cmd` (admitted by the gatekeeper) for `cl`.
+pub(super) fn call(
+    st: &mut State,
+    cl: &mut Client,
+    out: &mut ReplyBuf,
+    cmd: &'static Command,
+    args: &[Bytes],
+) {
+    if st.monitors > 0 && !cmd.has(flags::SKIP_MONITOR | flags::ADMIN) {
+        feed_monitors(st, cl, args);
+    }
+    // One clock read per command: it starts when the previous one ended
+    // (the connection sets `last_tick` when it takes the lock).
+    let start = st.last_tick;
+    let now = st.wall_ms(start);
+    let mark = out.len();
+    out.resp3 = cl.resp3;
+    // A RESP2 subscriber's PING answers in the message format.
+    let handler = if cmd.name == "ping" && !cl.resp3 && cl.subs.any() {
+        pubsub::subscribed_ping
+    } else {
+        cmd.handler
+    };
+    // Messages this command sends to its own client go before its reply.
+    let outer_running = std::mem::replace(&mut st.pubsub.running, cl.id);
+    let outer_new = if cmd.has(flags::WRITE) {
+        st.note_new_candidates(cl.db, args, now)
+    } else {
+        std::mem::take(&mut st.pubsub.new_keys)
+    };
+    st.pubsub.running_resp3 = cl.resp3;
+    let prop = st.command_start(cl.db);
+    let mut ctx = Ctx { st, cl, out, now };
+    let res = handler(&mut ctx, args);
+    let Ctx { st, cl, out, .. } = ctx;
+    st.command_end(prop, args);
+    if !st.pubsub.self_out.is_empty() {
+        let mine = std::mem::take(&mut st.pubsub.self_out);
+        let reply = out.buf.split_off(mark);
+        out.buf.extend_from_slice(&mine);
+        out.buf.unsplit(reply);
+    }
+    if std::mem::take(&mut st.dirty_cas_running) {
+        cl.dirty_cas = true;
+    }
+    let end = std::time::Instant::now();
+    st.last_tick = end;
+    // Whole microseconds of each clock reading, subtracted, as Redis
+    // takes `ustime()` twice: flooring the difference instead counted 0
+    // for nearly every sub-microsecond command.
+    let dur = micros(st.started, end).saturating_sub(micros(st.started, start));
+    st.stats.total_commands += 1;
+    let stat = st.stats.cmd.entry(cmd.name).or_default();
+    stat.calls += 1;
+    stat.usec += dur;
+    // Not a command that just blocked: it is counted when it is served.
+    if st.tun.latency_tracking && cl.blocked.is_none() {
+        let h = stat.latency.get_or_insert_with(|| {
+            Box::new(hdrhistogram::Histogram::new_with_bounds(1, 1_000_000_000, 2).expect("bounds"))
+        });
+        h.saturating_record((dur * 1000).clamp(1, 1_000_000_000));
+    }
+    // A script's reply may hold errors while it succeeds.
+    if std::mem::take(&mut st.failed_reply) || res.is_err() {
+        stat.failed += 1;
+    }
+    if let Err(e) = &res {
+        reject(st, out, e);
+    }
+    cl.last_cmd = cmd.name;
+    if st.memory.latency_threshold_ms > 0 {
+        let event = if cmd.has(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        st.memory.latency_sample_if_needed(event, dur / 1000);
+    }
+    // Read after the handler so CLIENT REPLY ON is answered and OFF/SKIP are not.
+    if cl.reply_mode != ReplyMode::On {
+        out.buf.truncate(mark);
+        // SKIP covers only the command after CLIENT REPLY SKIP itself.
+        cl.reply_mode = match cl.reply_mode {
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            ReplyMode::Skip => ReplyMode::On,
+            m => m,
+        };
+    }
+    // Inside EXEC or a script, waiters are served when the whole block ends.
+    if !st.ready_keys.is_empty() && !cl.deny_blocking {
+        st.serve_blocked();
+        // Events of the commands served come after this command's reply.
+        if !st.pubsub.self_out.is_empty() {
+            let events = std::mem::take(&mut st.pubsub.self_out);
+            out.buf.extend_from_slice(&events);
+        }
+    }
+    st.pubsub.running = outer_running;
+    st.pubsub.new_keys = outer_new;
+    if st.tun.slowlog_slower_than >= 0
+        && dur as i64 >= st.tun.slowlog_slower_than
+        && !cmd.has(flags::SKIP_SLOWLOG)
+    {
+        slowlog_push(st, cl, args, dur as i64);
+    }
+}
+
+/// Whole microseconds from `base` to `t`.
+fn micros(base: std::time::Instant, t: std::time::Instant) -> u64 {
+    t.saturating_duration_since(base).as_micros() as u64
+}
+
+fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
+    // As Redis: at most 32 arguments, each cut to 128 bytes.
+    let mut logged: Vec<Bytes> = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if i == 31 && args.len() > 32 {
+            logged.push(Bytes::from(format!(
+                "... ({} more arguments)",
+                args.len() - 31
+            )));
+            break;
+        }
+        if a.len() > 128 {
+            logged.push(Bytes::from(format!(
+                "{}... ({} more bytes)",
+                String::from_utf8_lossy(&a[..128]),
+                a.len() - 128
+            )));
+        } else {
+            logged.push(a.clone());
+        }
+    }
+    let id = st.slowlog_next_id;
+    st.slowlog_next_id += 1;
+    st.slowlog.push_front(SlowEntry {
+        id,
+        time: crate::state::now_ms() / 1000,
+        duration_us: dur,
+        args: logged,
+        addr: cl.addr.clone(),
+        name: cl.name.clone().unwrap_or_default(),
+    });
+    st.slowlog.truncate(st.tun.slowlog_max_len);
+}
+
+/// Sends the command to every MONITOR client, formatted as Redis does:
+/// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`.
+fn feed_monitors(st: &mut State, cl: &Client, args: &[Bytes]) {
+    let us = crate::state::now_us();
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        cl.db,
+        cl.addr
+    );
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote_monitor(a));
+    }
+    line.push_str("\r\n");
+    for c in st.clients.values_mut().filter(|c| c.monitor) {
+        c.pending.extend_from_slice(line.as_bytes());
+        c.wake.notify_one();
+        st.woken += 1;
+    }
+}
+
+/// Redis's `sdscatrepr`: a double-quoted string with C escapes.
+pub fn quote_monitor(a: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in a {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            7 => s.push_str("\\a"),
+            8 => s.push_str("\\b"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Back-to-back commands of 0.6 us each add up to their total time, not
+    /// to 0 (commandstats' usec).
+    #[test]
+    fn sub_microsecond_commands_add_up() {
+        let t0 = std::time::Instant::now();
+        let at = |k: u32| t0 + std::time::Duration::from_nanos(600 * k as u64);
+        let total: u64 = (0..1000)
+            .map(|k| micros(t0, at(k + 1)) - micros(t0, at(k)))
+            .sum();
+        assert!((599..=601).contains(&total), "{total}");
+    }
+}

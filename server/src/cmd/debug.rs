@@ -1,0 +1,238 @@
+//! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD, …).
+
+use super::help::{bad_sub, help_reply};
+use super::{int_arg, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use bytes::Bytes;
+
+pub static HANDLERS: &[(&str, Handler)] = &[("debug", debug)];
+
+const DEBUG_DENIED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+fn is_local(addr: &str) -> bool {
+    addr.parse::<std::net::SocketAddr>()
+        .map_or(true, |a| a.ip().is_loopback())
+}
+
+/// DEBUG subcommand [argument ...]
+fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    match c.st.cfg.enable_debug_command {
+        crate::config::Allow::Yes => {}
+        crate::config::Allow::Local if is_local(&c.cl.addr) => {}
+        _ => return Err(Error::other(DEBUG_DENIED)),
+    }
+    let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
+    let n = a.len();
+    match (sub.as_str(), n) {
+        ("help", 2) => debug_help(c),
+        ("sleep", 3) => {
+            let secs = std::str::from_utf8(&a[2])
+                .ok()
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .unwrap_or(0.0)
+                .min(3600.0);
+            // Redis blocks the whole server here; so does holding the lock.
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+            c.out.ok();
+        }
+        ("set-active-expire", 3) => {
+            c.st.active_expire = atoi(&a[2]) != 0;
+            c.out.ok();
+        }
+        ("change-repl-id", 2) => {
+            c.st.replid = crate::state::random_hex40();
+            c.out.ok();
+        }
+        ("object", 3) => debug_object(c, &a[2])?,
+        ("protocol", 3) => debug_protocol(c, &a[2])?,
+        ("populate", 3..=5) => debug_populate(c, a)?,
+        ("reload", _) => super::persist::debug_reload(c, a)?,
+        ("digest", 2) => super::persist::debug_digest(c)?,
+        ("digest-value", _) => super::persist::debug_digest_value(c, a)?,
+        ("log", 3) => {
+            tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&a[2]));
+            c.out.ok();
+        }
+        ("error", 3) => {
+            return Err(Error::other(String::from_utf8_lossy(&a[2]).into_owned()));
+        }
+        _ => return Err(bad_sub(&a[1], "DEBUG")),
+    }
+    Ok(())
+}
+
+/// C's atoi: leading digits, 0 when there are none.
+fn atoi(b: &[u8]) -> i64 {
+    let s = std::str::from_utf8(b).unwrap_or("").trim_start();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let mut v: i64 = 0;
+    for ch in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v.saturating_mul(10).saturating_add((ch - b'0') as i64);
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
+    let db = c.cl.db;
+    let now = c.now;
+    c.st.expire_if_needed(db, key, now);
+    let Some(v) = c.st.dbs[db].get(key) else {
+        return Err(Error::NoSuchKey);
+    };
+    let enc = v.encoding();
+    let ser = match v {
+        storage::Value::Str(s) => match s.as_i64() {
+            Some(i) if i8::try_from(i).is_ok() => 2,
+            Some(i) if i16::try_from(i).is_ok() => 3,
+            Some(i) if i32::try_from(i).is_ok() => 5,
+            _ => {
+                let l = s.len();
+                l + if l < 64 {
+                    1
+                } else if l < 16384 {
+                    2
+                } else {
+                    5
+                }
+            }
+        },
+        #[allow(unreachable_patterns)]
+        _ => v.heap_size(),
+    };
+    let addr = v as *const _ as usize;
+    let refcount = if enc == "int" { i32::MAX as i64 } else { 1 };
+    let lru = (now / 1000) & ((1 << 24) - 1);
+    c.out.simple(&format!(
+        "Value at:{addr:#x} refcount:{refcount} encoding:{enc} serializedlength:{ser} lru:{lru} lru_seconds_idle:0"
+    ));
+    Ok(())
+}
+
+fn debug_protocol(c: &mut Ctx, t: &[u8]) -> CmdResult {
+    let t = String::from_utf8_lossy(t).to_ascii_lowercase();
+    let o = &mut *c.out;
+    match t.as_str() {
+        "string" => o.bulk(b"Hello World"),
+        "integer" => o.int(12345),
+        #[allow(clippy::approx_constant)]
+        "double" => o.double(3.141),
+        "bignum" => o.big_number("1234567999999999999999999999999999999"),
+        "null" => o.null(),
+        "array" | "set" | "map" => {
+            match t.as_str() {
+                "array" => o.array(3),
+                "set" => o.set(3),
+                _ => o.map(3),
+            }
+            for i in 0..3 {
+                o.int(i);
+                if t == "map" {
+                    o.boolean(i == 1);
+                }
+            }
+        }
+        "attrib" => {
+            if o.resp3 {
+                o.raw(b"|1\r\n");
+                o.bulk(b"key-popularity");
+                o.array(2);
+                o.bulk(b"key:123");
+                o.int(90);
+            }
+            o.bulk(b"Some real reply following the attribute");
+        }
+        "push" => {
+            if !o.resp3 {
+                return Err(Error::other("ERR RESP2 is not supported by this command"));
+            }
+            o.push(2);
+            o.bulk(b"server-cpu-usage");
+            o.int(42);
+            o.bulk(b"Some real reply following the push reply");
+        }
+        "verbatim" => o.verbatim(b"This is a verbatim\nstring"),
+        "true" => o.boolean(true),
+        "false" => o.boolean(false),
+        _ => return Err(Error::other(
+            "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        )),
+    }
+    Ok(())
+}
+
+/// DEBUG POPULATE count [prefix] [size]
+fn debug_populate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let count = int_arg(&a[2])?;
+    if count < 0 {
+        return Err(Error::other("ERR count must be positive"));
+    }
+    let prefix: &[u8] = a.get(3).map_or(b"key", |p| &p[..]);
+    let size = match a.get(4) {
+        Some(s) => {
+            let v = int_arg(s)?;
+            if v < 0 {
+                return Err(Error::other("ERR size must be positive"));
+            }
+            Some(v.min(512 * 1024 * 1024) as usize)
+        }
+        None => None,
+    };
+    let db = c.cl.db;
+    for i in 0..count {
+        let mut key = prefix.to_vec();
+        key.push(b':');
+        key.extend_from_slice(i.to_string().as_bytes());
+        if c.st.dbs[db].contains(&key) {
+            continue;
+        }
+        let mut val = format!("value:{i}").into_bytes();
+        if let Some(sz) = size {
+            val.resize(sz, 0);
+        }
+        c.st.dbs[db].add(&key, storage::Value::str(&val));
+    }
+    c.out.ok();
+    Ok(())
+}
+
+fn debug_help(c: &mut Ctx) {
+    help_reply(
+        c,
+        "DEBUG",
+        &[
+            "CHANGE-REPL-ID",
+            "    Change the replication IDs of the instance.",
+            "    Dangerous: should be used only for testing the replication subsystem.",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "OBJECT <key>",
+            "    Show low level info about `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+        ],
+    );
+}

@@ -1,0 +1,151 @@
+//! The gatekeeper (Redis's `processCommand`): the checks every request
+//! passes before it runs or is queued, in Redis's order — lookup, arity,
+//! authentication, OOM, MISCONF, subscribed mode. A refused request is
+//! answered here, its error counted; it marks an open transaction, or
+//! discards it when the refused command is EXEC.
+
+use super::{flags, pubsub, resolve, Command};
+use crate::error::Error;
+use crate::state::{Client, State};
+use bytes::Bytes;
+use protocol::ReplyBuf;
+
+/// The command to run (or queue) for `args`, or `None` once the refusal
+/// has been answered.
+pub(super) fn admit(
+    st: &mut State,
+    cl: &mut Client,
+    out: &mut ReplyBuf,
+    args: &[Bytes],
+) -> Option<&'static Command> {
+    match check(st, cl, args) {
+        Ok(c) => Some(c),
+        Err((cmd, e)) => {
+            // CLIENT LIST's `cmd`: the command looked up, NULL if unknown.
+            cl.last_cmd = cmd.map_or("NULL", |c| c.name);
+            if let Some(cmd) = cmd {
+                st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
+            }
+            let e = match cmd {
+                // A rejected EXEC discards the transaction, saying why.
+                Some(c) if c.name == "exec" => {
+                    cl.multi = None;
+                    cl.multi_error = false;
+                    st.unwatch_all(cl);
+                    let why = e.to_string();
+                    let why = why.strip_prefix("ERR ").unwrap_or(&why).to_string();
+                    Error::other(format!("EXECABORT Transaction discarded because of: {why}"))
+                }
+                _ => {
+                    if cl.multi.is_some() {
+                        cl.multi_error = true;
+                    }
+                    e
+                }
+            };
+            reject(st, out, &e);
+            None
+        }
+    }
+}
+
+/// The checks every request passes before it runs or is queued, in
+/// Redis's order: lookup, arity, authentication. The error comes with the
+/// command when it was found.
+fn check(
+    st: &mut State,
+    cl: &mut Client,
+    args: &[Bytes],
+) -> Result<&'static Command, (Option<&'static Command>, Error)> {
+    let cmd = resolve(args).map_err(|e| (None, e))?;
+    if !cmd.arity_ok(args.len()) {
+        return Err((Some(cmd), Error::Arity(cmd.name.into())));
+    }
+    if !cl.authenticated && !cmd.has(flags::NO_AUTH) {
+        if st.tun.requirepass.is_some() {
+            return Err((Some(cmd), Error::NoAuth));
+        }
+        // The password was removed since this client connected.
+        cl.authenticated = true;
+    }
+    if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
+        return Err((Some(cmd), Error::other(OOM_ERR)));
+    }
+    if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
+        return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
+    }
+    if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
+        return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
+    }
+    Ok(cmd)
+}
+
+const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Evicts as needed before a command (maxmemory set); true if the command
+/// must be refused: over the limit with nothing left to evict, and the
+/// command may grow memory. In MULTI every command but EXEC/DISCARD/QUIT/
+/// RESET counts, since queuing itself uses memory; EXEC counts if a
+/// queued command does. Commands run by EXEC are not checked again; a
+/// script's are refused, without evicting, while memory is over the limit.
+fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
+    if cl.deny_blocking {
+        return cl.id == 0
+            && cmd.has(flags::DENYOOM)
+            && crate::evict::used_memory() > st.memory.maxmemory;
+    }
+    let res = st.perform_evictions();
+    st.peak_memory = st.peak_memory.max(crate::evict::used_memory());
+    if res != crate::evict::Evict::Fail {
+        return false;
+    }
+    if cmd.has(flags::DENYOOM) {
+        return true;
+    }
+    match (&cl.multi, cmd.name) {
+        (Some(q), "exec") => q
+            .iter()
+            .any(|a| resolve(a).is_ok_and(|c| c.has(flags::DENYOOM))),
+        (Some(_), "discard" | "quit" | "reset") => false,
+        (Some(_), _) => true,
+        (None, _) => false,
+    }
+}
+
+/// Whether `cmd` is refused with MISCONF now: a write command, PING (as
+/// Redis), or an EXEC whose queue holds a write command.
+fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
+    let write = cmd.has(flags::WRITE)
+        || cmd.name == "ping"
+        || (cmd.name == "exec"
+            && cl.multi.as_ref().is_some_and(|q| {
+                q.iter()
+                    .any(|a| resolve(a).is_ok_and(|c| c.has(flags::WRITE)))
+            }));
+    write && crate::persist::writes_denied(st)
+}
+
+/// Replies with the error, counted in the error stats unless it was where
+/// it arose.
+pub(super) fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
+    let msg = e.to_string();
+    out.error(&msg);
+    if e.counts() {
+        st.count_error(&msg);
+    }
+}
+
+impl State {
+    /// An error reply, in INFO errorstats (by its first word) and
+    /// `total_error_replies`.
+    pub fn count_error(&mut self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        match self.stats.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.stats.errors.insert(code.to_string(), 1);
+            }
+        }
+        self.stats.total_error_replies += 1;
+    }
+}

@@ -1,0 +1,469 @@
+//! The command table: what each command is, from Redis 7.0.15's own
+//! metadata (generated into [`super::meta`] by
+//! `tools/gen_command_table.py`), joined with the handlers the families
+//! bind by name (`HANDLERS`, `config|get` for a subcommand). Rows left
+//! unbound are commands not implemented yet: unknown to clients and to
+//! COMMAND.
+
+use super::*;
+use crate::error::CmdResult;
+use ahash::AHashMap as HashMap;
+use std::sync::OnceLock;
+
+pub type Handler = fn(&mut Ctx, &[Bytes]) -> CmdResult;
+
+/// Command flags, as COMMAND INFO names them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    /// Redis 7.0's COMMAND INFO does not show this flag, so no generated
+    /// row carries it.
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLE_KEYS: u32 = 1 << 15;
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    pub const ASKING: u32 = 1 << 17;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    /// In the order COMMAND INFO lists them.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// Key-spec flags, as COMMAND INFO names them.
+pub mod key_flags {
+    pub const RO: u32 = 1 << 0;
+    pub const RW: u32 = 1 << 1;
+    pub const OW: u32 = 1 << 2;
+    pub const RM: u32 = 1 << 3;
+    pub const ACCESS: u32 = 1 << 4;
+    pub const UPDATE: u32 = 1 << 5;
+    pub const INSERT: u32 = 1 << 6;
+    pub const DELETE: u32 = 1 << 7;
+    pub const NOT_KEY: u32 = 1 << 8;
+    pub const INCOMPLETE: u32 = 1 << 9;
+    pub const VARIABLE_FLAGS: u32 = 1 << 10;
+    /// In the order COMMAND INFO lists them.
+    pub const NAMES: &[(u32, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// Where a key spec starts looking: at an argument index, or after a
+/// keyword searched from `startfrom` (backwards if negative).
+pub enum Begin {
+    Index(i32),
+    Keyword(&'static str, i32),
+    Unknown,
+}
+
+/// How a key spec finds its keys from where it starts.
+pub enum Find {
+    /// Keys up to `lastkey` (relative; negative counts from the end, or with
+    /// `limit` takes 1/limit of the rest), every `keystep`.
+    Range {
+        lastkey: i32,
+        keystep: i32,
+        limit: i32,
+    },
+    /// A count at `keynumidx`, keys from `firstkey` (both relative).
+    Keynum {
+        keynumidx: i32,
+        firstkey: i32,
+        keystep: i32,
+    },
+    Unknown,
+}
+
+pub struct KeySpec {
+    pub notes: &'static str,
+    pub flags: u32,
+    pub begin: Begin,
+    pub find: Find,
+}
+
+/// A command or subcommand (`parent|sub`) as Redis 7.0.15 describes it,
+/// generated into [`meta::META`].
+pub struct Meta {
+    pub name: &'static str,
+    /// Redis's arity: exact count if positive, minimum count if negative
+    /// (the command name counts).
+    pub arity: i32,
+    pub flags: u32,
+    /// The legacy key positions COMMAND INFO shows.
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    /// ACL categories, `@`-prefixed.
+    pub acl: &'static [&'static str],
+    pub tips: &'static [&'static str],
+    pub specs: &'static [KeySpec],
+    /// COMMAND DOCS's map for the command (RESP3), without `subcommands`.
+    pub docs: &'static [u8],
+    pub subs: &'static [Meta],
+}
+
+impl Meta {
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        (a > 0 && argc == a as usize) || (a < 0 && argc >= (-a) as usize)
+    }
+
+    /// Redis's row of a command or subcommand by full name.
+    pub fn find(name: &str) -> Option<&'static Meta> {
+        let (top, sub) = match name.split_once('|') {
+            Some((p, s)) => (p, Some(s)),
+            None => (name, None),
+        };
+        let i = meta::META.binary_search_by(|m| m.name.cmp(top)).ok()?;
+        let m = &meta::META[i];
+        match sub {
+            None => Some(m),
+            Some(_) => m.subs.iter().find(|s| s.name == name),
+        }
+    }
+}
+
+/// A command cinnabar implements: Redis's row bound to its handler. Reads
+/// as its [`Meta`] (`cmd.name`, `cmd.arity`, `cmd.has(..)`).
+pub struct Command {
+    pub meta: &'static Meta,
+    pub handler: Handler,
+    /// The implemented subcommands of a container command (CONFIG, …),
+    /// which then dispatches on its first argument.
+    pub subcommands: &'static [Command],
+}
+
+impl std::ops::Deref for Command {
+    type Target = Meta;
+    fn deref(&self) -> &Meta {
+        self.meta
+    }
+}
+
+fn no_handler(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    Ok(())
+}
+
+/// Every family's bindings of names (`get`, `config|get`) to handlers.
+const FAMILIES: &[&[(&str, Handler)]] = &[
+    string::HANDLERS,
+    bitmap::HANDLERS,
+    keys::HANDLERS,
+    connection::HANDLERS,
+    server::HANDLERS,
+    info::HANDLERS,
+    debug::HANDLERS,
+    client::HANDLERS,
+    config::HANDLERS,
+    command::HANDLERS,
+    list::HANDLERS,
+    hash::HANDLERS,
+    set::HANDLERS,
+    zset::HANDLERS,
+    zsetops::HANDLERS,
+    sort::HANDLERS,
+    transaction::HANDLERS,
+    scripting::HANDLERS,
+    pubsub::HANDLERS,
+    persist::HANDLERS,
+    aof::HANDLERS,
+    memory::HANDLERS,
+];
+
+fn bindings() -> impl Iterator<Item = &'static (&'static str, Handler)> {
+    FAMILIES.iter().flat_map(|f| f.iter())
+}
+
+/// The implemented commands by name: each binding joined with its
+/// generated row; a container command is there when one of its
+/// subcommands is bound.
+pub fn table() -> &'static HashMap<&'static str, &'static Command> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static Command>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let row = |name: &str| Meta::find(name).unwrap_or_else(|| panic!("no row for {name}"));
+        let mut subs: HashMap<&str, Vec<Command>> = HashMap::new();
+        let mut tops: Vec<Command> = Vec::new();
+        for &(name, handler) in bindings() {
+            let cmd = Command {
+                meta: row(name),
+                handler,
+                subcommands: &[],
+            };
+            match name.split_once('|') {
+                Some((parent, _)) => subs.entry(parent).or_default().push(cmd),
+                None => tops.push(cmd),
+            }
+        }
+        for (parent, subcommands) in subs {
+            tops.push(Command {
+                meta: row(parent),
+                handler: no_handler,
+                subcommands: subcommands.leak(),
+            });
+        }
+        let tops: &'static [Command] = tops.leak();
+        tops.iter().map(|c| (c.name, c)).collect()
+    })
+}
+
+/// Looks a command up by name, case-insensitively, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let lower = std::str::from_utf8(&buf[..name.len()]).ok()?;
+    table().get(lower).copied()
+}
+
+/// Finds a subcommand of `parent` for `args[1]`.
+pub fn lookup_sub(parent: &'static Command, sub: &[u8]) -> Option<&'static Command> {
+    let skip = parent.name.len() + 1;
+    parent
+        .subcommands
+        .iter()
+        .find(|c| c.name.as_bytes()[skip..].eq_ignore_ascii_case(sub))
+}
+
+/// The command (or subcommand) for a request, or the error for an unknown one.
+pub fn resolve(args: &[Bytes]) -> Result<&'static Command, Error> {
+    let Some(cmd) = lookup(&args[0]) else {
+        let mut rest = String::new();
+        for a in &args[1..] {
+            if rest.len() >= 128 {
+                break;
+            }
+            let s = String::from_utf8_lossy(a);
+            let room = 128 - rest.len();
+            rest.push_str(&format!("'{}' ", s.chars().take(room).collect::<String>()));
+        }
+        let name: String = String::from_utf8_lossy(&args[0])
+            .chars()
+            .take(128)
+            .collect();
+        return Err(Error::UnknownCommand(format!(
+            "'{name}', with args beginning with: {rest}"
+        )));
+    };
+    if cmd.subcommands.is_empty() {
+        return Ok(cmd);
+    }
+    if args.len() < 2 {
+        return Err(Error::Arity(cmd.name.into()));
+    }
+    lookup_sub(cmd, &args[1]).ok_or_else(|| Error::UnknownSubcommand {
+        sub: String::from_utf8_lossy(&args[1])
+            .chars()
+            .take(128)
+            .collect(),
+        cmd: cmd.name.to_ascii_uppercase(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Redis 7.0.15's commands and subcommands cinnabar does not implement
+    /// yet: their rows stay unbound, so they are unknown to clients.
+    const NOT_IMPLEMENTED: &[&str] = &[
+        "acl",
+        "acl|cat",
+        "acl|deluser",
+        "acl|dryrun",
+        "acl|genpass",
+        "acl|getuser",
+        "acl|help",
+        "acl|list",
+        "acl|load",
+        "acl|log",
+        "acl|save",
+        "acl|setuser",
+        "acl|users",
+        "acl|whoami",
+        "asking",
+        "client|caching",
+        "client|tracking",
+        "cluster",
+        "cluster|addslots",
+        "cluster|addslotsrange",
+        "cluster|bumpepoch",
+        "cluster|count-failure-reports",
+        "cluster|countkeysinslot",
+        "cluster|delslots",
+        "cluster|delslotsrange",
+        "cluster|failover",
+        "cluster|flushslots",
+        "cluster|forget",
+        "cluster|getkeysinslot",
+        "cluster|help",
+        "cluster|info",
+        "cluster|keyslot",
+        "cluster|links",
+        "cluster|meet",
+        "cluster|myid",
+        "cluster|nodes",
+        "cluster|replicas",
+        "cluster|replicate",
+        "cluster|reset",
+        "cluster|saveconfig",
+        "cluster|set-config-epoch",
+        "cluster|setslot",
+        "cluster|shards",
+        "cluster|slaves",
+        "cluster|slots",
+        "failover",
+        "geoadd",
+        "geodist",
+        "geohash",
+        "geopos",
+        "georadius",
+        "georadius_ro",
+        "georadiusbymember",
+        "georadiusbymember_ro",
+        "geosearch",
+        "geosearchstore",
+        "migrate",
+        "module",
+        "module|help",
+        "module|list",
+        "module|load",
+        "module|loadex",
+        "module|unload",
+        "pfadd",
+        "pfcount",
+        "pfdebug",
+        "pfmerge",
+        "pfselftest",
+        "psync",
+        "readonly",
+        "readwrite",
+        "replconf",
+        "replicaof",
+        "restore-asking",
+        "slaveof",
+        "sync",
+        "xack",
+        "xadd",
+        "xautoclaim",
+        "xclaim",
+        "xdel",
+        "xgroup",
+        "xgroup|create",
+        "xgroup|createconsumer",
+        "xgroup|delconsumer",
+        "xgroup|destroy",
+        "xgroup|help",
+        "xgroup|setid",
+        "xinfo",
+        "xinfo|consumers",
+        "xinfo|groups",
+        "xinfo|help",
+        "xinfo|stream",
+        "xlen",
+        "xpending",
+        "xrange",
+        "xread",
+        "xreadgroup",
+        "xrevrange",
+        "xsetid",
+        "xtrim",
+    ];
+
+    /// Every binding has a row, and every row is bound or listed as not
+    /// implemented (COMMAND's subcommands are served by its handler).
+    #[test]
+    fn bindings_match_rows() {
+        let mut bound = std::collections::HashSet::new();
+        for &(name, _) in bindings() {
+            assert!(Meta::find(name).is_some(), "{name} is bound but has no row");
+            assert!(bound.insert(name), "{name} is bound twice");
+            assert!(!NOT_IMPLEMENTED.contains(&name), "{name} is bound");
+            if let Some((parent, _)) = name.split_once('|') {
+                assert!(!bound.contains(parent), "{parent} is bound, and {name}");
+            }
+        }
+        for m in meta::META {
+            let implemented = bound.contains(m.name) || table().contains_key(m.name);
+            assert!(
+                implemented != NOT_IMPLEMENTED.contains(&m.name),
+                "{}: bind it or list it as not implemented",
+                m.name
+            );
+            for s in m.subs.iter().filter(|_| m.name != "command") {
+                assert!(
+                    bound.contains(s.name) != NOT_IMPLEMENTED.contains(&s.name),
+                    "{}: bind it or list it as not implemented",
+                    s.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        assert!(meta::META.windows(2).all(|w| w[0].name < w[1].name));
+        for (name, c) in table() {
+            assert_eq!(*name, c.name);
+            assert!(c.arity != 0, "{name}");
+            assert!(
+                c.has(flags::WRITE) as u8 + c.has(flags::READONLY) as u8 <= 1,
+                "{name}"
+            );
+            assert!(lookup(name.as_bytes()).is_some(), "{name}");
+            for s in c.subcommands {
+                assert!(s.name.starts_with(&format!("{name}|")), "{}", s.name);
+                let sub = &s.name[name.len() + 1..];
+                assert!(lookup_sub(c, sub.to_uppercase().as_bytes()).is_some());
+            }
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Start-up loading: the dataset comes from the AOF (`appendonly yes`) or
+//! the RDB file. Replaying an AOF runs its commands through the
+//! dispatcher, so this sits above `cmd` with the rest of the orchestration.
+
+use crate::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
+use crate::persist::{describe, load_bytes, rdb_path};
+use crate::state::{Client, State};
+use bytes::BytesMut;
+use protocol::{Decoder, ReplyBuf};
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::time::Instant;
+use tracing::{info, warn};
+
+/// Loads `dir/dbfilename` if it exists, logging as Redis does. An error
+/// names the problem and its byte offset; the server must not start.
+pub fn at_startup(st: &mut State) -> Result<(), String> {
+    // With the AOF on, it alone is the dataset.
+    if st.cfg.appendonly {
+        return aof_at_startup(st);
+    }
+    st.aof.ready = true;
+    read_manifest(st);
+    let path = rdb_path(st);
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
+    };
+    let start = Instant::now();
+    match load_bytes(st, &data) {
+        Ok(sum) => {
+            for (k, v) in &sum.aux {
+                if k == b"redis-ver" {
+                    info!(
+                        "Loading RDB produced by version {}",
+                        String::from_utf8_lossy(v)
+                    );
+                }
+            }
+            info!(
+                "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                sum.keys, sum.expired
+            );
+            st.rdb.last_load_keys_loaded = sum.keys as u64;
+            st.rdb.last_load_keys_expired = sum.expired as u64;
+            info!(
+                "DB loaded from disk: {:.3} seconds",
+                start.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "Fatal error loading the DB ({}): {}. Exiting.",
+            path.display(),
+            describe(&e, &data)
+        )),
+    }
+}
+
+/// Start-up with `appendonly yes` and no AOF: the base and the incr file
+/// are created synchronously (nobody is connected yet), as Redis does.
+fn create_at_start(st: &mut State) -> io::Result<()> {
+    let dir = aof_dir(st);
+    std::fs::create_dir_all(&dir)?;
+    let name = fname(st);
+    let m = st.aof.manifest.clone();
+    let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
+    let incr_seq = next_incr_seq(&m);
+    let base = format!("{name}.{base_seq}.base.rdb");
+    let incr = format!("{name}.{incr_seq}.incr.aof");
+    info!("Creating AOF base file {base} on server start");
+    info!("Creating AOF incr file {incr} on server start");
+    let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
+    let res = (|| {
+        let f = File::create(&tmp)?;
+        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(&base))
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let f = open_append(&dir.join(&incr))?;
+    let m = Manifest {
+        base: Some((base.clone(), base_seq)),
+        incrs: vec![(incr, incr_seq)],
+        history: vec![],
+    };
+    write_manifest(&dir, &name, &m)?;
+    st.aof.manifest = m;
+    st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
+    st.aof.incr_size = 0;
+    st.aof.rewrite_base_size = st.aof.base_size;
+    st.aof.start_appending(f);
+    Ok(())
+}
+
+/// Replays RESP commands through the dispatcher. Returns the offset after
+/// the last complete command (before an unfinished MULTI) and whether the
+/// data ended in the middle of a command.
+fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
+    let mut dec = Decoder::new(i64::MAX);
+    let mut buf = BytesMut::from(data);
+    let total = data.len();
+    let mut cl = Client::new(0, String::new(), String::new(), -1, true);
+    cl.deny_blocking = true;
+    let mut out = ReplyBuf::new(false);
+    let mut valid = 0;
+    let mut before_multi = None;
+    loop {
+        if buf.first().is_some_and(|&c| c != b'*') {
+            return Err(format!(
+                "Bad file format reading the append only file (offset {})",
+                total - buf.len()
+            ));
+        }
+        match dec.decode(&mut buf) {
+            Ok(Some(args)) => {
+                if args.is_empty() {
+                    continue;
+                }
+                let at = total - buf.len();
+                if crate::cmd::resolve(&args).is_err() {
+                    return Err(format!(
+                        "Unknown command '{}' reading the append only file",
+                        String::from_utf8_lossy(&args[0])
+                    ));
+                }
+                let is_multi = args[0].eq_ignore_ascii_case(b"multi");
+                let is_exec = args[0].eq_ignore_ascii_case(b"exec");
+                if is_multi {
+                    before_multi = Some(valid);
+                }
+                st.last_tick = Instant::now();
+                crate::cmd::execute(st, &mut cl, &mut out, &args);
+                out.buf.clear();
+                if is_exec {
+                    before_multi = None;
+                }
+                valid = at;
+            }
+            Ok(None) => break,
+            Err(e) => return Err(format!("Bad file format reading the append only file: {e}")),
+        }
+    }
+    // The decoder keeps a partial command's bytes itself: what was not
+    // consumed by a complete command is the cut tail.
+    let truncated = valid != total;
+    if cl.multi.is_some() {
+        // An unfinished transaction is dropped with the cut tail.
+        return Ok((before_multi.unwrap_or(0), true));
+    }
+    Ok((valid, truncated))
+}
+
+fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), String> {
+    let path = dir.join(name);
+    let data = std::fs::read(&path).map_err(|e| {
+        format!(
+            "Unable to obtain the AOF file {name} length. stat: {}",
+            io_msg(&e)
+        )
+    })?;
+    let start = Instant::now();
+    let kind = if name.contains(".base.") {
+        "base"
+    } else {
+        "incr"
+    };
+    if data.starts_with(b"REDIS") {
+        info!("Reading RDB base file on AOF loading...");
+        let sum = crate::persist::load_bytes(st, &data).map_err(|e| {
+            format!(
+                "Bad file format reading the append only file {name}: {}",
+                crate::persist::describe(&e, &data)
+            )
+        })?;
+        info!("RDB is base AOF");
+        info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            sum.keys, sum.expired
+        );
+    } else {
+        let (valid, truncated) = replay(st, &data)?;
+        if truncated {
+            if !last || !st.cfg.aof_load_truncated {
+                return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
+            }
+            warn!("!!! Warning: short read while loading the AOF file {name}!!!");
+            warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| e.to_string())?;
+            f.set_len(valid as u64).map_err(|e| e.to_string())?;
+            let _ = f.sync_all();
+            warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
+        }
+    }
+    info!(
+        "DB loaded from {kind} file {name}: {:.3} seconds",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn io_msg(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "No such file or directory".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Start-up with `appendonly yes`: the AOF is the dataset (the RDB file is
+/// not read). Without a manifest the server starts empty and creates a
+/// base and an incr file, as Redis does.
+fn aof_at_startup(st: &mut State) -> Result<(), String> {
+    st.aof.policy = st.cfg.appendfsync;
+    let dir = aof_dir(st);
+    let name = fname(st);
+    let mpath = dir.join(format!("{name}.manifest"));
+    let text = match std::fs::read_to_string(&mpath) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("Can't open the AOF manifest {name}.manifest: {e}")),
+    };
+    let start = Instant::now();
+    let res = match text {
+        None => {
+            st.aof.ready = true;
+            create_at_start(st).map_err(|e| format!("Can't create the AOF files: {e}"))
+        }
+        Some(t) => {
+            let m = Manifest::parse(&t)?;
+            let files: Vec<String> = m
+                .base
+                .iter()
+                .chain(&m.incrs)
+                .map(|(n, _)| n.clone())
+                .collect();
+            // Every file must be there before anything is loaded.
+            for f in &files {
+                std::fs::metadata(dir.join(f)).map_err(|e| {
+                    format!(
+                        "Unable to obtain the AOF file {f} length. stat: {}",
+                        io_msg(&e)
+                    )
+                })?;
+            }
+            st.aof.loading = true;
+            let n = files.len();
+            for (i, f) in files.iter().enumerate() {
+                load_file(st, &dir, f, i + 1 == n)?;
+            }
+            st.aof.loading = false;
+            info!(
+                "DB loaded from append only file: {:.3} seconds",
+                start.elapsed().as_secs_f64()
+            );
+            st.aof.base_size = m
+                .base
+                .as_ref()
+                .and_then(|b| std::fs::metadata(dir.join(&b.0)).ok())
+                .map_or(0, |x| x.len());
+            st.aof.manifest = m;
+            open_last_incr(st, &dir, &name)
+        }
+    };
+    st.aof.ready = true;
+    res
+}
+
+/// Start-up with `appendonly no`: the manifest is still read, as Redis
+/// does, so that turning the AOF on later continues its numbering and
+/// deletes the files it lists.
+fn read_manifest(st: &mut State) {
+    let path = aof_dir(st).join(format!("{}.manifest", fname(st)));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        match Manifest::parse(&text) {
+            Ok(m) => st.aof.manifest = m,
+            Err(e) => warn!("Ignoring the AOF manifest {}: {e}", path.display()),
+        }
+    }
+}
+
+fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> {
+    let mut m = st.aof.manifest.clone();
+    let (incr, new) = match m.incrs.last() {
+        Some((n, _)) => {
+            info!("Opening AOF incr file {n} on server start");
+            (n.clone(), false)
+        }
+        None => {
+            let seq = next_incr_seq(&m);
+            let n = format!("{name}.{seq}.incr.aof");
+            info!("Creating AOF incr file {n} on server start");
+            m.incrs.push((n.clone(), seq));
+            (n, true)
+        }
+    };
+    let path = dir.join(&incr);
+    let f =
+        open_append(&path).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
+    if new {
+        write_manifest(dir, name, &m).map_err(|e| e.to_string())?;
+        st.aof.manifest = m;
+    }
+    let last = f.metadata().map_or(0, |x| x.len());
+    st.aof.incr_size = st
+        .aof
+        .manifest
+        .incrs
+        .iter()
+        .map(|(n, _)| std::fs::metadata(dir.join(n)).map_or(0, |x| x.len()))
+        .sum();
+    st.aof.rewrite_base_size = st.aof.base_size + st.aof.incr_size;
+    st.aof.start_appending(f);
+    st.aof.last_incr_size = last;
+    Ok(())
+}
