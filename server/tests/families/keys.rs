@@ -152,3 +152,17 @@ fn seed002_config_in_redis_and_select_db() {
     assert_eq!(h.run_on(c, &["SELECT", "3"]), ok());
     assert_eq!(h.run_on(c, &["GET", "stats:page"]), bulk("42"));
 }
+
+/// Checked with redis-server 7.0.15 (active expiry off, PTTL polled): a key
+/// lives through the millisecond of its deadline, PTTL 0, and is gone the
+/// next one.
+#[test]
+fn a_key_lives_through_its_deadline_millisecond() {
+    let mut h = Harness::new();
+    assert_eq!(h.run(&["SET", "k", "v", "PX", "30"]), ok());
+    h.advance_ms(30);
+    assert_eq!(h.run(&["PTTL", "k"]), int(0));
+    assert_eq!(h.run(&["GET", "k"]), bulk("v"));
+    h.advance_ms(1);
+    assert_eq!(h.run(&["PTTL", "k"]), int(-2));
+}
