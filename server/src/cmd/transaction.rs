@@ -50,13 +50,10 @@ fn exec(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         return Err(Error::other("ERR EXEC without MULTI"));
     };
     let aborted = std::mem::take(&mut c.cl.multi_error);
-    // A watched key that expired since (WATCH removed any already expired)
-    // changed, though no lazy or active expiry has deleted it yet.
-    let dirty = c.cl.dirty_cas
-        || c.cl
-            .watched
-            .iter()
-            .any(|(db, key)| c.st.dbs[*db].is_expired(key, c.now));
+    // A watched key past its time counts as changed, as in Redis, whether
+    // or not an expiry cycle has deleted it yet.
+    let dirty =
+        c.cl.dirty_cas || (c.cl.watched.iter()).any(|(db, k)| c.st.dbs[*db].is_expired(k, c.now));
     c.st.unwatch_all(c.cl);
     if aborted {
         return Err(Error::other(
@@ -158,7 +155,7 @@ impl State {
             .collect();
         for (d, key) in slots {
             if let Some(o) = other {
-                let now = crate::state::now_ms();
+                let now = self.wall_ms(self.last_tick);
                 self.expire_if_needed(d, &key, now);
                 self.expire_if_needed(o, &key, now);
             }
