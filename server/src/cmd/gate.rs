@@ -1,6 +1,7 @@
 //! The gatekeeper (Redis's `processCommand`): the checks every request
 //! passes before it runs or is queued, in Redis's order — lookup, arity,
-//! authentication, OOM, MISCONF, subscribed mode. A refused request is
+//! authentication, no_multi inside MULTI, OOM, MISCONF, min-replicas,
+//! subscribed mode. A refused request is
 //! answered here, its error counted; it marks an open transaction, or
 //! discards it when the refused command is EXEC.
 
@@ -66,6 +67,12 @@ fn check(
         }
         // The password was removed since this client connected.
         cl.authenticated = true;
+    }
+    if cl.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return Err((
+            Some(cmd),
+            Error::other("ERR Command not allowed inside a transaction"),
+        ));
     }
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));
