@@ -96,7 +96,10 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
         }
     }
-    if followups.contains(&Followup::Listen) {
+    // Same port and addresses: the listeners stay (Redis applies no
+    // unchanged value).
+    let moved = c.st.cfg.port != backup.port || c.st.cfg.bind != backup.bind;
+    if followups.contains(&Followup::Listen) && moved {
         if let Err(e) = c.st.relisten.map_or(Ok(()), |relisten| relisten(c.st)) {
             let (opt, name, _) = opts
                 .iter()
