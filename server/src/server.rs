@@ -238,5 +238,8 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
         let perc = expired_total as f64 / sampled_total as f64;
         st.stats.expired_stale_perc = perc * 0.05 + st.stats.expired_stale_perc * 0.95;
     }
-    st.stats.expire_cycle_cpu_ms += start.elapsed().as_millis() as u64;
+    let elapsed_ms = start.elapsed().as_millis() as u64;
+    st.stats.expire_cycle_cpu_ms += elapsed_ms;
+    st.memory
+        .latency_sample_if_needed("expire-cycle", elapsed_ms);
 }
