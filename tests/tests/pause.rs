@@ -55,6 +55,12 @@ fn pause_write_holds_back_what_may_write() {
         f => panic!("{f:?}"),
     }
 
+    // A malformed write is refused at once.
+    assert_eq!(
+        q.cmd(&["SET", "FOO"]),
+        err("ERR wrong number of arguments for 'set' command")
+    );
+
     // Held back: a write, scripts that may write, an EXEC holding a write.
     let mut w = s.raw();
     w.send_cmd(&["SET", "a", "1"]);

@@ -402,6 +402,8 @@ pub fn must_pause(st: &State, cl: &Client, args: &[Bytes], now: i64) -> bool {
         return false;
     }
     match super::resolve(args) {
+        // Refused at once: the gatekeeper's arity check comes first.
+        Ok(cmd) if !cmd.arity_ok(args.len()) => false,
         Ok(cmd) if p.writes_only => may_write(st, cl, cmd, args),
         Ok(_) => true,
         Err(_) => false,
