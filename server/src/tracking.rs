@@ -448,25 +448,24 @@ impl State {
         }
     }
 
-    /// Before a top-level command of `cl` (not a script's, not one EXEC
-    /// runs): `cl` becomes the current client. Returns whether it did.
-    /// Runs the table limit, as Redis does before each command.
-    pub fn tracking_enter(&mut self, cl: &Client) -> bool {
+    /// Before a command of `cl`; `top` when no other command runs it (not
+    /// a script's, not one EXEC runs). While some client tracks, a top
+    /// command makes `cl` the current client (true is returned) after the
+    /// table limit is enforced, as Redis does before each command.
+    pub fn tracking_enter(&mut self, cl: &Client, top: bool) -> bool {
         let t = &mut self.tracking;
-        if t.run.cur.id != 0 {
+        if t.clients == 0 {
+            return false;
+        }
+        if !top {
             if t.run.cur.id == cl.id {
                 // A command EXEC runs: the client's mode may have changed.
                 t.run.cur = Src::of(cl);
             }
             return false;
         }
-        if cl.id == 0 {
-            return false;
-        }
         t.run.cur = Src::of(cl);
-        if t.clients > 0 {
-            self.tracking_limit();
-        }
+        self.tracking_limit();
         true
     }
 

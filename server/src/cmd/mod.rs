@@ -133,13 +133,14 @@ enum Req<'a> {
 }
 
 fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
-    // Client-side caching: a top-level command makes `cl` the current
-    // client; BCAST NOLOOP needs the client that executes (a script's is 0).
-    let top = st.tracking_enter(cl);
+    // Client-side caching needs the client that executes (a script's is
+    // 0) and, for a command no other command runs, the current client.
     let outer = std::mem::replace(&mut st.tracking.executing, cl.id);
-    let cmd = dispatch(st, cl, out, req, top);
+    let top = outer == 0 && cl.id != 0;
+    let tracked = st.tracking_enter(cl, top);
+    let cmd = dispatch(st, cl, out, req, tracked);
     st.tracking.executing = outer;
-    if top {
+    if top && (tracked || st.tracking.clients > 0) {
         st.tracking_leave(cl, &mut out.buf, cmd.map(|c| c.name));
     }
 }
@@ -151,7 +152,7 @@ fn dispatch(
     cl: &mut Client,
     out: &mut ReplyBuf,
     mut req: Req,
-    top: bool,
+    tracked: bool,
 ) -> Option<&'static Command> {
     let args: &[Bytes] = match &req {
         Req::Borrowed(a) => a,
@@ -160,7 +161,7 @@ fn dispatch(
     let cmd = gate::admit(st, cl, out, args);
     // Invalidations the checks caused (table limit, evictions) come
     // before the reply, as in Redis.
-    if top {
+    if tracked {
         st.tracking_flush(cl, &mut out.buf);
     }
     let cmd = cmd?;
