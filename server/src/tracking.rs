@@ -295,7 +295,9 @@ impl State {
             t.relens();
             t.rearm();
         }
-        if t.run.cur.id == cl.id {
+        // Turned on by the running command (or in its transaction): the
+        // client is current from now on, as if it had tracked all along.
+        if t.run.cur.id == cl.id || (t.run.cur.id == 0 && t.executing == cl.id) {
             t.run.cur = Src::of(cl);
         }
     }

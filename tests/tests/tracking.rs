@@ -527,3 +527,36 @@ fn info_list_and_leaving() {
     b2.cmd(&["FLUSHALL", "ASYNC"]);
     assert_eq!(info_field(&mut b2, "tracking_total_keys"), "0");
 }
+
+#[test]
+fn positions_against_the_running_command() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let mut rd = resp3(&s);
+    let rid = id_of(&mut rd);
+    // The redirect client's own write: the message before its reply.
+    r.cmd(&["CLIENT", "TRACKING", "on", "REDIRECT", &rid]);
+    r.cmd(&["GET", "k"]);
+    rd.send_cmd(&["SET", "k", "1"]);
+    assert_eq!(rd.read(), inval(&["k"]));
+    assert_eq!(rd.read(), ok());
+    // CLIENT REPLY OFF and SKIP keep the pushes.
+    let mut c = resp3(&s);
+    c.cmd(&["CLIENT", "TRACKING", "on"]);
+    c.cmd(&["GET", "q"]);
+    c.send_cmd(&["CLIENT", "REPLY", "OFF"]);
+    c.send_cmd(&["SET", "q", "1"]);
+    assert_eq!(c.read(), inval(&["q"]));
+    assert_eq!(c.cmd(&["CLIENT", "REPLY", "ON"]), ok());
+    // Tracking turned on inside a transaction works from there on.
+    c.cmd(&["CLIENT", "TRACKING", "off"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["CLIENT", "TRACKING", "on"]);
+    c.cmd(&["GET", "mk"]);
+    c.cmd(&["SET", "mk", "1"]);
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        Frame::Array(vec![ok(), Frame::Null, ok()])
+    );
+    assert_eq!(c.read(), inval(&["mk"]));
+}
