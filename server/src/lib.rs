@@ -26,6 +26,7 @@ pub mod pubsub;
 pub mod round;
 pub mod server;
 pub mod state;
+pub mod testkit;
 pub mod tracking;
 
 pub use error::{CmdResult, Error};
