@@ -59,10 +59,30 @@ pub struct RunFlags {
     /// another thread).
     pub nudge: std::sync::OnceLock<fn()>,
     pub nudged: AtomicBool,
+    /// A library's top-level code is running (FUNCTION LOAD), since
+    /// `start_ms`.
+    pub loading: AtomicBool,
+    /// What FUNCTION STATS shows while a function runs: other connections
+    /// answer it without the state lock. Set by the host for each FCALL.
+    pub function_call: std::sync::Mutex<Option<FunctionCall>>,
+}
+
+/// A running function as FUNCTION STATS shows it.
+#[derive(Debug)]
+pub struct FunctionCall {
+    pub name: String,
+    /// The command that called it, as sent.
+    pub command: Vec<Bytes>,
+    pub libraries: usize,
+    pub functions: usize,
 }
 
 /// How long a script runs before the host is nudged.
 const NUDGE_MS: i64 = 2;
+
+/// How long a library's top-level code may run.
+const LOAD_TIMEOUT_MS: i64 = 500;
+const LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
 
 pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
@@ -136,6 +156,7 @@ pub struct Engine {
     resp3: Arc<AtomicBool>,
     scripts: HashMap<String, Script>,
     pub libraries: BTreeMap<String, Library>,
+    /// By name in lower case: function names are case-insensitive.
     pub functions: HashMap<String, FunctionDef>,
 }
 
@@ -293,6 +314,7 @@ impl Engine {
                 g.raw_set(n, Value::Nil)?;
             }
         }
+        crate::textload::install(&lua)?;
         let resp3 = Arc::new(AtomicBool::new(false));
         let r = lua.create_table()?;
         r.raw_set("helpers", helpers(&lua, &resp3)?)?;
@@ -381,6 +403,12 @@ impl Engine {
                 if f.kill.load(Relaxed) {
                     return Err(raise(KILLED));
                 }
+                if f.loading.load(Relaxed) {
+                    if now_ms() - f.start_ms.load(Relaxed) >= LOAD_TIMEOUT_MS {
+                        return Err(raise(LOAD_TIMEOUT));
+                    }
+                    return Ok(VmState::Continue);
+                }
                 if !f.running.load(Relaxed) {
                     return Ok(VmState::Continue);
                 }
@@ -420,7 +448,7 @@ impl Engine {
         let env: Table = self.api.raw_get("env").map_err(|e| e.to_string())?;
         let func = self
             .lua
-            .load(&src[..])
+            .load(&crate::textload::text_only(&src)[..])
             .set_name("@user_script")
             .set_environment(env)
             .into_function()
@@ -483,7 +511,7 @@ impl Engine {
         host: &mut dyn Host,
         out: &mut ReplyBuf,
     ) -> Result<(), RunError> {
-        let Some(f) = self.functions.get(name) else {
+        let Some(f) = self.function(name) else {
             return Err("ERR Function not found".into());
         };
         let func = f.func.id();
@@ -543,13 +571,17 @@ impl Engine {
         let env: Table = self.api.raw_get("env").map_err(|e| e.to_string())?;
         let func = self
             .lua
-            .load(&src[..])
+            .load(&crate::textload::text_only(&src)[..])
             .set_name("@user_function")
             .set_environment(env)
             .into_function()
             .map_err(|e| format!("ERR Error compiling function: {}", syntax(&e)))?;
         let loader: Function = self.api.raw_get("load").map_err(|e| e.to_string())?;
-        let (ok, v): (bool, Value) = loader.call(func).map_err(|e| host_error_text(&e))?;
+        self.run.start_ms.store(now_ms(), Relaxed);
+        self.run.loading.store(true, Relaxed);
+        let loaded = loader.call(func);
+        self.run.loading.store(false, Relaxed);
+        let (ok, v): (bool, Value) = loaded.map_err(|e| host_error_text(&e))?;
         let Value::Table(t) = v else {
             return Err("ERR Error registering functions".into());
         };
@@ -571,7 +603,7 @@ impl Engine {
             if defs.iter().any(|d: &FunctionDef| d.name == fname) {
                 return Err("ERR Function already exists in the library".into());
             }
-            if let Some(old) = self.functions.get(&fname) {
+            if let Some(old) = self.function(&fname) {
                 if old.library != name {
                     return Err(format!("ERR Function {fname} already exists"));
                 }
@@ -597,10 +629,19 @@ impl Engine {
             functions: defs.iter().map(|d| d.name.clone()).collect(),
         };
         for d in defs {
-            self.functions.insert(d.name.clone(), d);
+            self.functions.insert(d.name.to_ascii_lowercase(), d);
         }
         self.libraries.insert(name.clone(), lib);
         Ok(name)
+    }
+
+    /// The function called `name`, in any case.
+    pub fn function(&self, name: &str) -> Option<&FunctionDef> {
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.functions.get(&name.to_ascii_lowercase())
+        } else {
+            self.functions.get(name)
+        }
     }
 
     /// Removes a library and its functions; false if there was none.
@@ -609,7 +650,7 @@ impl Engine {
             return false;
         };
         for f in &lib.functions {
-            self.functions.remove(f);
+            self.functions.remove(&f.to_ascii_lowercase());
         }
         self.lua.expire_registry_values();
         true

@@ -40,6 +40,10 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.st.active_expire = atoi(&a[2]) != 0;
             c.out.ok();
         }
+        ("set-disable-deny-scripts", 3) => {
+            c.st.scripts_may_call_any = atoi(&a[2]) != 0;
+            c.out.ok();
+        }
         ("change-repl-id", 2) => {
             c.st.replid = crate::state::random_hex40();
             c.out.ok();
