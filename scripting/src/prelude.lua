@@ -148,7 +148,7 @@ end
 -- shadow the library for every later script).
 local real = setmetatable({}, { __mode = "k" })
 real_of = function(p, t) real[p] = t end
-G.rawget, G.rawset = R.raw_access(real)
+G.rawget, G.rawset, G.setmetatable = R.raw_access(real)
 local native_pairs = pairs
 G.pairs = function(t)
   local o = real[t]
@@ -185,8 +185,13 @@ end
 
 setmetatable(loading, { __index = missing, __newindex = readonly, __metatable = false })
 
--- getmetatable(_G) is a table in Redis; a stand-in keeps the real one out of reach.
-local env_mt = { __index = G, __newindex = readonly, __metatable = {} }
+-- getmetatable(_G) is a read-only table in Redis; a stand-in keeps the
+-- real one out of reach.
+local env_mt = {
+  __index = G,
+  __newindex = readonly,
+  __metatable = setmetatable({}, { __newindex = readonly, __metatable = false }),
+}
 local env = setmetatable({}, env_mt)
 -- A library's top-level code sees no globals but its `redis`.
 local load_globals = setmetatable({ redis = loading_proxy }, { __index = missing, __metatable = false })

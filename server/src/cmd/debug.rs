@@ -84,10 +84,11 @@ fn atoi(b: &[u8]) -> i64 {
     }
 }
 
+/// DEBUG OBJECT key: found even when expired (as Redis, it does not expire
+/// the key).
 fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
     let db = c.cl.db;
     let now = c.now;
-    c.st.expire_if_needed(db, key, now);
     let Some(v) = c.st.dbs[db].get(key) else {
         return Err(Error::NoSuchKey);
     };

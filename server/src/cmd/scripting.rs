@@ -116,6 +116,9 @@ struct ScriptHost<'a> {
     /// long as the script has not written (it cannot stop halfway), unless
     /// its flags allow it (`allow-oom`, `no-writes`).
     oom_refuses: bool,
+    /// The run's start, wall-clock ms: the time every command of the script
+    /// sees, so no key expires halfway through a run (as in Redis).
+    start_ms: i64,
     run: Arc<RunFlags>,
     /// Reused for every call's reply.
     out: ReplyBuf,
@@ -171,9 +174,13 @@ impl Host for ScriptHost<'_> {
             }
             None => {
                 self.cl.resp3 = resp3;
-                // Time the command alone, not the Lua that ran before it.
-                self.st.last_tick = std::time::Instant::now();
+                // Time the command alone, not the Lua that ran before it;
+                // its wall clock reads the run's start.
+                let tick = std::time::Instant::now();
+                self.st.last_tick = tick;
+                let clock = std::mem::replace(&mut self.st.clock_base, (tick, self.start_ms));
                 execute(self.st, &mut self.cl, &mut self.out, args);
+                self.st.clock_base = clock;
             }
         }
         &self.out.buf
@@ -230,6 +237,7 @@ fn run(
         cl,
         read_only,
         oom_refuses,
+        start_ms: c.now,
         run,
         out: ReplyBuf::new(false),
     };
