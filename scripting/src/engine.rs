@@ -730,9 +730,11 @@ fn parse_library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
         return Err("ERR Missing library metadata".into());
     }
     let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("#!").trim_start_matches("#!");
+    // Words as Redis splits the line: quotes group and are removed.
+    let words = protocol::split_args(&code[..end]).ok_or("ERR Invalid library metadata")?;
+    let mut parts = words.iter().map(|w| String::from_utf8_lossy(w));
+    let first = parts.next().unwrap_or_default();
+    let engine = first.trim_start_matches("#!");
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }

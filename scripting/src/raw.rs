@@ -204,10 +204,6 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
         );
         return Outcome::Error;
     }
-    if ffi::lua_checkstack(l, 8) == 0 {
-        push_error_table(l, b"ERR reached lua stack limit", false);
-        return Outcome::Error;
-    }
     let mut total = 0usize;
     for i in 1..=n {
         match ffi::lua_type(l, i) {
@@ -236,6 +232,9 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
         argv.push(buf.split().freeze());
     }
     drop(buf);
+    // The arguments are copied: their slots hold the reply, so a call may
+    // take as many arguments as the stack holds.
+    ffi::lua_settop(l, 0);
     let outcome = with_host(|h| {
         let Some(h) = h else {
             push_error_table(l, b"ERR redis.call is not available now", false);
@@ -363,6 +362,16 @@ unsafe fn push_reply(l: *mut lua_State, buf: &[u8], pos: usize, resp3: bool) -> 
                 return None;
             }
             return push_aggregate(l, buf, next, n, ty, resp3);
+        }
+        // Attributes are not shown to scripts: the reply that follows is.
+        b'|' => {
+            let n = usize::try_from(int(text)?).ok()?;
+            let mut pos = next;
+            for _ in 0..n.checked_mul(2)? {
+                pos = push_reply(l, buf, pos, resp3)?;
+                ffi::lua_pop(l, 1);
+            }
+            return push_reply(l, buf, pos, resp3);
         }
         _ => return None,
     }
