@@ -26,5 +26,6 @@ pub mod pubsub;
 pub mod round;
 pub mod server;
 pub mod state;
+pub mod testkit;
 
 pub use error::{CmdResult, Error};
