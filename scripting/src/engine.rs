@@ -80,6 +80,9 @@ pub struct FunctionCall {
 /// How long a script runs before the host is nudged.
 const NUDGE_MS: i64 = 2;
 
+/// Runs between two GC steps, and the step's size in KB.
+const GC_PERIOD: u32 = 50;
+
 /// How long a library's top-level code may run.
 const LOAD_TIMEOUT_MS: i64 = 500;
 const LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
@@ -155,6 +158,8 @@ pub struct Engine {
     pub run: Arc<RunFlags>,
     resp3: Arc<AtomicBool>,
     scripts: HashMap<String, Script>,
+    /// Runs so far, for the periodic GC step.
+    runs: u32,
     pub libraries: BTreeMap<String, Library>,
     /// By name in lower case: function names are case-insensitive.
     pub functions: HashMap<String, FunctionDef>,
@@ -433,6 +438,7 @@ impl Engine {
             run,
             resp3,
             scripts: HashMap::new(),
+            runs: 0,
             libraries: BTreeMap::new(),
             functions: HashMap::new(),
         })
@@ -554,6 +560,12 @@ impl Engine {
         run.running.store(false, Relaxed);
         run.busy.store(false, Relaxed);
         run.kill.store(false, Relaxed);
+        // As Redis: a GC step every 50 runs, so garbage does not pile up
+        // to what a full cycle would leave (memory and latency).
+        self.runs = self.runs.wrapping_add(1);
+        if self.runs.is_multiple_of(GC_PERIOD) {
+            let _ = self.lua.gc_step_kbytes(GC_PERIOD as std::os::raw::c_int);
+        }
         res
     }
 
