@@ -99,6 +99,8 @@ pub struct Client {
     pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
     /// When the output first exceeded the soft limit (ms), if it still does.
     pub obuf_soft_since: Option<i64>,
+    /// CLIENT TRACKING (see `tracking`).
+    pub tracking: crate::tracking::Mode,
 }
 
 /// What a blocked client waits for.
@@ -160,6 +162,7 @@ impl Client {
             subs: Default::default(),
             out_unsent: Default::default(),
             obuf_soft_since: None,
+            tracking: Default::default(),
         }
     }
 }
@@ -269,6 +272,8 @@ pub struct State {
     pub pause: Option<Pause>,
     /// Active expiry can be switched off by DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire: bool,
+    /// DEBUG PAUSE-CRON: the cron does nothing.
+    pub cron_paused: bool,
     /// Set by SHUTDOWN: the server saves (if asked) and exits.
     pub shutdown: Option<ShutdownRequest>,
     pub tcp_port: u16,
@@ -313,6 +318,8 @@ pub struct State {
     pub memory: crate::evict::Memory,
     /// RDB status and the running BGSAVE (see `persist`).
     pub rdb: crate::persist::RdbState,
+    /// Client-side caching (see `tracking`).
+    pub tracking: crate::tracking::Tracking,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -346,6 +353,7 @@ impl State {
             slowlog_next_id: 0,
             pause: None,
             active_expire: true,
+            cron_paused: false,
             shutdown: None,
             tcp_port: 0,
             monitors: 0,
@@ -370,6 +378,7 @@ impl State {
             prop: Default::default(),
             memory: Default::default(),
             rdb: Default::default(),
+            tracking: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
         st.apply_all();
@@ -399,6 +408,9 @@ impl State {
         }
         self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
         self.propagate_del(db, key);
+        if self.tracking.armed {
+            self.invalidate_key(key, 0);
+        }
     }
 
     /// Forgets a disconnected client and every wait it had registered.
@@ -412,6 +424,7 @@ impl State {
             }
             self.unwatch_all(&mut c);
             self.unsubscribe_all(&mut c);
+            self.tracking_off(&mut c);
         }
     }
 
@@ -502,12 +515,19 @@ impl Client {
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
             (cl.blocked.is_some(), 'b'),
-            (cl.dirty_cas, 'd'),
-            (cl.close_after_reply, 'c'),
-            (cl.no_evict, 'e'),
         ]
         .iter()
         .filter_map(|&(on, f)| on.then_some(f))
+        .chain(cl.tracking.letters())
+        .chain(
+            [
+                (cl.dirty_cas, 'd'),
+                (cl.close_after_reply, 'c'),
+                (cl.no_evict, 'e'),
+            ]
+            .iter()
+            .filter_map(|&(on, f)| on.then_some(f)),
+        )
         .collect();
         if flags.is_empty() {
             flags.push('N');
@@ -525,7 +545,7 @@ impl Client {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
             cl.id,
             cl.addr,
             cl.laddr,
@@ -554,6 +574,11 @@ impl Client {
             37632 + qbuf + multi_mem + omem,
             if omem > 0 { "rw" } else { "r" },
             if current.is_some() { "NULL" } else { &cl.last_cmd },
+            if cl.tracking.on {
+                cl.tracking.redirect as i64
+            } else {
+                -1
+            },
             if cl.resp3 { 3 } else { 2 },
         )
     }

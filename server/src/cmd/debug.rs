@@ -44,6 +44,10 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.st.scripts_may_call_any = atoi(&a[2]) != 0;
             c.out.ok();
         }
+        ("pause-cron", 3) => {
+            c.st.cron_paused = atoi(&a[2]) != 0;
+            c.out.ok();
+        }
         ("change-repl-id", 2) => {
             c.st.replid = crate::state::random_hex40();
             c.out.ok();
@@ -238,6 +242,8 @@ fn debug_help(c: &mut Ctx) {
             "    default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
+            "PAUSE-CRON <0|1>",
+            "    Stop periodic cron job processing.",
         ],
     );
 }
