@@ -59,10 +59,33 @@ pub struct RunFlags {
     /// another thread).
     pub nudge: std::sync::OnceLock<fn()>,
     pub nudged: AtomicBool,
+    /// A library's top-level code is running (FUNCTION LOAD), since
+    /// `start_ms`.
+    pub loading: AtomicBool,
+    /// What FUNCTION STATS shows while a function runs: other connections
+    /// answer it without the state lock. Set by the host for each FCALL.
+    pub function_call: std::sync::Mutex<Option<FunctionCall>>,
+}
+
+/// A running function as FUNCTION STATS shows it.
+#[derive(Debug)]
+pub struct FunctionCall {
+    pub name: String,
+    /// The command that called it, as sent.
+    pub command: Vec<Bytes>,
+    pub libraries: usize,
+    pub functions: usize,
 }
 
 /// How long a script runs before the host is nudged.
 const NUDGE_MS: i64 = 2;
+
+/// Runs between two GC steps, and the step's size in KB.
+const GC_PERIOD: u32 = 50;
+
+/// How long a library's top-level code may run.
+const LOAD_TIMEOUT_MS: i64 = 500;
+const LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
 
 pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
@@ -135,7 +158,10 @@ pub struct Engine {
     pub run: Arc<RunFlags>,
     resp3: Arc<AtomicBool>,
     scripts: HashMap<String, Script>,
+    /// Runs so far, for the periodic GC step.
+    runs: u32,
     pub libraries: BTreeMap<String, Library>,
+    /// By name in lower case: function names are case-insensitive.
     pub functions: HashMap<String, FunctionDef>,
 }
 
@@ -293,6 +319,7 @@ impl Engine {
                 g.raw_set(n, Value::Nil)?;
             }
         }
+        crate::textload::install(&lua)?;
         let resp3 = Arc::new(AtomicBool::new(false));
         let r = lua.create_table()?;
         r.raw_set("helpers", helpers(&lua, &resp3)?)?;
@@ -381,6 +408,12 @@ impl Engine {
                 if f.kill.load(Relaxed) {
                     return Err(raise(KILLED));
                 }
+                if f.loading.load(Relaxed) {
+                    if now_ms() - f.start_ms.load(Relaxed) >= LOAD_TIMEOUT_MS {
+                        return Err(raise(LOAD_TIMEOUT));
+                    }
+                    return Ok(VmState::Continue);
+                }
                 if !f.running.load(Relaxed) {
                     return Ok(VmState::Continue);
                 }
@@ -405,6 +438,7 @@ impl Engine {
             run,
             resp3,
             scripts: HashMap::new(),
+            runs: 0,
             libraries: BTreeMap::new(),
             functions: HashMap::new(),
         })
@@ -420,7 +454,7 @@ impl Engine {
         let env: Table = self.api.raw_get("env").map_err(|e| e.to_string())?;
         let func = self
             .lua
-            .load(&src[..])
+            .load(&crate::textload::text_only(&src)[..])
             .set_name("@user_script")
             .set_environment(env)
             .into_function()
@@ -483,7 +517,7 @@ impl Engine {
         host: &mut dyn Host,
         out: &mut ReplyBuf,
     ) -> Result<(), RunError> {
-        let Some(f) = self.functions.get(name) else {
+        let Some(f) = self.function(name) else {
             return Err("ERR Function not found".into());
         };
         let func = f.func.id();
@@ -526,6 +560,12 @@ impl Engine {
         run.running.store(false, Relaxed);
         run.busy.store(false, Relaxed);
         run.kill.store(false, Relaxed);
+        // As Redis: a GC step every 50 runs, so garbage does not pile up
+        // to what a full cycle would leave (memory and latency).
+        self.runs = self.runs.wrapping_add(1);
+        if self.runs.is_multiple_of(GC_PERIOD) {
+            let _ = self.lua.gc_step_kbytes(GC_PERIOD as std::os::raw::c_int);
+        }
         res
     }
 
@@ -543,13 +583,17 @@ impl Engine {
         let env: Table = self.api.raw_get("env").map_err(|e| e.to_string())?;
         let func = self
             .lua
-            .load(&src[..])
+            .load(&crate::textload::text_only(&src)[..])
             .set_name("@user_function")
             .set_environment(env)
             .into_function()
             .map_err(|e| format!("ERR Error compiling function: {}", syntax(&e)))?;
         let loader: Function = self.api.raw_get("load").map_err(|e| e.to_string())?;
-        let (ok, v): (bool, Value) = loader.call(func).map_err(|e| host_error_text(&e))?;
+        self.run.start_ms.store(now_ms(), Relaxed);
+        self.run.loading.store(true, Relaxed);
+        let loaded = loader.call(func);
+        self.run.loading.store(false, Relaxed);
+        let (ok, v): (bool, Value) = loaded.map_err(|e| host_error_text(&e))?;
         let Value::Table(t) = v else {
             return Err("ERR Error registering functions".into());
         };
@@ -571,7 +615,7 @@ impl Engine {
             if defs.iter().any(|d: &FunctionDef| d.name == fname) {
                 return Err("ERR Function already exists in the library".into());
             }
-            if let Some(old) = self.functions.get(&fname) {
+            if let Some(old) = self.function(&fname) {
                 if old.library != name {
                     return Err(format!("ERR Function {fname} already exists"));
                 }
@@ -597,10 +641,19 @@ impl Engine {
             functions: defs.iter().map(|d| d.name.clone()).collect(),
         };
         for d in defs {
-            self.functions.insert(d.name.clone(), d);
+            self.functions.insert(d.name.to_ascii_lowercase(), d);
         }
         self.libraries.insert(name.clone(), lib);
         Ok(name)
+    }
+
+    /// The function called `name`, in any case.
+    pub fn function(&self, name: &str) -> Option<&FunctionDef> {
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.functions.get(&name.to_ascii_lowercase())
+        } else {
+            self.functions.get(name)
+        }
     }
 
     /// Removes a library and its functions; false if there was none.
@@ -609,7 +662,7 @@ impl Engine {
             return false;
         };
         for f in &lib.functions {
-            self.functions.remove(f);
+            self.functions.remove(&f.to_ascii_lowercase());
         }
         self.lua.expire_registry_values();
         true
@@ -689,9 +742,11 @@ fn parse_library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
         return Err("ERR Missing library metadata".into());
     }
     let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("#!").trim_start_matches("#!");
+    // Words as Redis splits the line: quotes group and are removed.
+    let words = protocol::split_args(&code[..end]).ok_or("ERR Invalid library metadata")?;
+    let mut parts = words.iter().map(|w| String::from_utf8_lossy(w));
+    let first = parts.next().unwrap_or_default();
+    let engine = first.trim_start_matches("#!");
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }

@@ -8,5 +8,8 @@
 pub mod engine;
 pub mod libs;
 mod raw;
+mod textload;
 
-pub use engine::{flags, sha1_hex, Engine, Host, Library, RunError, RunFlags, KILLED};
+pub use engine::{
+    flags, sha1_hex, Engine, FunctionCall, Host, Library, RunError, RunFlags, KILLED,
+};

@@ -22,12 +22,13 @@ local function protect(t)
   return p
 end
 
--- Runtime `redis` API (filled below) and the one FUNCTION LOAD code sees.
+-- Runtime `redis` API (filled below) and the one FUNCTION LOAD code sees:
+-- two tables, as in Redis, so a library that keeps the one it loaded with
+-- cannot reach the runtime API through it, nor register functions later.
 local full = {}
 local loading = {}
-local redis_mt = { __index = full, __newindex = readonly, __metatable = false }
-local redis_proxy = setmetatable({}, redis_mt)
-local redis_proxy_target = full
+local redis_proxy = setmetatable({}, { __index = full, __newindex = readonly, __metatable = false })
+local loading_proxy = setmetatable({}, { __index = loading, __newindex = readonly, __metatable = false })
 
 -- redis.call and redis.pcall are replaced by the engine's C functions
 -- (they reach the running script's host).
@@ -49,39 +50,64 @@ loading.log = full.log
 
 -- redis.register_function, only while a library loads.
 local pending
-loading.register_function = function(a, b)
+-- A string argument as Lua's C API reads one: numbers are converted.
+local function as_string(v)
+  if type(v) == "number" then return tostring(v) end
+  if type(v) == "string" then return v end
+end
+loading.register_function = function(...)
+  if pending == nil then
+    error({ err = "ERR redis.register_function can only be called on FUNCTION LOAD command" })
+  end
+  local argc, a, b = select("#", ...), ...
   local name, fn, flags, desc
-  if type(a) == "table" then
-    if b ~= nil then
-      error({ err = "ERR wrong number of arguments to redis.register_function" })
+  if argc == 0 or argc > 2 then
+    error({ err = "ERR wrong number of arguments to redis.register_function" })
+  end
+  if argc == 1 then
+    if type(a) ~= "table" then
+      error({ err = "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)." })
     end
     for k, v in pairs(a) do
-      if k == "function_name" then name = v
-      elseif k == "callback" then fn = v
-      elseif k == "flags" then flags = v
-      elseif k == "description" then desc = v
-      else error({ err = "ERR unknown argument given to redis.register_function" }) end
+      if k == "function_name" then
+        name = as_string(v)
+        if name == nil then
+          error({ err = "ERR function_name argument given to redis.register_function must be a string" })
+        end
+      elseif k == "callback" then
+        if type(v) ~= "function" then
+          error({ err = "ERR callback argument given to redis.register_function must be a function" })
+        end
+        fn = v
+      elseif k == "flags" then
+        if type(v) ~= "table" then
+          error({ err = "ERR flags argument to redis.register_function must be a table representing function flags" })
+        end
+        flags = v
+      elseif k == "description" then
+        desc = as_string(v)
+        if desc == nil then
+          error({ err = "ERR description argument given to redis.register_function must be a string" })
+        end
+      else
+        error({ err = "ERR unknown argument given to redis.register_function" })
+      end
     end
-    if type(name) ~= "string" then
-      error({ err = "ERR function_name argument given to redis.register_function must be a string" })
+    if name == nil then
+      error({ err = "ERR redis.register_function must get a function name argument" })
     end
-    if type(fn) ~= "function" then
-      error({ err = "ERR callback argument given to redis.register_function must be a function" })
-    end
-    if desc ~= nil and type(desc) ~= "string" then
-      error({ err = "ERR description argument given to redis.register_function must be a string" })
-    end
-    if flags ~= nil and type(flags) ~= "table" then
-      error({ err = "ERR flags argument to redis.register_function must be a table representing function flags" })
+    if fn == nil then
+      error({ err = "ERR redis.register_function must get a callback argument" })
     end
   else
-    if type(a) ~= "string" then
+    name = as_string(a)
+    if name == nil then
       error({ err = "ERR first argument to redis.register_function must be a string" })
     end
     if type(b) ~= "function" then
       error({ err = "ERR second argument to redis.register_function must be a function" })
     end
-    name, fn = a, b
+    fn = b
   end
   local fl = {}
   if flags then
@@ -122,7 +148,7 @@ end
 -- shadow the library for every later script).
 local real = setmetatable({}, { __mode = "k" })
 real_of = function(p, t) real[p] = t end
-G.rawget, G.rawset = R.raw_access(real)
+G.rawget, G.rawset, G.setmetatable = R.raw_access(real)
 local native_pairs = pairs
 G.pairs = function(t)
   local o = real[t]
@@ -159,9 +185,16 @@ end
 
 setmetatable(loading, { __index = missing, __newindex = readonly, __metatable = false })
 
--- getmetatable(_G) is a table in Redis; a stand-in keeps the real one out of reach.
-local env_mt = { __index = G, __newindex = readonly, __metatable = {} }
+-- getmetatable(_G) is a read-only table in Redis; a stand-in keeps the
+-- real one out of reach.
+local env_mt = {
+  __index = G,
+  __newindex = readonly,
+  __metatable = setmetatable({}, { __newindex = readonly, __metatable = false }),
+}
 local env = setmetatable({}, env_mt)
+-- A library's top-level code sees no globals but its `redis`.
+local load_globals = setmetatable({ redis = loading_proxy }, { __index = missing, __metatable = false })
 real[env] = G
 real[redis_proxy] = full
 
@@ -182,9 +215,9 @@ api.handler = handler
 -- Runs a library's top-level code: true, registrations or false, error table.
 api.load = function(f)
   pending = {}
-  redis_mt.__index = loading
+  env_mt.__index = load_globals
   local ok, e = xpcall(f, handler)
-  redis_mt.__index = full
+  env_mt.__index = G
   local p = pending
   pending = nil
   if ok then return true, p end

@@ -70,7 +70,7 @@ pub(crate) fn create_call(
     }
 }
 
-/// `rawget` and `rawset` as scripts see them, given the table that maps
+/// `rawget`, `rawset` and `setmetatable` as scripts see them, given the table that maps
 /// each read-only view to the table behind it: both see through a view,
 /// and rawset refuses to write into one or into the globals. C functions
 /// like the natives, so a script's `return rawget(5)` keeps its frame and
@@ -78,14 +78,16 @@ pub(crate) fn create_call(
 pub(crate) fn create_raw_access(
     lua: &mlua::Lua,
     views: &mlua::Table,
-) -> mlua::Result<(mlua::Function, mlua::Function)> {
-    // SAFETY: pushes two closures over `views` with balanced stack calls.
+) -> mlua::Result<(mlua::Function, mlua::Function, mlua::Function)> {
+    // SAFETY: pushes three closures over `views` with balanced stack calls.
     unsafe {
         lua.exec_raw(views, |l| {
             ffi::lua_pushvalue(l, 1);
             ffi::lua_pushcclosure(l, view_rawget, 1);
             ffi::lua_pushvalue(l, 1);
             ffi::lua_pushcclosure(l, view_rawset, 1);
+            ffi::lua_pushvalue(l, 1);
+            ffi::lua_pushcclosure(l, view_setmetatable, 1);
             ffi::lua_remove(l, 1);
         })
     }
@@ -123,6 +125,29 @@ unsafe extern "C-unwind" fn view_rawset(l: *mut lua_State) -> c_int {
         ffi::lua_error(l);
     }
     ffi::lua_rawset(l, 1);
+    1
+}
+
+/// `setmetatable`, which refuses a view as Redis's Lua refuses its
+/// read-only tables (after the argument checks, with no script position).
+unsafe extern "C-unwind" fn view_setmetatable(l: *mut lua_State) -> c_int {
+    let t = ffi::lua_type(l, 2);
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    if t != ffi::LUA_TNIL && t != ffi::LUA_TTABLE {
+        ffi::luaL_argerror(l, 2, c"nil or table expected".as_ptr());
+    }
+    ffi::lua_settop(l, 2);
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_rawget(l, ffi::lua_upvalueindex(1));
+    if ffi::lua_isnil(l, -1) == 0 {
+        push_bytes(l, b"Attempt to modify a readonly table");
+        ffi::lua_error(l);
+    }
+    ffi::lua_pop(l, 1);
+    if ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr()) != 0 {
+        ffi::luaL_error(l, c"cannot change a protected metatable".as_ptr());
+    }
+    ffi::lua_setmetatable(l, 1);
     1
 }
 
@@ -179,10 +204,6 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
         );
         return Outcome::Error;
     }
-    if ffi::lua_checkstack(l, 8) == 0 {
-        push_error_table(l, b"ERR reached lua stack limit", false);
-        return Outcome::Error;
-    }
     let mut total = 0usize;
     for i in 1..=n {
         match ffi::lua_type(l, i) {
@@ -211,6 +232,9 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
         argv.push(buf.split().freeze());
     }
     drop(buf);
+    // The arguments are copied: their slots hold the reply, so a call may
+    // take as many arguments as the stack holds.
+    ffi::lua_settop(l, 0);
     let outcome = with_host(|h| {
         let Some(h) = h else {
             push_error_table(l, b"ERR redis.call is not available now", false);
@@ -338,6 +362,16 @@ unsafe fn push_reply(l: *mut lua_State, buf: &[u8], pos: usize, resp3: bool) -> 
                 return None;
             }
             return push_aggregate(l, buf, next, n, ty, resp3);
+        }
+        // Attributes are not shown to scripts: the reply that follows is.
+        b'|' => {
+            let n = usize::try_from(int(text)?).ok()?;
+            let mut pos = next;
+            for _ in 0..n.checked_mul(2)? {
+                pos = push_reply(l, buf, pos, resp3)?;
+                ffi::lua_pop(l, 1);
+            }
+            return push_reply(l, buf, pos, resp3);
         }
         _ => return None,
     }

@@ -267,10 +267,11 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
 }
 
 /// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL
-/// act on it, SHUTDOWN NOSAVE exits, MULTI/DISCARD/EXEC go through `tx`,
-/// anything else is refused with -BUSY.
+/// act on it, FUNCTION STATS shows a running function, SHUTDOWN NOSAVE
+/// exits, MULTI/DISCARD/EXEC go through `tx`, anything else is refused
+/// with -BUSY.
 fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf, tx: &mut BusyTx) {
-    use crate::cmd::scripting::{busy_error, kill_running};
+    use crate::cmd::scripting::{busy_error, busy_function_stats, kill_running};
     let run = &shared.script;
     for args in batch.drain(..) {
         let is = |i: usize, w: &str| {
@@ -281,6 +282,11 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
             kill_running(run, false).map_err(String::from)
         } else if args.len() == 2 && is(0, "function") && is(1, "kill") {
             kill_running(run, true).map_err(String::from)
+        } else if args.len() == 2 && is(0, "function") && is(1, "stats") {
+            if let Err(e) = busy_function_stats(run, out) {
+                out.error(e);
+            }
+            continue;
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
             std::process::exit(0);

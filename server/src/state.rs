@@ -310,6 +310,8 @@ pub struct State {
     pub engine: Option<scripting::Engine>,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
+    pub scripts_may_call_any: bool,
     /// Pub/Sub subscriptions of all clients (see `pubsub`).
     pub pubsub: crate::pubsub::PubSub,
     /// The append-only file (see `aof`).
@@ -374,6 +376,7 @@ impl State {
             startup_memory: crate::evict::used_memory(),
             engine: None,
             script_run: Arc::default(),
+            scripts_may_call_any: false,
             pubsub: Default::default(),
             aof: Default::default(),
             prop: Default::default(),

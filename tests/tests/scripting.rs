@@ -377,6 +377,66 @@ fn runaway_script_busy_then_script_kill() {
     assert_eq!(b.cmd(&["PING"]), simple("PONG"));
 }
 
+/// FUNCTION STATS is answered while a function is busy (it shows the
+/// running function), refused while an EVAL is: a runaway function can be
+/// inspected, then killed.
+#[test]
+fn function_stats_while_a_function_is_busy() {
+    let s = Server::start(&[("busy-reply-threshold", "100")]);
+    let mut a = s.raw();
+    let lib = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(a.cmd(&["FUNCTION", "LOAD", lib]), bulk("spin"));
+    a.send_cmd(&["FCALL", "Spin", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut b = s.raw();
+    while b.cmd(&["PING"]) == simple("PONG") {
+        assert!(Instant::now() < deadline, "the function never got busy");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let Frame::Array(stats) = b.cmd(&["FUNCTION", "STATS"]) else {
+        panic!("FUNCTION STATS while busy is not an array");
+    };
+    assert_eq!(stats[0], bulk("running_script"));
+    let Frame::Array(run) = &stats[1] else {
+        panic!("no running script: {stats:?}");
+    };
+    assert_eq!(
+        run[..5],
+        [
+            bulk("name"),
+            bulk("spin"),
+            bulk("command"),
+            arr(vec![bulk("FCALL"), bulk("Spin"), bulk("0")]),
+            bulk("duration_ms"),
+        ]
+    );
+    assert!(matches!(run[5], Frame::Integer(ms) if ms >= 100));
+    assert_eq!(
+        stats[2..],
+        [
+            bulk("engines"),
+            arr(vec![
+                bulk("LUA"),
+                arr(vec![
+                    bulk("libraries_count"),
+                    int(1),
+                    bulk("functions_count"),
+                    int(1)
+                ])
+            ])
+        ]
+    );
+    assert_eq!(b.cmd(&["FUNCTION", "KILL"]), ok());
+    assert!(matches!(a.read(), Frame::Error(_)));
+    // During an EVAL it is refused, as in Redis.
+    a.send_cmd(&["EVAL", "while true do end", "0"]);
+    let mut b = wait_busy(&s);
+    assert_eq!(b.cmd(&["FUNCTION", "STATS"]), err(BUSY));
+    assert_eq!(b.cmd(&["SCRIPT", "KILL"]), ok());
+    assert!(matches!(a.read(), Frame::Error(_)));
+    assert_eq!(b.cmd(&["PING"]), simple("PONG"));
+}
+
 #[test]
 fn script_that_wrote_is_unkillable_and_shutdown_nosave_exits() {
     let mut s = Server::start(&[("busy-reply-threshold", "200")]);

@@ -40,6 +40,10 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.st.active_expire = atoi(&a[2]) != 0;
             c.out.ok();
         }
+        ("set-disable-deny-scripts", 3) => {
+            c.st.scripts_may_call_any = atoi(&a[2]) != 0;
+            c.out.ok();
+        }
         ("pause-cron", 3) => {
             c.st.cron_paused = atoi(&a[2]) != 0;
             c.out.ok();
@@ -84,10 +88,11 @@ fn atoi(b: &[u8]) -> i64 {
     }
 }
 
+/// DEBUG OBJECT key: found even when expired (as Redis, it does not expire
+/// the key).
 fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
     let db = c.cl.db;
     let now = c.now;
-    c.st.expire_if_needed(db, key, now);
     let Some(v) = c.st.dbs[db].get(key) else {
         return Err(Error::NoSuchKey);
     };

@@ -97,13 +97,11 @@ const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// must be refused: over the limit with nothing left to evict, and the
 /// command may grow memory. In MULTI every command but EXEC/DISCARD/QUIT/
 /// RESET counts, since queuing itself uses memory; EXEC counts if a
-/// queued command does. Commands run by EXEC are not checked again; a
-/// script's are refused, without evicting, while memory is over the limit.
+/// queued command does. Commands run by EXEC are not checked again, nor
+/// a script's (its flags decide: `cmd::scripting`).
 fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
     if cl.deny_blocking {
-        return cl.id == 0
-            && cmd.has(flags::DENYOOM)
-            && crate::evict::used_memory() > st.memory.maxmemory;
+        return false;
     }
     let res = st.perform_evictions();
     st.peak_memory = st.peak_memory.max(crate::evict::used_memory());

@@ -17,7 +17,7 @@ use crate::error::{CmdResult, Error};
 use crate::state::{Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
-use scripting::{flags as sflags, Engine, Host, RunFlags};
+use scripting::{flags as sflags, Engine, FunctionCall, Host, RunFlags};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -47,6 +47,7 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
 /// The -BUSY text for a script (`function` = an FCALL) past the threshold.
@@ -111,6 +112,13 @@ struct ScriptHost<'a> {
     st: &'a mut State,
     cl: Client,
     read_only: bool,
+    /// Deny-OOM commands are refused while memory is over the limit, as
+    /// long as the script has not written (it cannot stop halfway), unless
+    /// its flags allow it (`allow-oom`, `no-writes`).
+    oom_refuses: bool,
+    /// The run's start, wall-clock ms: the time every command of the script
+    /// sees, so no key expires halfway through a run (as in Redis).
+    start_ms: i64,
     run: Arc<RunFlags>,
     /// Reused for every call's reply.
     out: ReplyBuf,
@@ -119,7 +127,7 @@ struct ScriptHost<'a> {
 impl ScriptHost<'_> {
     /// Why a script may not run this command, if it may not.
     /// Why the script may not run `args`, with the command when known.
-    fn refuse(&self, args: &[Bytes]) -> Option<(Option<&'static Command>, &'static str)> {
+    fn refuse(&mut self, args: &[Bytes]) -> Option<(Option<&'static Command>, &'static str)> {
         const ARGS: &str = "ERR Wrong number of args calling Redis command from script";
         let cmd = match resolve(args) {
             Ok(c) => c,
@@ -129,7 +137,7 @@ impl ScriptHost<'_> {
         if !cmd.arity_ok(args.len()) {
             return Some((Some(cmd), ARGS));
         }
-        if cmd.has(NOSCRIPT) {
+        if cmd.has(NOSCRIPT) && !self.st.scripts_may_call_any {
             return Some((
                 Some(cmd),
                 "ERR This Redis command is not allowed from script",
@@ -141,6 +149,9 @@ impl ScriptHost<'_> {
                 Some(cmd),
                 "ERR Write commands are not allowed from read-only scripts.",
             ));
+        }
+        if self.oom_refuses && cmd.has(DENYOOM) && !self.run.wrote.load(Relaxed) {
+            return Some((Some(cmd), OOM));
         }
         if cmd.has(WRITE) {
             self.run.wrote.store(true, Relaxed);
@@ -164,9 +175,13 @@ impl Host for ScriptHost<'_> {
             }
             None => {
                 self.cl.resp3 = resp3;
-                // Time the command alone, not the Lua that ran before it.
-                self.st.last_tick = std::time::Instant::now();
+                // Time the command alone, not the Lua that ran before it;
+                // its wall clock reads the run's start.
+                let tick = std::time::Instant::now();
+                self.st.last_tick = tick;
+                let clock = std::mem::replace(&mut self.st.clock_base, (tick, self.start_ms));
                 execute(self.st, &mut self.cl, &mut self.out, args);
+                self.st.clock_base = clock;
             }
         }
         &self.out.buf
@@ -185,6 +200,23 @@ enum Target<'a> {
     Function(&'a str),
 }
 
+/// Over `maxmemory` (the gatekeeper has evicted what it could).
+fn out_of_memory(st: &State) -> bool {
+    st.memory.maxmemory > 0 && crate::evict::used_memory() > st.memory.maxmemory
+}
+
+/// A script or function declared with flags (not an EVAL in the pre-7.0
+/// mode) that may write and is not `allow-oom` is refused whole when
+/// memory is over the limit.
+fn refuse_for_oom(st: &State, flags: u32) -> CmdResult {
+    let may_write_without_oom =
+        flags & (sflags::EVAL_COMPAT | sflags::NO_WRITES | sflags::ALLOW_OOM) == 0;
+    if may_write_without_oom && out_of_memory(st) {
+        return Err(Error::other(OOM));
+    }
+    Ok(())
+}
+
 fn run(
     c: &mut Ctx,
     eng: &mut Engine,
@@ -192,6 +224,7 @@ fn run(
     keys: &[Bytes],
     argv: &[Bytes],
     read_only: bool,
+    flags: u32,
 ) -> CmdResult {
     let threshold = c.st.cfg.busy_reply_threshold;
     let mut cl = Client::new(0, String::new(), String::new(), -1, true);
@@ -199,10 +232,13 @@ fn run(
     cl.deny_blocking = true;
     cl.name = Some(Bytes::from_static(b"lua"));
     let run = c.st.script_run.clone();
+    let oom_refuses = flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 && out_of_memory(c.st);
     let mut host = ScriptHost {
         st: c.st,
         cl,
         read_only,
+        oom_refuses,
+        start_ms: c.now,
         run,
         out: ReplyBuf::new(false),
     };
@@ -236,6 +272,7 @@ fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
         } else {
             eng.load_script(&a[1]).map_err(Error::Other)?
         };
+        refuse_for_oom(c.st, fl)?;
         let compat = fl & sflags::EVAL_COMPAT != 0;
         let no_writes = fl & sflags::NO_WRITES != 0;
         if ro && !compat && !no_writes {
@@ -248,6 +285,7 @@ fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
             keys,
             argv,
             ro || no_writes,
+            fl,
         )
     })();
     put_back(c.st, eng);
@@ -277,28 +315,50 @@ fn evalsha_ro(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
     // What the function's commands propagate stands for it.
     c.no_propagate();
-    let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let name = String::from_utf8_lossy(&a[1]).into_owned();
     let res = (|| {
-        let Some(f) = eng.functions.get(&name) else {
+        let Some(f) = eng.function(&name) else {
             return Err(Error::other("ERR Function not found"));
         };
+        if int_arg(&a[2]).is_err() {
+            return Err(Error::other("ERR Bad number of keys provided"));
+        }
+        let (keys, argv) = split_keys(a)?;
+        refuse_for_oom(c.st, f.flags)?;
         let no_writes = f.flags & sflags::NO_WRITES != 0;
         if ro && !no_writes {
             return Err(Error::other(RO_WITH_WRITE_FLAG));
         }
-        run(
+        let flags = f.flags;
+        let call = FunctionCall {
+            name: f.name.clone(),
+            command: a.to_vec(),
+            libraries: eng.libraries.len(),
+            functions: eng.functions.len(),
+        };
+        set_function_call(c.st, Some(call));
+        let res = run(
             c,
             &mut eng,
             Target::Function(&name),
             keys,
             argv,
             ro || no_writes,
-        )
+            flags,
+        );
+        set_function_call(c.st, None);
+        res
     })();
     put_back(c.st, eng);
     res
+}
+
+fn set_function_call(st: &State, call: Option<FunctionCall>) {
+    *st.script_run
+        .function_call
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = call;
 }
 
 /// FCALL function numkeys [key ...] [arg ...]
@@ -435,7 +495,10 @@ fn function_delete(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// FUNCTION FLUSH [ASYNC|SYNC]
 fn function_flush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    if a.len() > 3 || (a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync")) {
+    if a.len() > 3 {
+        return Err(super::help::bad_sub(&a[1], "FUNCTION"));
+    }
+    if a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync") {
         return Err(Error::other(
             "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
         ));
@@ -489,7 +552,7 @@ fn function_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.bulk(b"functions");
         c.out.array(lib.functions.len());
         for f in lib.functions.iter().rev() {
-            let Some(def) = eng.functions.get(f) else {
+            let Some(def) = eng.function(f) else {
                 continue;
             };
             c.out.map(3);
@@ -519,25 +582,65 @@ fn function_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// FUNCTION STATS (while a function runs, other clients are answered
-/// -BUSY by their connection task, so nothing is running here).
+/// FUNCTION STATS (while a function runs, its connection task answers
+/// with `busy_function_stats`).
 fn function_stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let (libs, funcs) =
         c.st.engine
             .as_ref()
             .map_or((0, 0), |e| (e.libraries.len(), e.functions.len()));
-    c.out.map(2);
-    c.out.bulk(b"running_script");
-    c.out.null();
-    c.out.bulk(b"engines");
-    c.out.map(1);
-    c.out.bulk(b"LUA");
-    c.out.map(2);
-    c.out.bulk(b"libraries_count");
-    c.out.int(libs as i64);
-    c.out.bulk(b"functions_count");
-    c.out.int(funcs as i64);
+    write_function_stats(c.out, None, libs, funcs);
     Ok(())
+}
+
+/// FUNCTION STATS from another connection while a script is busy, answered
+/// without the state lock; during an EVAL it is -BUSY, as in Redis.
+pub fn busy_function_stats(run: &RunFlags, out: &mut ReplyBuf) -> Result<(), &'static str> {
+    let call = run.function_call.lock().unwrap_or_else(|e| e.into_inner());
+    match &*call {
+        Some(f) if run.running.load(Relaxed) && run.function.load(Relaxed) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            let ran = now - run.start_ms.load(Relaxed);
+            write_function_stats(out, Some((f, ran)), f.libraries, f.functions);
+            Ok(())
+        }
+        _ => Err(busy_error(run.function.load(Relaxed))),
+    }
+}
+
+fn write_function_stats(
+    out: &mut ReplyBuf,
+    running: Option<(&FunctionCall, i64)>,
+    libs: usize,
+    funcs: usize,
+) {
+    out.map(2);
+    out.bulk(b"running_script");
+    match running {
+        Some((f, ran)) => {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(f.name.as_bytes());
+            out.bulk(b"command");
+            out.array(f.command.len());
+            for a in &f.command {
+                out.bulk(a);
+            }
+            out.bulk(b"duration_ms");
+            out.int(ran);
+        }
+        None => out.null(),
+    }
+    out.bulk(b"engines");
+    out.map(1);
+    out.bulk(b"LUA");
+    out.map(2);
+    out.bulk(b"libraries_count");
+    out.int(libs as i64);
+    out.bulk(b"functions_count");
+    out.int(funcs as i64);
 }
 
 /// FUNCTION KILL
@@ -567,6 +670,9 @@ fn function_restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         Flush,
         Append,
         Replace,
+    }
+    if a.len() > 4 {
+        return Err(super::help::bad_sub(&a[1], "FUNCTION"));
     }
     let policy =
         match a.get(3) {

@@ -262,7 +262,11 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
         Some(_) => return Err(WRONGTYPE),
     };
     let is_set = matches!(c.st.dbs[db].get(key), Some(Value::Set(_)));
-    if dontsort && is_set && o.store.is_some() {
+    // A set's order is arbitrary: what is stored or given to a script is
+    // made deterministic by sorting it. (Id 0 with blocking denied is a
+    // script's client, or the AOF loader, which replays only STORE forms.)
+    let from_script = c.cl.id == 0 && c.cl.deny_blocking;
+    if dontsort && is_set && (o.store.is_some() || from_script) {
         dontsort = false;
         o.alpha = true;
         o.by = None;
