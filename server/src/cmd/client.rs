@@ -553,6 +553,26 @@ pub fn may_replicate(name: &str) -> bool {
     )
 }
 
+/// The flags the script or function an EVAL, EVALSHA or FCALL (or its _RO
+/// form) runs declares (`EVAL_COMPAT` for a script without a shebang);
+/// `None` for another command or one not known yet.
+pub fn runner_flags(st: &State, cmd: &super::Command, args: &[Bytes]) -> Option<u32> {
+    let arg = args.get(1)?;
+    let engine = st.engine.as_ref();
+    match cmd.name {
+        "eval" | "eval_ro" => scripting::engine::parse_eval_shebang(arg).ok().map(|f| f.0),
+        "evalsha" | "evalsha_ro" => {
+            let sha = String::from_utf8_lossy(arg).to_ascii_lowercase();
+            engine.and_then(|e| e.script_flags(&sha))
+        }
+        "fcall" | "fcall_ro" => {
+            let name = String::from_utf8_lossy(arg);
+            engine.and_then(|e| e.functions.get(&*name).map(|f| f.flags))
+        }
+        _ => None,
+    }
+}
+
 /// What CLIENT PAUSE WRITE holds back: a write or may-replicate command, a
 /// script or function not declared `no-writes` (one not known yet counts
 /// as writing), or an EXEC whose queue holds one of these.
@@ -566,21 +586,9 @@ fn may_write(st: &State, cl: &Client, cmd: &super::Command, args: &[Bytes]) -> b
                 .any(|a| super::resolve(a).is_ok_and(|c| may_write(st, cl, c, a)))
         });
     }
-    let Some(arg) = args.get(1) else {
+    if !matches!(cmd.name, "eval" | "evalsha" | "fcall") {
         return false;
-    };
-    let engine = st.engine.as_ref();
-    let script_flags = match cmd.name {
-        "eval" => scripting::engine::parse_eval_shebang(arg).ok().map(|f| f.0),
-        "evalsha" => {
-            let sha = String::from_utf8_lossy(arg).to_ascii_lowercase();
-            engine.and_then(|e| e.script_flags(&sha))
-        }
-        "fcall" => {
-            let name = String::from_utf8_lossy(arg);
-            engine.and_then(|e| e.functions.get(&*name).map(|f| f.flags))
-        }
-        _ => return false,
-    };
+    }
+    let script_flags = runner_flags(st, cmd, args);
     script_flags.is_none_or(|f| f & scripting::flags::NO_WRITES == 0)
 }

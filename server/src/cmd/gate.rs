@@ -81,7 +81,10 @@ fn check(
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
     // With no replica ever good, any minimum refuses every write.
-    if st.cfg.min_replicas_to_write > 0 && st.cfg.min_replicas_max_lag > 0 && writes(cl, cmd) {
+    if st.cfg.min_replicas_to_write > 0
+        && st.cfg.min_replicas_max_lag > 0
+        && (writes(cl, cmd) || script_writes(st, cmd, args))
+    {
         return Err((Some(cmd), Error::other(NOREPLICAS)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
@@ -125,6 +128,15 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
 /// PING (as Redis).
 fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
     (writes(cl, cmd) || cmd.name == "ping") && crate::persist::writes_denied(st)
+}
+
+/// Whether `cmd` runs a script or function whose shebang does not say
+/// `no-writes` (one without a shebang is judged by what it calls).
+fn script_writes(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
+    use scripting::flags::{EVAL_COMPAT, NO_WRITES};
+    matches!(cmd.name, "eval" | "evalsha" | "fcall")
+        && super::client::runner_flags(st, cmd, args)
+            .is_some_and(|f| f & (EVAL_COMPAT | NO_WRITES) == 0)
 }
 
 /// Whether `cmd` writes: a write command, or an EXEC whose queue holds one.
