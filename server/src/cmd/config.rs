@@ -109,6 +109,10 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     c.st.apply_config();
+    // A lower limit evicts at once, as in Redis.
+    if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
+        c.st.perform_evictions();
+    }
     c.out.ok();
     Ok(())
 }
