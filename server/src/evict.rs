@@ -121,31 +121,9 @@ pub fn malloc_stats() -> String {
     s
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    NoEviction,
-    AllkeysLru,
-    VolatileLru,
-    AllkeysLfu,
-    VolatileLfu,
-    AllkeysRandom,
-    VolatileRandom,
-    VolatileTtl,
-}
+use crate::config::Policy;
 
 impl Policy {
-    pub fn parse(s: &str) -> Policy {
-        match s {
-            "allkeys-lru" => Policy::AllkeysLru,
-            "volatile-lru" => Policy::VolatileLru,
-            "allkeys-lfu" => Policy::AllkeysLfu,
-            "volatile-lfu" => Policy::VolatileLfu,
-            "allkeys-random" => Policy::AllkeysRandom,
-            "volatile-random" => Policy::VolatileRandom,
-            "volatile-ttl" => Policy::VolatileTtl,
-            _ => Policy::NoEviction,
-        }
-    }
     fn volatile(self) -> bool {
         matches!(
             self,
@@ -219,15 +197,15 @@ impl Default for Memory {
 impl Memory {
     /// Refreshes the settings from the configuration.
     pub fn configure(&mut self, cfg: &crate::config::Config) {
-        self.maxmemory = cfg.str("maxmemory").parse().unwrap_or(0);
-        let policy = Policy::parse(cfg.str("maxmemory-policy"));
+        self.maxmemory = cfg.maxmemory;
+        let policy = cfg.maxmemory_policy;
         if policy != self.policy {
             self.pool.clear();
         }
         self.policy = policy;
-        self.samples = cfg.int("maxmemory-samples").clamp(1, 64) as usize;
-        self.tenacity = cfg.int("maxmemory-eviction-tenacity");
-        self.latency_threshold_ms = cfg.int("latency-monitor-threshold").max(0) as u64;
+        self.samples = cfg.maxmemory_samples.clamp(1, 64) as usize;
+        self.tenacity = cfg.maxmemory_eviction_tenacity;
+        self.latency_threshold_ms = cfg.latency_monitor_threshold.max(0) as u64;
     }
 
     /// Records `ms` for `event` if it reaches `latency-monitor-threshold`.

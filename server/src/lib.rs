@@ -12,7 +12,6 @@
 //! - [`config`]: redis.conf parsing and CONFIG's option table.
 
 pub mod aof;
-pub mod client_info;
 pub mod cmd;
 pub mod config;
 pub mod conn;

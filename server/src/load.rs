@@ -2,7 +2,7 @@
 //! the RDB file. Replaying an AOF runs its commands through the
 //! dispatcher, so this sits above `cmd` with the rest of the orchestration.
 
-use crate::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Fsync, Manifest};
+use crate::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
 use crate::persist::{describe, load_bytes, rdb_path};
 use crate::state::{Client, State};
 use bytes::BytesMut;
@@ -17,7 +17,7 @@ use tracing::{info, warn};
 /// names the problem and its byte offset; the server must not start.
 pub fn at_startup(st: &mut State) -> Result<(), String> {
     // With the AOF on, it alone is the dataset.
-    if st.cfg.flag("appendonly") {
+    if st.cfg.appendonly {
         return aof_at_startup(st);
     }
     st.aof.ready = true;
@@ -187,7 +187,7 @@ fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), S
     } else {
         let (valid, truncated) = replay(st, &data)?;
         if truncated {
-            if !last || !st.cfg.flag("aof-load-truncated") {
+            if !last || !st.cfg.aof_load_truncated {
                 return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
             }
             warn!("!!! Warning: short read while loading the AOF file {name}!!!");
@@ -219,7 +219,7 @@ fn io_msg(e: &io::Error) -> String {
 /// not read). Without a manifest the server starts empty and creates a
 /// base and an incr file, as Redis does.
 fn aof_at_startup(st: &mut State) -> Result<(), String> {
-    st.aof.policy = Fsync::of(st.cfg.str("appendfsync"));
+    st.aof.policy = st.cfg.appendfsync;
     let dir = aof_dir(st);
     let name = fname(st);
     let mpath = dir.join(format!("{name}.manifest"));

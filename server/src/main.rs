@@ -1,6 +1,6 @@
 //! `cinnabar-server [/path/to/redis.conf] [--name value ...]`, as redis-server.
 
-use cinnabar_server::config::Config;
+use cinnabar_server::config::{Config, Loglevel};
 
 #[global_allocator]
 static GLOBAL: cinnabar_server::evict::CountingAlloc = cinnabar_server::evict::CountingAlloc;
@@ -38,7 +38,7 @@ fn main() {
     // a machine whose other cores run the clients, one thread that never
     // contends for the state lock serves them fastest. A script that runs
     // long hands the worker on (state.rs, hand_off_worker).
-    let workers = cfg.int("io-threads").clamp(1, 128) as usize;
+    let workers = cfg.io_threads.clamp(1, 128) as usize;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .on_thread_park(cinnabar_server::round::end)
@@ -57,7 +57,7 @@ fn main() {
 /// resident memory grow in 2MB steps wherever a page is first touched.
 fn disable_thp(cfg: &Config) {
     #[cfg(target_os = "linux")]
-    if cfg.flag("disable-thp") {
+    if cfg.disable_thp {
         // SAFETY: prctl with integer arguments only; failure is harmless.
         unsafe {
             libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -71,17 +71,17 @@ fn disable_thp(cfg: &Config) {
 /// when `logfile` is empty.
 fn init_logging(cfg: &Config) {
     use tracing::Level;
-    let level = match cfg.str("loglevel") {
-        "debug" => Level::TRACE,
-        "verbose" => Level::DEBUG,
-        "notice" => Level::INFO,
-        _ => Level::WARN,
+    let level = match cfg.loglevel {
+        Loglevel::Debug => Level::TRACE,
+        Loglevel::Verbose => Level::DEBUG,
+        Loglevel::Notice => Level::INFO,
+        Loglevel::Warning => Level::WARN,
     };
     let b = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_ansi(false)
         .event_format(cinnabar_server::log::RedisFormat);
-    let file = cfg.str("logfile");
+    let file = &cfg.logfile;
     if file.is_empty() {
         b.init();
     } else {

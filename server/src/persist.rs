@@ -31,8 +31,8 @@ pub fn limits(st: &State) -> Limits {
 /// How to write an RDB file (`aof_base`: as the base of the AOF).
 pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
     SaveOpts {
-        compression: st.cfg.flag("rdbcompression"),
-        checksum: st.cfg.flag("rdbchecksum"),
+        compression: st.cfg.rdbcompression,
+        checksum: st.cfg.rdbchecksum,
         list_fill: st.tun.list_fill,
         aof_base,
     }
@@ -40,7 +40,7 @@ pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
 
 /// `dir/dbfilename`.
 pub fn rdb_path(st: &State) -> PathBuf {
-    PathBuf::from(st.cfg.str("dir")).join(st.cfg.str("dbfilename"))
+    PathBuf::from(&st.cfg.dir).join(&st.cfg.dbfilename)
 }
 
 /// Which access metadata the eviction policy wants saved with each key.
@@ -58,10 +58,10 @@ impl AccessMeta {
 }
 
 pub fn access_meta(st: &State) -> AccessMeta {
-    let p = st.cfg.str("maxmemory-policy");
-    if p.contains("lfu") {
+    let p = st.cfg.maxmemory_policy;
+    if p.lfu() {
         AccessMeta::Lfu
-    } else if p.contains("lru") {
+    } else if p.lru() {
         AccessMeta::Lru
     } else {
         AccessMeta::None
@@ -145,7 +145,7 @@ pub fn save(st: &mut State) -> io::Result<()> {
             warn!(
                 "Failed opening the temp RDB file temp-{}.rdb (in server root dir {}) for saving: {e}",
                 std::process::id(),
-                st.cfg.str("dir")
+                st.cfg.dir
             );
             Err(e)
         }
@@ -166,7 +166,7 @@ pub fn load_bytes_mode(
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let lim = limits(st);
-    let verify = st.cfg.flag("rdbchecksum");
+    let verify = st.cfg.rdbchecksum;
     let now = now_ms();
     rdb::load_into(
         data,
@@ -246,7 +246,7 @@ pub fn describe(e: &rdb::LoadError, data: &[u8]) -> String {
 /// Whether SHUTDOWN (or SIGTERM/SIGINT) should save: SAVE forces it,
 /// NOSAVE prevents it, otherwise only when save points are configured.
 pub fn shutdown_saves(st: &State, save: Option<bool>) -> bool {
-    save.unwrap_or_else(|| !st.cfg.str("save").trim().is_empty())
+    save.unwrap_or_else(|| !st.cfg.save.is_empty())
 }
 
 /// What must happen before the process exits, as Redis's: not while the
@@ -391,9 +391,7 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 /// last background save failed, save points are configured and
 /// `stop-writes-on-bgsave-error` is on.
 pub fn writes_denied(st: &State) -> bool {
-    !st.rdb.last_bgsave_ok
-        && st.cfg.flag("stop-writes-on-bgsave-error")
-        && !st.cfg.str("save").trim().is_empty()
+    !st.rdb.last_bgsave_ok && st.cfg.stop_writes_on_bgsave_error && !st.cfg.save.is_empty()
 }
 
 pub fn bgsave_in_progress(st: &State) -> bool {
@@ -404,14 +402,6 @@ pub fn bgsave_in_progress(st: &State) -> bool {
 /// Redis calls an active child process.
 pub fn child_active(st: &State) -> bool {
     st.rdb.running.is_some() || st.aof.rewrite.is_some()
-}
-
-/// The save points of the `save` option: (seconds, changes) pairs.
-pub fn save_points(spec: &str) -> Vec<(i64, u64)> {
-    let w: Vec<&str> = spec.split_whitespace().collect();
-    w.chunks_exact(2)
-        .filter_map(|p| Some((p[0].parse().ok()?, p[1].parse().ok()?)))
-        .collect()
 }
 
 fn key_meta(st: &State) -> KeyMeta {
@@ -457,7 +447,7 @@ pub fn bgsave_start(st: &mut State) {
             warn!(
                 "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
                 tmp.file_name().unwrap_or_default().to_string_lossy(),
-                st.cfg.str("dir")
+                st.cfg.dir
             );
             warn!("Background saving error");
             st.rdb.last_bgsave_ok = false;
@@ -751,7 +741,7 @@ pub fn cron(st: &mut State) {
     if !may_retry {
         return;
     }
-    for (secs, changes) in save_points(st.cfg.str("save")) {
+    for &(secs, changes) in &st.cfg.save {
         if st.dirty >= changes && now_s - st.lastsave > secs {
             info!("{changes} changes in {secs} seconds. Saving...");
             bgsave_start(st);
@@ -832,14 +822,5 @@ mod tests {
         });
         assert_eq!((got[0], got[2], got[5]), (3000, 500, 0));
         assert_eq!(st.dbs[5].len(), 7);
-    }
-
-    #[test]
-    fn save_points_parse() {
-        assert_eq!(
-            save_points("900 1 300 10 60 10000"),
-            vec![(900, 1), (300, 10), (60, 10000)]
-        );
-        assert!(save_points("").is_empty());
     }
 }

@@ -1,15 +1,16 @@
 //! The propagation stream: what changed data, as the commands that replay
 //! it (Redis's `alsoPropagate`).
 //!
-//! Every command runs between [`State::command_start`] and
-//! [`State::command_end`]. A command that moved the dirty counter
+//! Every command runs between [`Stream::start`] and [`Stream::end`]
+//! (`State::command_start`/`command_end` wire them to the dirty counter
+//! and the consumers). A command that moved the dirty counter
 //! propagates its own arguments, unless its handler said otherwise through
-//! [`State::propagate_as`] (a rewrite: `SET … PXAT` for a relative expiry,
+//! [`Stream::rewrite`] (a rewrite: `SET … PXAT` for a relative expiry,
 //! `LPOP key` for a served `BLPOP`, …; called several times, several ops) or
-//! [`State::no_propagate`] (containers: EXEC and scripts propagate only what
+//! [`Stream::decline`] (containers: EXEC and scripts propagate only what
 //! the commands they run propagate). A rewrite counts only if the command
 //! did change data. Deletions the server makes by itself (expired and
-//! evicted keys) go in as `DEL` ([`State::propagate_del`]).
+//! evicted keys) go in as `DEL` ([`Stream::add`], as `State::propagate_del`).
 //!
 //! Commands nested in one top-level command (EXEC, scripts, served
 //! blocked clients are top-level) form one unit: the ops it collected,
@@ -17,7 +18,6 @@
 //! outermost command ends, or at once outside any command. Nothing is
 //! collected (nor any op built) while no consumer wants the stream.
 
-use crate::state::State;
 use bytes::Bytes;
 
 /// One op: a command's arguments.
@@ -31,9 +31,11 @@ pub trait Consumer {
     fn feed(&mut self, unit: &[(usize, Op)]);
 }
 
-/// Every consumer of the stream.
-fn consumers(st: &mut State) -> [&mut dyn Consumer; 1] {
-    [&mut st.aof]
+/// The stream's readers, as `State` lends them for one call.
+pub type Consumers<'a> = [&'a mut dyn Consumer];
+
+fn wanted(cs: &Consumers) -> bool {
+    cs.iter().any(|c| c.wants())
 }
 
 /// The running unit.
@@ -50,12 +52,17 @@ pub struct Stream {
     decided: bool,
 }
 
-/// Where a command started: what [`State::command_end`] compares with.
+/// Where a command started: what [`Stream::end`] compares with.
 pub struct Mark {
     dirty: u64,
     db: usize,
     rewrites: usize,
     outer_decided: bool,
+}
+
+/// An integer argument.
+pub fn int(n: i64) -> Bytes {
+    Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
 }
 
 impl Stream {
@@ -64,106 +71,82 @@ impl Stream {
     pub fn pending(&self) -> bool {
         !self.ops.is_empty()
     }
-}
 
-/// An integer argument.
-pub fn int(n: i64) -> Bytes {
-    Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
-}
-
-impl State {
-    /// Whether the stream is read: a handler builds a rewrite only then.
-    pub fn propagating(&mut self) -> bool {
-        consumers(self).iter().any(|c| c.wants())
-    }
-
-    /// Before a command's handler runs in database `db`.
-    pub fn command_start(&mut self, db: usize) -> Mark {
-        let p = &mut self.prop;
-        p.depth += 1;
+    /// Before a command's handler runs in database `db`; `dirty` is the
+    /// server's dirty counter.
+    pub fn start(&mut self, dirty: u64, db: usize) -> Mark {
+        self.depth += 1;
         Mark {
-            dirty: self.dirty,
+            dirty,
             db,
-            rewrites: p.rewrites.len(),
-            outer_decided: std::mem::take(&mut p.decided),
+            rewrites: self.rewrites.len(),
+            outer_decided: std::mem::take(&mut self.decided),
         }
     }
 
     /// After the handler: the command's ops (its rewrites, else `args`)
-    /// join the unit if it changed data; the unit ends at top level.
-    pub fn command_end(&mut self, m: Mark, args: &[Bytes]) {
-        let changed = self.dirty > m.dirty;
-        if changed && self.propagating() {
-            let p = &mut self.prop;
-            if p.decided {
-                let own = p.rewrites.drain(m.rewrites..).map(|op| (m.db, op));
-                p.ops.extend(own);
+    /// join the unit if it changed data (`dirty` moved); the unit ends at
+    /// top level.
+    pub fn end(&mut self, m: Mark, dirty: u64, args: &[Bytes], cs: &mut Consumers) {
+        if dirty > m.dirty && wanted(cs) {
+            if self.decided {
+                let own = self.rewrites.drain(m.rewrites..).map(|op| (m.db, op));
+                self.ops.extend(own);
             } else {
-                p.ops.push((m.db, args.to_vec()));
+                self.ops.push((m.db, args.to_vec()));
             }
         }
-        let p = &mut self.prop;
-        p.rewrites.truncate(m.rewrites);
-        p.decided = m.outer_decided;
-        p.depth -= 1;
-        if p.depth == 0 {
-            self.end_unit();
+        self.rewrites.truncate(m.rewrites);
+        self.decided = m.outer_decided;
+        self.depth -= 1;
+        if self.depth == 0 {
+            self.end_unit(cs);
         }
     }
 
     /// The running command propagates `op` instead of its arguments (one
-    /// more op if called again), in its database at its start.
-    pub fn propagate_as(&mut self, op: impl IntoIterator<Item = Bytes>) {
-        self.prop.decided = true;
-        if self.propagating() {
-            self.prop.rewrites.push(op.into_iter().collect());
+    /// more op if called again), in its database at its start; `op` is
+    /// built only if it is `wanted`.
+    pub fn rewrite(&mut self, op: impl IntoIterator<Item = Bytes>, wanted: bool) {
+        self.decided = true;
+        if wanted {
+            self.rewrites.push(op.into_iter().collect());
         }
     }
 
     /// The running command propagates nothing of its own.
-    pub fn no_propagate(&mut self) {
-        self.prop.decided = true;
+    pub fn decline(&mut self) {
+        self.decided = true;
     }
 
     /// Adds `op` to the running unit (or as a unit of its own outside any
     /// command).
-    pub fn propagate(&mut self, db: usize, op: Op) {
-        if !self.propagating() {
+    pub fn add(&mut self, db: usize, op: Op, cs: &mut Consumers) {
+        if !wanted(cs) {
             return;
         }
-        self.prop.ops.push((db, op));
-        if self.prop.depth == 0 {
-            self.end_unit();
+        self.ops.push((db, op));
+        if self.depth == 0 {
+            self.end_unit(cs);
         }
     }
 
-    /// A key the server deleted by itself (expired, evicted), as `DEL`.
-    pub fn propagate_del(&mut self, db: usize, key: &[u8]) {
-        if self.propagating() {
-            let op = vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)];
-            self.propagate(db, op);
-        }
-    }
-
-    fn end_unit(&mut self) {
-        let ops = std::mem::take(&mut self.prop.ops);
-        if !ops.is_empty() {
-            for c in consumers(self) {
+    fn end_unit(&mut self, cs: &mut Consumers) {
+        if !self.ops.is_empty() {
+            for c in cs.iter_mut() {
                 if c.wants() {
-                    c.feed(&ops);
+                    c.feed(&self.ops);
                 }
             }
         }
         // The buffer is kept for the next unit.
-        self.prop.ops = ops;
-        self.prop.ops.clear();
+        self.ops.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
 
     fn args(s: &str) -> Vec<Bytes> {
         s.split(' ')
@@ -171,61 +154,94 @@ mod tests {
             .collect()
     }
 
-    /// What the AOF was fed, its RESP framing dropped.
-    fn logged(st: &State) -> String {
-        let text = String::from_utf8_lossy(&st.aof.buf);
-        let words: Vec<&str> = text
-            .split("\r\n")
-            .filter(|w| !w.is_empty() && !w.starts_with(['*', '$']))
-            .collect();
-        words.join(" ")
+    /// A consumer that keeps each unit as one line.
+    #[derive(Default)]
+    struct Log {
+        on: bool,
+        units: Vec<String>,
+    }
+
+    impl Consumer for Log {
+        fn wants(&self) -> bool {
+            self.on
+        }
+        fn feed(&mut self, unit: &[(usize, Op)]) {
+            let ops: Vec<String> = unit
+                .iter()
+                .map(|(db, op)| {
+                    let words: Vec<_> = op.iter().map(|a| String::from_utf8_lossy(a)).collect();
+                    format!("{db}:{}", words.join(" "))
+                })
+                .collect();
+            self.units.push(ops.join(" | "));
+        }
     }
 
     /// Runs a command that moves the dirty counter by `dirty`, its handler
     /// being `body`.
-    fn run(st: &mut State, cmd: &str, dirty: u64, body: impl FnOnce(&mut State)) {
-        let m = st.command_start(0);
-        st.dirty += dirty;
-        body(st);
-        st.command_end(m, &args(cmd));
+    fn run(
+        s: &mut Stream,
+        log: &mut Log,
+        dirty: &mut u64,
+        cmd: &str,
+        moved: u64,
+        body: impl FnOnce(&mut Stream, &mut Log, &mut u64),
+    ) {
+        let m = s.start(*dirty, 0);
+        *dirty += moved;
+        body(s, log, dirty);
+        s.end(m, *dirty, &args(cmd), &mut [log]);
     }
 
     #[test]
     fn own_args_rewrites_and_containers() {
-        let mut st = State::new(Config::default());
-        st.aof.on = true;
-        run(&mut st, "SET a 1", 1, |_| {});
-        run(&mut st, "GET a", 0, |_| {});
+        let (mut s, mut log, mut dirty) = (Stream::default(), Log::default(), 0);
+        log.on = true;
+        run(&mut s, &mut log, &mut dirty, "SET a 1", 1, |_, _, _| {});
+        run(&mut s, &mut log, &mut dirty, "GET a", 0, |_, _, _| {});
         // A rewrite counts only if the command changed data.
-        run(&mut st, "GETDEL x", 0, |st| st.propagate_as(args("DEL x")));
-        run(&mut st, "SETEX b 10 v", 1, |st| {
-            st.propagate_as(args("SET b v PXAT 5"))
+        run(&mut s, &mut log, &mut dirty, "GETDEL x", 0, |s, _, _| {
+            s.rewrite(args("DEL x"), true)
         });
-        assert_eq!(logged(&st), "SELECT 0 SET a 1 SET b v PXAT 5");
-        st.aof.buf.clear();
+        run(
+            &mut s,
+            &mut log,
+            &mut dirty,
+            "SETEX b 10 v",
+            1,
+            |s, _, _| s.rewrite(args("SET b v PXAT 5"), true),
+        );
         // A container: what its commands propagate, as one unit; the
         // container's choice survives its nested commands'.
-        run(&mut st, "EXEC", 0, |st| {
-            st.no_propagate();
-            run(st, "SPOP s 2", 1, |st| {
-                st.propagate_as(args("SREM s m1"));
-                st.propagate_as(args("SREM s m2"));
+        run(&mut s, &mut log, &mut dirty, "EXEC", 0, |s, log, dirty| {
+            s.decline();
+            run(s, log, dirty, "SPOP s 2", 1, |s, _, _| {
+                s.rewrite(args("SREM s m1"), true);
+                s.rewrite(args("SREM s m2"), true);
             });
-            run(st, "INCR n", 1, |_| {});
+            run(s, log, dirty, "INCR n", 1, |_, _, _| {});
         });
-        assert_eq!(logged(&st), "MULTI SREM s m1 SREM s m2 INCR n EXEC");
-        st.aof.buf.clear();
         // Outside any command, an op is a unit of its own.
-        st.propagate_del(0, b"gone");
-        assert_eq!(logged(&st), "DEL gone");
+        s.add(0, args("DEL gone"), &mut [&mut log]);
+        assert_eq!(
+            log.units,
+            [
+                "0:SET a 1",
+                "0:SET b v PXAT 5",
+                "0:SREM s m1 | 0:SREM s m2 | 0:INCR n",
+                "0:DEL gone"
+            ]
+        );
     }
 
     #[test]
     fn nothing_is_collected_while_no_consumer_reads() {
-        let mut st = State::new(Config::default());
-        run(&mut st, "SET a 1", 1, |st| st.propagate_as(args("SET a 2")));
-        st.propagate_del(0, b"gone");
-        assert!(st.prop.ops.is_empty() && st.prop.rewrites.is_empty());
-        assert!(st.aof.buf.is_empty());
+        let (mut s, mut log, mut dirty) = (Stream::default(), Log::default(), 0);
+        run(&mut s, &mut log, &mut dirty, "SET a 1", 1, |s, log, _| {
+            s.rewrite(args("SET a 2"), log.wants())
+        });
+        s.add(0, args("DEL gone"), &mut [&mut log]);
+        assert!(s.ops.is_empty() && s.rewrites.is_empty());
+        assert!(log.units.is_empty());
     }
 }

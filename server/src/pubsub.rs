@@ -344,7 +344,7 @@ impl State {
         if over_limit(cl, &limits) {
             tracing::warn!(
                 "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                crate::client_info::client_line(cl, crate::state::now_ms(), None)
+                cl.line(crate::state::now_ms(), None)
             );
             cl.killed = true;
             cl.pending = BytesMut::new();

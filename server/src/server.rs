@@ -9,10 +9,10 @@ use tracing::{info, warn};
 
 /// Binds every address of `bind` (a leading `-` marks one whose failure is
 /// ignored, as in Redis) on `port`.
-pub fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
-    let port = cfg.int("port") as u16;
+fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
+    let port = cfg.port as u16;
     let mut out = Vec::new();
-    for addr in cfg.str("bind").split_whitespace() {
+    for addr in cfg.bind.iter().map(String::as_str) {
         let (optional, addr) = match addr.strip_prefix('-') {
             Some(a) => (true, a),
             None => (false, addr),
@@ -27,7 +27,7 @@ pub fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
         } else {
             format!("{host}:{port}")
         };
-        match bind_one(&sock, cfg.int("tcp-backlog") as i32) {
+        match bind_one(&sock, cfg.tcp_backlog as i32) {
             Ok(l) => out.push(l),
             Err(e) if optional => {
                 warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
@@ -78,8 +78,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     let shared = Arc::new(Shared::new(state));
     {
         let mut st = shared.state.lock();
-        st.tcp_port = st.cfg.int("port") as u16;
-        let pidfile = st.cfg.str("pidfile").to_string();
+        st.tcp_port = st.cfg.port as u16;
+        let pidfile = st.cfg.pidfile.clone();
         if !pidfile.is_empty() {
             let _ = std::fs::write(&pidfile, format!("{}\n", std::process::id()));
         }
@@ -88,6 +88,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         let tasks = spawn_accept(&shared, listeners);
         let mut st = shared.state.lock();
         st.accept_tasks = tasks;
+        st.relisten = Some(relisten);
         st.shared = Arc::downgrade(&shared);
     }
     tokio::spawn(cron(shared.clone()));
@@ -111,7 +112,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     let mut st = shared.state.lock();
     crate::aof::shutdown(&mut st);
-    let pidfile = st.cfg.str("pidfile");
+    let pidfile = &st.cfg.pidfile;
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
     }
@@ -119,9 +120,27 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Listens on the configured port and bind, then stops the old accept
+/// loops. The new sockets are bound while the old ones still are, so a new
+/// address that overlaps an old one on the same port fails (Redis closes
+/// first).
+fn relisten(st: &mut State) -> std::io::Result<()> {
+    let listeners = listen(&st.cfg)?;
+    let shared = st
+        .shared
+        .upgrade()
+        .ok_or(std::io::ErrorKind::NotConnected)?;
+    let tasks = spawn_accept(&shared, listeners);
+    for t in std::mem::replace(&mut st.accept_tasks, tasks) {
+        t.abort();
+    }
+    st.tcp_port = st.cfg.port as u16;
+    Ok(())
+}
+
 /// One accept loop per listener; the handles let CONFIG SET port/bind stop
 /// them once new listeners are up.
-pub fn spawn_accept(
+fn spawn_accept(
     shared: &Arc<Shared>,
     listeners: Vec<TcpListener>,
 ) -> Vec<tokio::task::AbortHandle> {
@@ -154,7 +173,7 @@ async fn cron(shared: Arc<Shared>) {
     loop {
         // Never a blocking lock(): a long script holds it, and a blocked
         // worker would strand the tasks queued on it.
-        let Some(hz) = shared.lock_or_busy().await.map(|st| st.tun.hz) else {
+        let Some(hz) = shared.lock_or_busy().await.map(|st| st.cfg.hz) else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };

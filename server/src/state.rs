@@ -11,6 +11,7 @@
 //! puts it back afterwards.
 
 use crate::config::Config;
+use crate::propagate::{Consumer, Mark};
 use ahash::AHashMap as HashMap;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -213,7 +214,8 @@ pub struct Pause {
     pub writes_only: bool,
 }
 
-/// Values read on hot paths, refreshed from `cfg` after every change.
+/// Values read on hot paths in the form their readers want, refreshed from
+/// `cfg` by the options' `Hook::Tune` (config/apply.rs).
 #[derive(Default)]
 pub struct Tuning {
     pub requirepass: Option<Bytes>,
@@ -223,7 +225,6 @@ pub struct Tuning {
     pub timeout_s: i64,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
-    pub hz: i64,
     pub protected_mode: bool,
     pub hash_limits: storage::HashLimits,
     pub zset_limits: storage::ZsetLimits,
@@ -233,8 +234,6 @@ pub struct Tuning {
     pub set_max_intset: usize,
     pub obuf_limits: crate::pubsub::ObufLimits,
     pub latency_tracking: bool,
-    /// `latency-tracking-info-percentiles`.
-    pub latency_percentiles: Vec<f64>,
 }
 
 pub struct State {
@@ -259,6 +258,9 @@ pub struct State {
     pub last_tick: Instant,
     /// The accept loops, replaced when CONFIG SET changes port or bind.
     pub accept_tasks: Vec<tokio::task::AbortHandle>,
+    /// Set by the server once it listens: replaces the listeners with ones
+    /// on the configured `port` and `bind` (CONFIG SET).
+    pub relisten: Option<fn(&mut State) -> std::io::Result<()>>,
     /// The state's owner, for commands that start tasks (rebinding).
     pub shared: std::sync::Weak<Shared>,
     pub run_id: String,
@@ -319,7 +321,7 @@ pub struct ShutdownRequest {
 
 impl State {
     pub fn new(cfg: Config) -> Self {
-        let n = cfg.int("databases").max(1) as usize;
+        let n = cfg.databases.max(1) as usize;
         let run_id = random_hex40();
         let mut st = State {
             dbs: (0..n).map(|_| Db::default()).collect(),
@@ -335,6 +337,7 @@ impl State {
             clock_base: (Instant::now(), now_ms()),
             last_tick: Instant::now(),
             accept_tasks: Vec::new(),
+            relisten: None,
             shared: std::sync::Weak::new(),
             run_id,
             slowlog: VecDeque::new(),
@@ -366,7 +369,7 @@ impl State {
             rdb: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
-        st.apply_config();
+        st.apply_all();
         st
     }
 
@@ -374,54 +377,6 @@ impl State {
     pub fn wall_ms(&self, at: Instant) -> i64 {
         let (base, ms) = self.clock_base;
         ms + at.saturating_duration_since(base).as_millis() as i64
-    }
-
-    /// Refreshes the cached values after the configuration changed.
-    pub fn apply_config(&mut self) {
-        let c = &self.cfg;
-        let pass = c.str("requirepass");
-        self.tun = Tuning {
-            requirepass: (!pass.is_empty()).then(|| Bytes::copy_from_slice(pass.as_bytes())),
-            max_bulk: c.int("proto-max-bulk-len"),
-            notify_flags: crate::config::notify_flags(c.str("notify-keyspace-events")).unwrap_or(0),
-            maxclients: c.int("maxclients") as usize,
-            timeout_s: c.int("timeout"),
-            slowlog_slower_than: c.int("slowlog-log-slower-than"),
-            slowlog_max_len: c.int("slowlog-max-len") as usize,
-            hz: c.int("hz").clamp(1, 500),
-            protected_mode: c.flag("protected-mode"),
-            hash_limits: storage::HashLimits {
-                max_listpack_entries: c.int("hash-max-listpack-entries") as usize,
-                max_listpack_value: c.int("hash-max-listpack-value") as usize,
-            },
-            zset_limits: storage::ZsetLimits {
-                max_listpack_entries: c.int("zset-max-listpack-entries") as usize,
-                max_listpack_value: c.int("zset-max-listpack-value") as usize,
-            },
-            list_fill: c.int("list-max-listpack-size") as i32,
-            set_max_intset: c.int("set-max-intset-entries") as usize,
-            obuf_limits: crate::pubsub::parse_limits(c.str("client-output-buffer-limit")),
-            latency_tracking: c.flag("latency-tracking"),
-            latency_percentiles: c
-                .str("latency-tracking-info-percentiles")
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect(),
-        };
-        // Accesses keep the LFU counter only under an LFU policy (OBJECT FREQ).
-        let lfu = self.cfg.str("maxmemory-policy").contains("lfu");
-        let log_factor = self.cfg.int("lfu-log-factor").clamp(0, u32::MAX as i64) as u32;
-        let decay_time = self.cfg.int("lfu-decay-time").clamp(0, u32::MAX as i64) as u32;
-        for db in &mut self.dbs {
-            db.lfu.enabled = lfu;
-            db.lfu.log_factor = log_factor;
-            db.lfu.decay_time = decay_time;
-        }
-        self.memory.configure(&self.cfg);
-        while self.slowlog.len() > self.tun.slowlog_max_len {
-            self.slowlog.pop_back();
-        }
-        crate::aof::config_changed(self);
     }
 
     /// Deletes a key found expired, with the bookkeeping every deletion by
@@ -511,6 +466,144 @@ fn hand_off_worker() {
         });
         let _ = rx.recv();
     });
+}
+
+/// How a client is described to people: the CLIENT LIST / CLIENT INFO
+/// line (logs use it too) and the type CLIENT LIST/KILL filter on.
+impl Client {
+    /// One CLIENT LIST line (without the newline). `current` carries the
+    /// request being executed, for the fields describing it.
+    pub fn line(&self, now: i64, current: Option<&[Bytes]>) -> String {
+        let cl = self;
+        let (qbuf, argv_mem) = match current {
+            Some(args) => {
+                let mut q = 1 + args.len().to_string().len() + 2;
+                for a in args {
+                    q += 1 + a.len().to_string().len() + 2 + a.len() + 2;
+                }
+                (q, args.iter().map(|a| a.len()).sum::<usize>())
+            }
+            None => (cl.qbuf, 0),
+        };
+        // Redis's letters, in its order.
+        let mut flags: String = [
+            (cl.monitor, 'O'),
+            (cl.subs.any(), 'P'),
+            (cl.multi.is_some(), 'x'),
+            (cl.blocked.is_some(), 'b'),
+            (cl.dirty_cas, 'd'),
+            (cl.close_after_reply, 'c'),
+            (cl.no_evict, 'e'),
+        ]
+        .iter()
+        .filter_map(|&(on, f)| on.then_some(f))
+        .collect();
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let omem = cl.output_bytes();
+        // Queued commands, and their arguments' bytes plus a pointer each, as
+        // Redis 7.0 counts `multi-mem`.
+        let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |q| {
+            let mem = q.iter().flatten().map(|a| a.len() + 8).sum::<usize>();
+            (q.len() as i64, mem)
+        });
+        let name = cl
+            .name
+            .as_ref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default();
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+            cl.id,
+            cl.addr,
+            cl.laddr,
+            cl.fd,
+            name,
+            (now - cl.created_ms).max(0) / 1000,
+            // The client running the command has just been heard from.
+            if current.is_some() {
+                0
+            } else {
+                (now - cl.last_interaction_ms).max(0) / 1000
+            },
+            flags,
+            cl.db,
+            cl.subs.channels.len(),
+            cl.subs.patterns.len(),
+            cl.subs.shard.len(),
+            multi,
+            qbuf,
+            20474usize.saturating_sub(qbuf),
+            argv_mem,
+            multi_mem,
+            // Unwritten output as Redis's reply list: 16 KB blocks.
+            omem.div_ceil(16 * 1024),
+            omem,
+            37632 + qbuf + multi_mem + omem,
+            if omem > 0 { "rw" } else { "r" },
+            if current.is_some() { "NULL" } else { &cl.last_cmd },
+            if cl.resp3 { 3 } else { 2 },
+        )
+    }
+
+    /// The type CLIENT LIST/KILL TYPE filters on.
+    pub fn kind(&self) -> &'static str {
+        let cl = self;
+        if cl.monitor {
+            "replica"
+        } else if cl.subs.any() {
+            "pubsub"
+        } else {
+            "normal"
+        }
+    }
+}
+
+/// The propagation stream (`crate::propagate`) wired to the server: the
+/// dirty counter says whether a command changed data, and the AOF reads
+/// the stream (replicas will too).
+impl State {
+    fn consumers(&mut self) -> (&mut crate::propagate::Stream, [&mut dyn Consumer; 1]) {
+        (&mut self.prop, [&mut self.aof])
+    }
+
+    /// Whether the stream is read: a handler builds a rewrite only then.
+    pub fn propagating(&mut self) -> bool {
+        self.aof.wants()
+    }
+
+    /// Before a command's handler runs in database `db`.
+    pub fn command_start(&mut self, db: usize) -> Mark {
+        self.prop.start(self.dirty, db)
+    }
+
+    /// After the handler: see `Stream::end`.
+    pub fn command_end(&mut self, m: Mark, args: &[Bytes]) {
+        let dirty = self.dirty;
+        let (prop, mut cs) = self.consumers();
+        prop.end(m, dirty, args, &mut cs);
+    }
+
+    /// The running command propagates `op` instead of its arguments.
+    pub fn propagate_as(&mut self, op: impl IntoIterator<Item = Bytes>) {
+        let wanted = self.propagating();
+        self.prop.rewrite(op, wanted);
+    }
+
+    /// The running command propagates nothing of its own.
+    pub fn no_propagate(&mut self) {
+        self.prop.decline();
+    }
+
+    /// A key the server deleted by itself (expired, evicted), as `DEL`.
+    pub fn propagate_del(&mut self, db: usize, key: &[u8]) {
+        if self.propagating() {
+            let op = vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)];
+            let (prop, mut cs) = self.consumers();
+            prop.add(db, op, &mut cs);
+        }
+    }
 }
 
 /// What connection tasks and the cron share.

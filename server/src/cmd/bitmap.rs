@@ -5,7 +5,8 @@
 //! Redis. Reads past the end see zeros; writes grow the string with zeros
 //! and turn it into the `raw` encoding.
 
-use super::string::{clamp_range, norm_range, CLASS, GENERIC};
+use super::keyspace::GENERIC;
+use super::string::{clamp_range, norm_range, CLASS};
 use super::{is, Ctx, Handler};
 use crate::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
 use bytes::Bytes;

@@ -3,7 +3,6 @@
 use super::flags::*;
 use super::help::help_reply;
 use super::{int_arg, is, Ctx, Handler};
-use crate::client_info::{client_line, client_type};
 use crate::error::{CmdResult, Error};
 use crate::state::{Client, Pause, ReplyMode, State};
 use bytes::Bytes;
@@ -109,10 +108,12 @@ fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut out = String::new();
     let mut mine_done = false;
     let keep = |cl: &Client| {
-        ty.is_none_or(|t| client_type(cl) == t) && ids.as_ref().is_none_or(|v| v.contains(&cl.id))
+        ty.is_none_or(|t| cl.kind() == t) && ids.as_ref().is_none_or(|v| v.contains(&cl.id))
     };
     let push_me = |out: &mut String, cl: &Client| {
-        let line = client_line(cl, now, Some(a)).replace("cmd=NULL", &format!("cmd={cmd}"));
+        let line = cl
+            .line(now, Some(a))
+            .replace("cmd=NULL", &format!("cmd={cmd}"));
         out.push_str(&line);
         out.push('\n');
     };
@@ -124,7 +125,7 @@ fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
         }
         if keep(cl) {
-            out.push_str(&client_line(cl, now, None));
+            out.push_str(&cl.line(now, None));
             out.push('\n');
         }
     }
@@ -138,7 +139,9 @@ fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// CLIENT INFO
 fn client_info(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let cmd = current_cmd_name(a);
-    let mut line = client_line(c.cl, c.now, Some(a)).replace("cmd=NULL", &format!("cmd={cmd}"));
+    let mut line =
+        c.cl.line(c.now, Some(a))
+            .replace("cmd=NULL", &format!("cmd={cmd}"));
     line.push('\n');
     c.out.verbatim(line.as_bytes());
     Ok(())
@@ -208,7 +211,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     let matches = |cl: &Client| {
         id.is_none_or(|i| cl.id == i)
-            && ty.is_none_or(|t| client_type(cl) == t)
+            && ty.is_none_or(|t| cl.kind() == t)
             && addr.is_none_or(|x| cl.addr.as_bytes() == x)
             && laddr.is_none_or(|x| cl.laddr.as_bytes() == x)
     };

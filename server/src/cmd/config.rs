@@ -2,7 +2,7 @@
 
 use super::help::help_reply;
 use super::{Ctx, Handler};
-use crate::config;
+use crate::config::{self, Followup};
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
@@ -81,25 +81,30 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         opts.push((opt, name, value));
     }
     let backup = c.st.cfg.clone();
+    let mut followups = Vec::new();
     for (opt, name, value) in &opts {
         let res =
             c.st.cfg
                 .set(opt.name, value)
-                .and_then(|_| apply_one(c, opt.name));
-        if let Err(e) = res {
-            c.st.cfg = backup;
-            c.st.apply_config();
-            return Err(set_failed(name, &e));
+                .and_then(|hook| c.st.apply(hook));
+        match res {
+            Ok(f) => followups.extend(f),
+            Err(e) => {
+                c.st.cfg = backup;
+                c.st.apply_all();
+                return Err(set_failed(name, &e));
+            }
         }
     }
-    if let Some((opt, name, _)) = opts
-        .iter()
-        .find(|(o, _, _)| matches!(o.name, "port" | "bind"))
-    {
-        if let Err(e) = rebind(c) {
+    if followups.contains(&Followup::Listen) {
+        if let Err(e) = c.st.relisten.map_or(Ok(()), |relisten| relisten(c.st)) {
+            let (opt, name, _) = opts
+                .iter()
+                .find(|(o, _, _)| matches!(o.name, "port" | "bind"))
+                .expect("a port or bind change");
             tracing::warn!("CONFIG SET {}: {e}", opt.name);
             c.st.cfg = backup;
-            c.st.apply_config();
+            c.st.apply_all();
             let why = if opt.name == "port" {
                 "Unable to listen on this port. Check server logs."
             } else {
@@ -108,83 +113,14 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             return Err(set_failed(name, why));
         }
     }
-    c.st.apply_config();
+    if followups.contains(&Followup::Appendonly) {
+        crate::aof::follow_appendonly(c.st);
+    }
     // A lower limit evicts at once, as in Redis.
     if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
         c.st.perform_evictions();
     }
     c.out.ok();
-    Ok(())
-}
-
-/// Listens on the new port/bind, then stops the old accept loops. The new
-/// sockets are bound while the old ones still are, so a new address that
-/// overlaps an old one on the same port fails (Redis closes first).
-fn rebind(c: &mut Ctx) -> std::io::Result<()> {
-    let listeners = crate::server::listen(&c.st.cfg)?;
-    let shared =
-        c.st.shared
-            .upgrade()
-            .ok_or(std::io::ErrorKind::NotConnected)?;
-    let tasks = crate::server::spawn_accept(&shared, listeners);
-    for t in std::mem::replace(&mut c.st.accept_tasks, tasks) {
-        t.abort();
-    }
-    c.st.tcp_port = c.st.cfg.int("port") as u16;
-    Ok(())
-}
-
-/// Side effects of one option that can fail (and then roll back).
-fn apply_one(c: &mut Ctx, name: &str) -> Result<(), String> {
-    match name {
-        "maxclients" => {
-            let want = c.st.cfg.int("maxclients");
-            raise_fd_limit(want)
-        }
-        "dir" => {
-            let dir = c.st.cfg.str("dir").to_string();
-            std::env::set_current_dir(&dir).map_err(|e| e.to_string())?;
-            let abs = std::env::current_dir()
-                .map(|p| p.display().to_string())
-                .unwrap_or(dir);
-            c.st.cfg.set("dir", &abs)
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Redis keeps 32 descriptors beyond `maxclients` for itself and refuses
-/// a `maxclients` the process cannot be given descriptors for.
-fn raise_fd_limit(maxclients: i64) -> Result<(), String> {
-    const RESERVED: i64 = 32;
-    let need = maxclients.saturating_add(RESERVED);
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read or write the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return Ok(());
-        }
-        if (lim.rlim_cur as i64) >= need || lim.rlim_cur == libc::RLIM_INFINITY {
-            return Ok(());
-        }
-        let mut want = lim;
-        want.rlim_cur = need as libc::rlim_t;
-        if lim.rlim_max != libc::RLIM_INFINITY && want.rlim_cur > lim.rlim_max {
-            want.rlim_cur = lim.rlim_max;
-        }
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-            lim = want;
-        }
-    }
-    if (lim.rlim_cur as i64) < need {
-        return Err(format!(
-            "The operating system is not able to handle the specified number of clients, try with {}",
-            (lim.rlim_cur as i64) - RESERVED
-        ));
-    }
     Ok(())
 }
 

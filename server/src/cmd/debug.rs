@@ -16,9 +16,9 @@ fn is_local(addr: &str) -> bool {
 
 /// DEBUG subcommand [argument ...]
 fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    match c.st.cfg.str("enable-debug-command") {
-        "yes" => {}
-        "local" if is_local(&c.cl.addr) => {}
+    match c.st.cfg.enable_debug_command {
+        crate::config::Allow::Yes => {}
+        crate::config::Allow::Local if is_local(&c.cl.addr) => {}
         _ => return Err(Error::other(DEBUG_DENIED)),
     }
     let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();

@@ -49,9 +49,8 @@ pub(super) fn admit(
     }
 }
 
-/// The checks every request passes before it runs or is queued, in
-/// Redis's order: lookup, arity, authentication. The error comes with the
-/// command when it was found.
+/// The checks, in Redis's order. The error comes with the command when it
+/// was found.
 fn check(
     st: &mut State,
     cl: &mut Client,

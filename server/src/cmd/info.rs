@@ -144,8 +144,8 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("server_time_usec:{now_us}");
             f!("uptime_in_seconds:{up}");
             f!("uptime_in_days:{}", up / 86400);
-            f!("hz:{}", st.tun.hz);
-            f!("configured_hz:{}", st.cfg.int("hz"));
+            f!("hz:{}", st.cfg.hz);
+            f!("configured_hz:{}", st.cfg.hz);
             f!("lru_clock:{}", (now_us / 1_000_000) & ((1 << 24) - 1));
             f!("executable:{}", st.executable);
             f!(
@@ -237,7 +237,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             );
             f!("maxmemory:{maxmem}");
             f!("maxmemory_human:{}", human(maxmem));
-            f!("maxmemory_policy:{}", st.cfg.str("maxmemory-policy"));
+            f!("maxmemory_policy:{}", st.cfg.maxmemory_policy.name());
             f!("allocator_frag_ratio:1.00");
             f!("allocator_frag_bytes:0");
             f!("allocator_rss_ratio:{frag:.2}");
@@ -372,7 +372,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("master_repl_offset:0");
             f!("second_repl_offset:-1");
             f!("repl_backlog_active:0");
-            f!("repl_backlog_size:{}", st.cfg.int("repl-backlog-size"));
+            f!("repl_backlog_size:{}", st.cfg.repl_backlog_size);
             f!("repl_backlog_first_byte_offset:0");
             f!("repl_backlog_histlen:0");
         }
@@ -426,8 +426,8 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                     continue;
                 };
                 let ps: Vec<String> = st
-                    .tun
-                    .latency_percentiles
+                    .cfg
+                    .latency_tracking_info_percentiles
                     .iter()
                     .map(|&p| format!("p{p}={:.3}", value_at_percentile(h, p) as f64 / 1000.0))
                     .collect();

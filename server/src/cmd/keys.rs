@@ -2,8 +2,8 @@
 //! MOVE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
 //! PERSIST TOUCH KEYS SCAN RANDOMKEY OBJECT DBSIZE FLUSHDB FLUSHALL SWAPDB.
 
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts};
-use super::string::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::propagate::int;
@@ -147,7 +147,7 @@ fn del_generic(c: &mut Ctx, a: &[Bytes], lazy: bool) -> CmdResult {
 
 /// DEL key [key ...]
 fn del(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let lazy = c.st.cfg.flag("lazyfree-lazy-user-del");
+    let lazy = c.st.cfg.lazyfree_lazy_user_del;
     del_generic(c, a, lazy)
 }
 
@@ -199,7 +199,7 @@ fn rename_generic(c: &mut Ctx, a: &[Bytes], nx: bool) -> CmdResult {
             return Ok(());
         }
         if let Some(old) = c.st.dbs[db].remove(dst) {
-            drop_value(old, c.st.cfg.flag("lazyfree-lazy-server-del"));
+            drop_value(old, c.st.cfg.lazyfree_lazy_server_del);
         }
     }
     let d = &mut c.st.dbs[db];
@@ -275,7 +275,7 @@ fn copy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             return Ok(());
         }
         if let Some(old) = c.st.dbs[dst_db].remove(dst) {
-            drop_value(old, c.st.cfg.flag("lazyfree-lazy-server-del"));
+            drop_value(old, c.st.cfg.lazyfree_lazy_server_del);
         }
     }
     let d = &mut c.st.dbs[dst_db];
@@ -382,7 +382,7 @@ fn expire_generic(
     if when <= c.now {
         // A time in the past deletes the key at once (replicated as DEL).
         if let Some(v) = c.st.dbs[db].remove(key) {
-            drop_value(v, c.st.cfg.flag("lazyfree-lazy-expire"));
+            drop_value(v, c.st.cfg.lazyfree_lazy_expire);
         }
         c.st.changed(GENERIC, "del", db, key);
     } else {
@@ -606,9 +606,8 @@ fn object_encoding(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn object_refcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // Redis shares the objects for the integers 0..9999 (refcount INT_MAX)
     // unless maxmemory with an LRU/LFU policy needs per-key access data.
-    let policy = c.st.cfg.str("maxmemory-policy");
-    let shared_ok =
-        c.st.cfg.int("maxmemory") == 0 || !(policy.contains("lru") || policy.contains("lfu"));
+    let policy = c.st.cfg.maxmemory_policy;
+    let shared_ok = c.st.cfg.maxmemory == 0 || !(policy.lru() || policy.lfu());
     match c.st.lookup_read_nonotify(c.cl.db, &a[2], c.now) {
         Some(Value::Str(StrValue::Int(n))) if shared_ok && (0..10000).contains(n) => {
             c.out.int(i32::MAX as i64)
@@ -620,7 +619,7 @@ fn object_refcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn lfu_policy(c: &Ctx) -> bool {
-    c.st.cfg.str("maxmemory-policy").contains("lfu")
+    c.st.cfg.maxmemory_policy.lfu()
 }
 
 /// OBJECT IDLETIME key
@@ -694,7 +693,7 @@ fn dbsize(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// `lazyfree-lazy-user-flush` decides.
 fn flush_async(c: &Ctx, a: &[Bytes]) -> Result<bool, Error> {
     match a.len() {
-        1 => Ok(c.st.cfg.flag("lazyfree-lazy-user-flush")),
+        1 => Ok(c.st.cfg.lazyfree_lazy_user_flush),
         2 if is(&a[1], "async") => Ok(true),
         2 if is(&a[1], "sync") => Ok(false),
         _ => Err(Error::Syntax),

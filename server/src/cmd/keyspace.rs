@@ -5,6 +5,9 @@ use crate::error::{Error, WRONGTYPE};
 use crate::state::State;
 use storage::{StrValue, Typed, Value};
 
+/// The `g` (generic) keyspace event class: DEL, EXPIRE, RENAME, … of any type.
+pub const GENERIC: u32 = crate::config::NOTIFY_CLASSES[0].1;
+
 /// Keyspace access with lazy expiry and the hit/miss statistics.
 impl State {
     /// Deletes `key` if expired; true if it was.
@@ -94,7 +97,7 @@ impl State {
     pub fn delete_if_empty(&mut self, db: usize, key: &[u8]) -> bool {
         if self.dbs[db].get(key).is_some_and(Value::is_empty_aggregate) {
             self.dbs[db].remove(key);
-            self.notify(crate::cmd::string::GENERIC, "del", db, key);
+            self.notify(GENERIC, "del", db, key);
             true
         } else {
             false

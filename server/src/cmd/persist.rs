@@ -1,7 +1,7 @@
 //! Persistence commands: SAVE BGSAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
 //! DIGEST-VALUE helpers the DEBUG dispatcher calls.
 
-use super::string::GENERIC;
+use super::keyspace::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;

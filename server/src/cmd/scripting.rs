@@ -192,7 +192,7 @@ fn run(
     argv: &[Bytes],
     read_only: bool,
 ) -> CmdResult {
-    let threshold = c.st.cfg.int("busy-reply-threshold");
+    let threshold = c.st.cfg.busy_reply_threshold;
     let mut cl = Client::new(0, String::new(), String::new(), -1, true);
     cl.db = c.cl.db;
     cl.deny_blocking = true;
@@ -548,7 +548,7 @@ fn function_kill(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// opcode and RDB string per library, RDB version, CRC-64), compressed as
 /// `rdbcompression` says, so Redis restores it and the reverse.
 fn function_dump(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let compress = c.st.cfg.flag("rdbcompression");
+    let compress = c.st.cfg.rdbcompression;
     let libs =
         c.st.engine
             .iter()

@@ -8,6 +8,7 @@
 //! and the stored result keeps that encoding.
 
 use super::hash::{distinct_indices, rand_count};
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::{int_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
@@ -19,7 +20,6 @@ use storage::{CBytes, Intset, LpVal, Set, Value};
 
 /// The `s` keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[3].1;
-const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("sadd", sadd),

@@ -22,6 +22,7 @@
 //!   SORT_RO, as Redis does (visible in OBJECT ENCODING).
 //! - `start + count - 1` in LIMIT saturates instead of overflowing.
 
+use super::keyspace::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, WRONGTYPE};
@@ -33,8 +34,6 @@ use storage::{LpVal, Quicklist, SortedSet, Value};
 
 /// The `l` (list) keyspace event class: `sortstore`.
 const LIST: u32 = NOTIFY_CLASSES[2].1;
-/// The `g` (generic) keyspace event class: `del` of an emptied STORE key.
-const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[("sort", sort), ("sort_ro", sort_ro)];
 

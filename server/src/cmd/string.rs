@@ -1,5 +1,6 @@
 //! String commands.
 
+use super::keyspace::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
@@ -10,8 +11,6 @@ use storage::{CBytes, StrValue, Value};
 
 /// The `$` (string) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[1].1;
-/// The `g` (generic) keyspace event class.
-pub const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("get", get),

@@ -5,6 +5,7 @@
 //! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) are in
 //! `zsetops`.
 
+use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
@@ -18,7 +19,6 @@ use storage::{LexRange, ScoreRange, SortedSet, Value, ZaddFlags, ZaddOutcome, Zs
 
 /// The `z` (sorted set) keyspace event class.
 pub const CLASS: u32 = NOTIFY_CLASSES[5].1;
-const GENERIC: u32 = NOTIFY_CLASSES[0].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("zadd", zadd),

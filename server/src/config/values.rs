@@ -1,0 +1,251 @@
+//! The typed values the server reads: one field per option, derived from
+//! the option's canonical text each time it is stored (see `Config::store`),
+//! and the hook its change runs (see `apply`).
+
+use super::{notify_flags, Hook};
+
+/// Parses an option's canonical text (already validated by `Config::check`).
+trait FromCanon {
+    fn from_canon(s: &str) -> Self;
+}
+
+impl FromCanon for String {
+    fn from_canon(s: &str) -> Self {
+        s.to_string()
+    }
+}
+
+impl FromCanon for bool {
+    fn from_canon(s: &str) -> Self {
+        s == "yes"
+    }
+}
+
+impl FromCanon for i64 {
+    fn from_canon(s: &str) -> Self {
+        s.parse().unwrap_or(0)
+    }
+}
+
+impl FromCanon for u64 {
+    fn from_canon(s: &str) -> Self {
+        s.parse().unwrap_or(0)
+    }
+}
+
+/// A list of words (`bind`).
+impl FromCanon for Vec<String> {
+    fn from_canon(s: &str) -> Self {
+        s.split_whitespace().map(String::from).collect()
+    }
+}
+
+/// Numbers (`latency-tracking-info-percentiles`).
+impl FromCanon for Vec<f64> {
+    fn from_canon(s: &str) -> Self {
+        s.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
+
+/// `save`: (seconds, changes) points.
+impl FromCanon for Vec<(i64, u64)> {
+    fn from_canon(s: &str) -> Self {
+        let w: Vec<&str> = s.split_whitespace().collect();
+        w.chunks_exact(2)
+            .filter_map(|p| Some((p[0].parse().ok()?, p[1].parse().ok()?)))
+            .collect()
+    }
+}
+
+/// `notify-keyspace-events` as its class bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Events(pub u32);
+
+impl FromCanon for Events {
+    fn from_canon(s: &str) -> Self {
+        Events(notify_flags(s).unwrap_or(0))
+    }
+}
+
+/// An enum option's choices, each with its text.
+macro_rules! choices {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $text:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vm])* $var,)*
+        }
+
+        impl $name {
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$var => $text,)*
+                }
+            }
+        }
+
+        impl FromCanon for $name {
+            fn from_canon(s: &str) -> Self {
+                match s {
+                    $($text => $name::$var,)*
+                    _ => $name::default(),
+                }
+            }
+        }
+    };
+}
+
+choices! {
+    /// `appendfsync`.
+    Fsync {
+        Always = "always",
+        #[default]
+        Everysec = "everysec",
+        No = "no",
+    }
+}
+
+choices! {
+    /// `maxmemory-policy`.
+    Policy {
+        #[default]
+        NoEviction = "noeviction",
+        AllkeysLru = "allkeys-lru",
+        VolatileLru = "volatile-lru",
+        AllkeysLfu = "allkeys-lfu",
+        VolatileLfu = "volatile-lfu",
+        AllkeysRandom = "allkeys-random",
+        VolatileRandom = "volatile-random",
+        VolatileTtl = "volatile-ttl",
+    }
+}
+
+impl Policy {
+    pub fn lfu(self) -> bool {
+        matches!(self, Policy::AllkeysLfu | Policy::VolatileLfu)
+    }
+    pub fn lru(self) -> bool {
+        matches!(self, Policy::AllkeysLru | Policy::VolatileLru)
+    }
+}
+
+choices! {
+    /// `loglevel`.
+    Loglevel {
+        Debug = "debug",
+        Verbose = "verbose",
+        #[default]
+        Notice = "notice",
+        Warning = "warning",
+    }
+}
+
+choices! {
+    /// `enable-debug-command`, `enable-protected-configs`: Redis also takes
+    /// `local` (connections from loopback only).
+    Allow {
+        #[default]
+        No = "no",
+        Yes = "yes",
+        Local = "local",
+    }
+}
+
+/// Declares [`Values`] and the one mapping from option names to its fields
+/// and hooks.
+macro_rules! values {
+    ($($(#[$m:meta])* $field:ident: $ty:ty = $name:literal $(=> $hook:ident)?,)*) => {
+        /// The options the server reads, typed.
+        #[derive(Clone, Debug, Default)]
+        pub struct Values {
+            $($(#[$m])* pub $field: $ty,)*
+        }
+
+        impl Values {
+            /// Every option that has a field (checked against the table by a test).
+            #[cfg(test)]
+            pub(super) const NAMES: &[&str] = &[$($name),*];
+
+            /// Takes the new canonical value of option `name`; returns the
+            /// hook its change needs.
+            pub(super) fn assign(&mut self, name: &str, canon: &str) -> Option<Hook> {
+                match name {
+                    $($name => {
+                        self.$field = FromCanon::from_canon(canon);
+                        None$(.or(Some(Hook::$hook)))?
+                    })*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+// `field: type = "option-name" => Hook`: the hook (config/apply.rs) is
+// what changing the option does beyond storing it.
+values! {
+    // Networking and clients.
+    port: i64 = "port" => Listen,
+    bind: Vec<String> = "bind" => Listen,
+    tcp_backlog: i64 = "tcp-backlog",
+    protected_mode: bool = "protected-mode" => Tune,
+    requirepass: String = "requirepass" => Tune,
+    maxclients: i64 = "maxclients" => FdLimit,
+    timeout: i64 = "timeout" => Tune,
+    proto_max_bulk_len: i64 = "proto-max-bulk-len" => Tune,
+    client_output_buffer_limit: String = "client-output-buffer-limit" => Tune,
+    io_threads: i64 = "io-threads",
+    hz: i64 = "hz",
+    // Process.
+    pidfile: String = "pidfile",
+    loglevel: Loglevel = "loglevel",
+    logfile: String = "logfile",
+    disable_thp: bool = "disable-thp",
+    enable_debug_command: Allow = "enable-debug-command",
+    enable_protected_configs: Allow = "enable-protected-configs",
+    databases: i64 = "databases",
+    busy_reply_threshold: i64 = "busy-reply-threshold",
+    repl_backlog_size: i64 = "repl-backlog-size",
+    // Encodings.
+    hash_max_listpack_entries: i64 = "hash-max-listpack-entries" => Tune,
+    hash_max_listpack_value: i64 = "hash-max-listpack-value" => Tune,
+    zset_max_listpack_entries: i64 = "zset-max-listpack-entries" => Tune,
+    zset_max_listpack_value: i64 = "zset-max-listpack-value" => Tune,
+    list_max_listpack_size: i64 = "list-max-listpack-size" => Tune,
+    set_max_intset_entries: i64 = "set-max-intset-entries" => Tune,
+    // Memory and eviction.
+    maxmemory: u64 = "maxmemory" => Memory,
+    maxmemory_policy: Policy = "maxmemory-policy" => Eviction,
+    maxmemory_samples: i64 = "maxmemory-samples" => Memory,
+    maxmemory_eviction_tenacity: i64 = "maxmemory-eviction-tenacity" => Memory,
+    lfu_log_factor: i64 = "lfu-log-factor" => Lfu,
+    lfu_decay_time: i64 = "lfu-decay-time" => Lfu,
+    lazyfree_lazy_user_del: bool = "lazyfree-lazy-user-del",
+    lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del",
+    lazyfree_lazy_expire: bool = "lazyfree-lazy-expire",
+    lazyfree_lazy_user_flush: bool = "lazyfree-lazy-user-flush",
+    // Monitoring.
+    notify_keyspace_events: Events = "notify-keyspace-events" => Tune,
+    slowlog_log_slower_than: i64 = "slowlog-log-slower-than" => Tune,
+    slowlog_max_len: i64 = "slowlog-max-len" => Slowlog,
+    latency_monitor_threshold: i64 = "latency-monitor-threshold" => Memory,
+    latency_tracking: bool = "latency-tracking" => Tune,
+    latency_tracking_info_percentiles: Vec<f64> = "latency-tracking-info-percentiles",
+    // Persistence.
+    dir: String = "dir" => Dir,
+    dbfilename: String = "dbfilename",
+    save: Vec<(i64, u64)> = "save",
+    rdbcompression: bool = "rdbcompression",
+    rdbchecksum: bool = "rdbchecksum",
+    stop_writes_on_bgsave_error: bool = "stop-writes-on-bgsave-error",
+    appendonly: bool = "appendonly" => Appendonly,
+    appendfilename: String = "appendfilename",
+    appenddirname: String = "appenddirname",
+    appendfsync: Fsync = "appendfsync" => AofFsync,
+    no_appendfsync_on_rewrite: bool = "no-appendfsync-on-rewrite" => AofFsync,
+    auto_aof_rewrite_percentage: i64 = "auto-aof-rewrite-percentage",
+    auto_aof_rewrite_min_size: i64 = "auto-aof-rewrite-min-size",
+    aof_load_truncated: bool = "aof-load-truncated",
+}
