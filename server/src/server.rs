@@ -182,7 +182,7 @@ async fn cron(shared: Arc<Shared>) {
             continue;
         };
         let now = now_ms();
-        st.clock_base = (std::time::Instant::now(), now);
+        st.clock_base = (std::time::Instant::now(), crate::state::now_us());
         if st.active_expire {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }

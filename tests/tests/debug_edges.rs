@@ -99,6 +99,41 @@ fn debug_loadaof_reloads_what_the_aof_holds() {
     assert_eq!(dirty(&mut c), 0);
 }
 
+/// With the AOF off, DEBUG LOADAOF loads what the last BGREWRITEAOF wrote.
+#[test]
+fn debug_loadaof_with_the_aof_off_loads_the_last_rewrite() {
+    let s = debug_server();
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["SET", "x", "10", "EX", "1000"]), ok());
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "aof-use-rdb-preamble", "no"]),
+        ok()
+    );
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        Frame::Simple("Background append only file rewriting started".into())
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let Frame::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {
+            panic!("INFO is a bulk string");
+        };
+        if String::from_utf8_lossy(&info).contains("aof_rewrite_in_progress:0") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "rewrite never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.cmd(&["SET", "y", "later"]), ok());
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), ok());
+    assert_eq!(c.cmd(&["GET", "x"]), bulk("10"));
+    assert_eq!(c.cmd(&["EXISTS", "y"]), int(0));
+    let Frame::Integer(ttl) = c.cmd(&["TTL", "x"]) else {
+        panic!("TTL is an integer");
+    };
+    assert!((900..=1000).contains(&ttl), "{ttl}");
+}
+
 #[test]
 fn setbit_and_bitfield_count_only_changes() {
     let s = debug_server();
@@ -158,4 +193,26 @@ fn config_set_maxmemory_evicts_at_once() {
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
     assert_eq!(c.cmd(&["DBSIZE"]), int(0));
     sub.expect_silence(Duration::from_millis(50));
+}
+
+/// The server's clock never runs behind the wall clock: a deadline set at
+/// the client's "now + 10 s" never shows more than 10 s left.
+#[test]
+fn getex_pxat_never_shows_more_time_than_given() {
+    let s = debug_server();
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["SET", "foo", "bar"]), ok());
+    for _ in 0..200 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let at = (now + 10_000).to_string();
+        assert_eq!(c.cmd(&["GETEX", "foo", "PXAT", &at]), bulk("bar"));
+        let Frame::Integer(left) = c.cmd(&["PTTL", "foo"]) else {
+            panic!("PTTL is an integer");
+        };
+        assert!((5000..=10_000).contains(&left), "{left}");
+        std::thread::sleep(Duration::from_micros(370));
+    }
 }
