@@ -163,6 +163,16 @@ fn setbit_and_bitfield_count_only_changes() {
         "BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "100",
     ]);
     assert_eq!(dirty(&mut c), d0 + 6);
+    // Once the command grows the string, each of its writes counts.
+    c.cmd(&[
+        "BITFIELD", "f", "SET", "i5", "200", "0", "SET", "i5", "200", "0",
+    ]);
+    assert_eq!(dirty(&mut c), d0 + 8);
+    // A new key counts its change once.
+    c.cmd(&["BITFIELD", "g", "INCRBY", "i5", "0", "1"]);
+    assert_eq!(dirty(&mut c), d0 + 9);
+    c.cmd(&["BITFIELD", "g", "INCRBY", "i5", "0", "1"]);
+    assert_eq!(dirty(&mut c), d0 + 10);
 }
 
 #[test]

@@ -532,11 +532,11 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
         ));
     }
     let mut changes = 0u64;
-    let grown;
     let mut replies: Vec<Option<i64>> = Vec::with_capacity(ops.len());
     {
-        let (b, g) = string_for_write(c, &a[1], (highest >> 3) as usize + 1)?;
-        grown = g;
+        // As Redis: a write counts when it changes its field, or when the
+        // command created or grew the string.
+        let (b, grown) = string_for_write(c, &a[1], (highest >> 3) as usize + 1)?;
         for (op, ty, off, ow) in ops {
             let bits = ty.bits;
             let reply = if ty.signed {
@@ -558,7 +558,7 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
                 };
                 (!(over && ow == Overflow::Fail)).then(|| {
                     set_field(b, off, bits, new as u64);
-                    changes += (new != old) as u64;
+                    changes += (new != old || grown) as u64;
                     ret
                 })
             } else {
@@ -580,16 +580,13 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
                 };
                 (!(over && ow == Overflow::Fail)).then(|| {
                     set_field(b, off, bits, new);
-                    changes += (new != old) as u64;
+                    changes += (new != old || grown) as u64;
                     ret as i64
                 })
             };
             replies.push(reply);
         }
     }
-    // As Redis: each field whose value changed counts, and creating or
-    // growing the string counts once more.
-    let changes = changes + grown as u64;
     if changes > 0 {
         c.st.changed(CLASS, "setbit", db, &a[1]);
         c.st.dirty += changes - 1;
