@@ -365,8 +365,15 @@ impl<V, M: Default> Dict<V, M> {
     /// (Redis's `dictGetSomeKeys`), visiting at most `10 n` buckets: not
     /// uniform, but a few cache lines instead of a miss per entry, which is
     /// what eviction sampling needs.
-    pub fn sample<R: rand::Rng>(&self, rng: &mut R, n: usize, mut f: impl FnMut(&CBytes, &V, &M)) {
-        if self.is_empty() || n == 0 {
+    pub fn sample<'a, R: rand::Rng>(
+        &'a self,
+        rng: &mut R,
+        n: usize,
+        mut f: impl FnMut(&'a CBytes, &'a V, &'a M),
+    ) {
+        // Never more than there are, so a small table is walked once.
+        let n = n.min(self.len());
+        if n == 0 {
             return;
         }
         let size = self.t[0].buckets.len().max(self.t[1].buckets.len());
@@ -401,7 +408,7 @@ impl<V, M: Default> Dict<V, M> {
             // A sparse stretch (a table being grown, or emptied by
             // deletions): start again elsewhere, as Redis does.
             empty_run = if found { 0 } else { empty_run + 1 };
-            i = if empty_run >= 5 {
+            i = if empty_run >= 5 && empty_run > n {
                 empty_run = 0;
                 let i = rng.gen_range(0..size);
                 for k in 0..AHEAD {
@@ -422,6 +429,24 @@ impl<V, M: Default> Dict<V, M> {
                 prefetch(&**node);
             }
         }
+    }
+
+    /// A random entry, each entry equally likely (Redis's
+    /// `dictGetFairRandomKey`, behind SRANDMEMBER, SPOP and HRANDFIELD):
+    /// one of up to 15 sampled from consecutive buckets, so an entry that
+    /// shares its bucket is not drawn less often than one alone.
+    pub fn fair_random<R: rand::Rng>(&self, rng: &mut R) -> Option<(&CBytes, &V)> {
+        const FAIR: usize = 15;
+        let mut got: [Option<(&CBytes, &V)>; FAIR] = [None; FAIR];
+        let mut n = 0;
+        self.sample(rng, FAIR, |k, v, _| {
+            got[n] = Some((k, v));
+            n += 1;
+        });
+        if n == 0 {
+            return self.random(rng);
+        }
+        got[rng.gen_range(0..n)]
     }
 
     /// A random entry, each bucket equally likely (as Redis).
@@ -635,6 +660,38 @@ mod tests {
         }
         for i in 0..1000 {
             assert!(seen.contains(format!("a{i}").as_bytes()), "a{i} missed");
+        }
+    }
+
+    /// Every entry about equally likely, chained or alone (Redis's
+    /// SRANDMEMBER / HRANDFIELD histogram tests use 10 members).
+    #[test]
+    fn fair_random_draws_every_entry_alike() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut d: Dict<()> = Dict::new();
+        for k in [
+            "1",
+            "5",
+            "10",
+            "50",
+            "125",
+            "MARY",
+            "PATRICIA",
+            "LINDA",
+            "BARBARA",
+            "ELIZABETH",
+        ] {
+            d.insert(CBytes::from(k), ());
+        }
+        let mut counts = std::collections::HashMap::new();
+        for _ in 0..100_000 {
+            let (k, _) = d.fair_random(&mut rng).unwrap();
+            *counts.entry(k.to_vec()).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 10);
+        for (k, n) in counts {
+            assert!((9_000..11_000).contains(&n), "{k:?} drawn {n} times");
         }
     }
 
