@@ -189,6 +189,12 @@ async fn cron(shared: Arc<Shared>) {
         for db in st.dbs.iter_mut() {
             db.cron();
         }
+        if st.rbuf_resizing {
+            let reset = st.rbuf_peak_reset_ms;
+            for cl in st.clients.values_mut() {
+                crate::replybuf::resize(cl, now, reset);
+            }
+        }
         let s = (
             now,
             st.stats.total_commands,

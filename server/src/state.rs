@@ -80,6 +80,8 @@ pub struct Client {
     pub wake: Arc<Notify>,
     /// Input buffer size, for CLIENT LIST's qbuf.
     pub qbuf: usize,
+    /// CLIENT LIST's rbs and rbp.
+    pub rbuf: crate::replybuf::ReplyBufSize,
     /// Set while the client waits in a blocking command.
     pub blocked: Option<Blocked>,
     /// Commands queued since MULTI; `None` outside a transaction.
@@ -151,6 +153,7 @@ impl Client {
             pending: BytesMut::new(),
             wake: Arc::new(Notify::new()),
             qbuf: 0,
+            rbuf: crate::replybuf::ReplyBufSize::new(now),
             blocked: None,
             deny_blocking: false,
             multi: None,
@@ -271,6 +274,10 @@ pub struct State {
     pub pause: Option<Pause>,
     /// Active expiry can be switched off by DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire: bool,
+    /// DEBUG REPLYBUFFER: how long a reply buffer's peak counts (-1:
+    /// always), and whether the cron resizes buffers at all.
+    pub rbuf_peak_reset_ms: i64,
+    pub rbuf_resizing: bool,
     /// Set by SHUTDOWN: the server saves (if asked) and exits.
     pub shutdown: Option<ShutdownRequest>,
     pub tcp_port: u16,
@@ -346,6 +353,8 @@ impl State {
             slowlog_next_id: 0,
             pause: None,
             active_expire: true,
+            rbuf_peak_reset_ms: crate::replybuf::DEFAULT_PEAK_RESET_MS,
+            rbuf_resizing: true,
             shutdown: None,
             tcp_port: 0,
             monitors: 0,
@@ -516,7 +525,7 @@ impl Client {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
             cl.id,
             cl.addr,
             cl.laddr,
@@ -539,6 +548,8 @@ impl Client {
             20474usize.saturating_sub(qbuf),
             argv_mem,
             multi_mem,
+            cl.rbuf.size,
+            cl.rbuf.peak,
             // Unwritten output as Redis's reply list: 16 KB blocks.
             omem.div_ceil(16 * 1024),
             omem,

@@ -226,3 +226,61 @@ fn getex_pxat_never_shows_more_time_than_given() {
         std::thread::sleep(Duration::from_micros(370));
     }
 }
+
+fn rbs(c: &mut RawClient, name: &str) -> usize {
+    let Frame::Bulk(list) = c.cmd(&["CLIENT", "LIST"]) else {
+        panic!("CLIENT LIST is a bulk string");
+    };
+    let list = String::from_utf8_lossy(&list).into_owned();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))
+        .expect("the named client");
+    line.split(' ')
+        .find_map(|f| f.strip_prefix("rbs="))
+        .and_then(|v| v.parse().ok())
+        .expect("rbs")
+}
+
+/// The reply buffer shrinks to 1 KB once idle past the peak reset time and
+/// grows back, doubling up to 16 KB, while replies fill it.
+#[test]
+fn reply_buffer_shrinks_when_idle_and_grows_when_busy() {
+    let s = debug_server();
+    let mut c = s.raw();
+    let mut tc = s.raw();
+    assert_eq!(
+        c.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"]),
+        ok()
+    );
+    assert_eq!(tc.cmd(&["CLIENT", "SETNAME", "test_client"]), ok());
+    assert_eq!(rbs(&mut c, "test_client"), 16384);
+    let wait = |c: &mut RawClient, tc: &mut RawClient, get: bool, ok: &dyn Fn(usize) -> bool| {
+        for _ in 0..20 {
+            if get {
+                tc.cmd(&["GET", "bigval"]);
+            }
+            if ok(rbs(c, "test_client")) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("rbs is {}", rbs(c, "test_client"));
+    };
+    wait(&mut c, &mut tc, false, &|n| (1024..2046).contains(&n));
+    assert_eq!(c.cmd(&["SET", "bigval", &"x".repeat(32768)]), ok());
+    assert_eq!(
+        c.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"]),
+        ok()
+    );
+    wait(&mut c, &mut tc, true, &|n| (16384..32768).contains(&n));
+    assert_eq!(
+        c.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset"]),
+        ok()
+    );
+    assert_eq!(c.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", "0"]), ok());
+    assert_eq!(
+        c.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+}

@@ -1,7 +1,7 @@
 //! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD, …).
 
 use super::help::{bad_sub, help_reply};
-use super::{int_arg, Ctx, Handler};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
@@ -59,6 +59,20 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         ("loadaof", 2) => {
             crate::load::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
+            c.out.ok();
+        }
+        ("replybuffer", 4) if is(&a[2], "peak-reset-time") => {
+            c.st.rbuf_peak_reset_ms = if is(&a[3], "never") {
+                -1
+            } else if is(&a[3], "reset") {
+                crate::replybuf::DEFAULT_PEAK_RESET_MS
+            } else {
+                int_arg(&a[3])?
+            };
+            c.out.ok();
+        }
+        ("replybuffer", 4) if is(&a[2], "resizing") => {
+            c.st.rbuf_resizing = atoi(&a[3]) != 0;
             c.out.ok();
         }
         ("object", 3) => debug_object(c, &a[2])?,
