@@ -27,5 +27,6 @@ pub mod replybuf;
 pub mod round;
 pub mod server;
 pub mod state;
+pub mod testkit;
 
 pub use error::{CmdResult, Error};

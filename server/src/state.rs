@@ -390,6 +390,14 @@ impl State {
         (us + at.saturating_duration_since(base).as_micros() as i64).div_euclid(1000)
     }
 
+    /// Pins the wall clock: the next command runs at unix time `ms`, and
+    /// later ones at `ms` plus the real time since, until the cron
+    /// re-reads the clock. For tests (see `testkit`): only `clock_base`
+    /// moves, so commands pay nothing for it.
+    pub fn set_clock(&mut self, ms: i64) {
+        self.clock_base = (self.last_tick, ms);
+    }
+
     /// Deletes a key found expired, with the bookkeeping every deletion by
     /// expiry needs.
     pub fn expired(&mut self, db: usize, key: &[u8]) {

@@ -181,8 +181,10 @@ impl Db {
         self.expires.get(key).copied()
     }
 
+    /// Past its time, as Redis counts it: the key lives through the
+    /// millisecond of its deadline.
     pub fn is_expired(&self, key: &[u8], now_ms: i64) -> bool {
-        self.expire_at(key).is_some_and(|t| t <= now_ms)
+        self.expire_at(key).is_some_and(|t| t < now_ms)
     }
 
     /// Deletes `key` if its time has passed; true if it did.
@@ -493,7 +495,7 @@ impl Db {
         loop {
             self.expire_cursor = self.expires.scan(self.expire_cursor, |k, &t| {
                 seen += 1;
-                if t <= now_ms {
+                if t < now_ms {
                     dead.push(k.clone());
                 } else {
                     ttl_sum += t - now_ms;
@@ -852,9 +854,9 @@ mod tests {
         let mut d = Db::default();
         d.add(b"k", Value::str(b"v"));
         d.set_expire(b"k", 10_000);
-        assert!(!d.expire_if_needed(b"k", 9_999));
-        assert_eq!(d.clock_ms, 9_999);
-        assert!(d.expire_if_needed(b"k", 10_000));
+        assert!(!d.expire_if_needed(b"k", 10_000));
+        assert_eq!(d.clock_ms, 10_000);
+        assert!(d.expire_if_needed(b"k", 10_001));
         assert!(d.is_empty() && d.expires.is_empty());
     }
 }

@@ -1,36 +1,10 @@
-//! WATCH/MULTI/EXEC across clients: invalidation by another connection, and
-//! the seeds' optimistic-locking retry loop under concurrency.
+//! WATCH/MULTI/EXEC across connections: CLIENT LIST during a transaction,
+//! and the seeds' optimistic-locking retry loop under concurrency. The
+//! invalidation cases run in-process (server/tests/families/transactions.rs).
 
 use cinnabar_tests::RespFrame as Frame;
 use cinnabar_tests::*;
 use std::thread;
-
-#[test]
-fn another_clients_write_aborts_exec() {
-    let s = Server::start(&[]);
-    let mut a = s.raw();
-    let mut b = s.raw();
-    assert_eq!(a.cmd(&["SET", "k", "1"]), ok());
-    assert_eq!(a.cmd(&["WATCH", "k"]), ok());
-    assert_eq!(b.cmd(&["SET", "k", "2"]), ok());
-    assert_eq!(a.cmd(&["MULTI"]), ok());
-    assert_eq!(a.cmd(&["SET", "k", "3"]), simple("QUEUED"));
-    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
-    assert_eq!(a.cmd(&["GET", "k"]), bulk("2"));
-    // Watching a key that another client creates also aborts.
-    assert_eq!(a.cmd(&["WATCH", "new"]), ok());
-    assert_eq!(b.cmd(&["SET", "new", "x"]), ok());
-    assert_eq!(a.cmd(&["MULTI"]), ok());
-    assert_eq!(a.cmd(&["PING"]), simple("QUEUED"));
-    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
-    // A write in another database to the same key name does not.
-    assert_eq!(a.cmd(&["WATCH", "k"]), ok());
-    assert_eq!(b.cmd(&["SELECT", "1"]), ok());
-    assert_eq!(b.cmd(&["SET", "k", "other-db"]), ok());
-    assert_eq!(a.cmd(&["MULTI"]), ok());
-    assert_eq!(a.cmd(&["GET", "k"]), simple("QUEUED"));
-    assert_eq!(a.cmd(&["EXEC"]), Frame::Array(vec![bulk("2")]));
-}
 
 /// CLIENT LIST shows a transaction as Redis 7.0.15 does: flag `x` (and `d`
 /// once a watched key changed), the queued count and their memory, and the
@@ -66,26 +40,6 @@ fn client_list_shows_transactions() {
     assert!(l.contains(" flags=N ") && l.contains(" multi=-1 "), "{l}");
     assert!(matches!(a.cmd(&["NOSUCH"]), Frame::Error(_)));
     assert!(line(&mut o, "a").contains(" cmd=NULL "));
-}
-
-#[test]
-fn expiry_and_swapdb_abort_exec() {
-    let s = Server::start(&[]);
-    let mut a = s.raw();
-    let mut b = s.raw();
-    assert_eq!(a.cmd(&["SET", "t", "1", "PX", "50"]), ok());
-    assert_eq!(a.cmd(&["WATCH", "t"]), ok());
-    thread::sleep(std::time::Duration::from_millis(120));
-    assert_eq!(a.cmd(&["MULTI"]), ok());
-    assert_eq!(a.cmd(&["PING"]), simple("QUEUED"));
-    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
-
-    assert_eq!(a.cmd(&["SET", "s", "1"]), ok());
-    assert_eq!(a.cmd(&["WATCH", "s"]), ok());
-    assert_eq!(b.cmd(&["SWAPDB", "0", "1"]), ok());
-    assert_eq!(a.cmd(&["MULTI"]), ok());
-    assert_eq!(a.cmd(&["PING"]), simple("QUEUED"));
-    assert_eq!(a.cmd(&["EXEC"]), Frame::Null);
 }
 
 /// Ten clients increment one counter with WATCH/GET/MULTI/SET/EXEC retries

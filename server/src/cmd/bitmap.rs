@@ -221,6 +221,11 @@ fn bitcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         4 | 5 => {
             let start = super::int_arg(&a[2])?;
             let end = super::int_arg(&a[3])?;
+            // Redis answers a reversed negative range before reading the unit.
+            if start < 0 && end < 0 && start > end {
+                c.out.int(0);
+                return Ok(());
+            }
             let isbit = a.len() == 5 && unit_arg(&a[4])?;
             Some(bit_range(start, end, b.len(), isbit, norm_range))
         }
