@@ -395,7 +395,7 @@ impl State {
     /// re-reads the clock. For tests (see `testkit`): only `clock_base`
     /// moves, so commands pay nothing for it.
     pub fn set_clock(&mut self, ms: i64) {
-        self.clock_base = (self.last_tick, ms);
+        self.clock_base = (self.last_tick, ms * 1000);
     }
 
     /// Deletes a key found expired, with the bookkeeping every deletion by

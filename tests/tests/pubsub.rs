@@ -656,3 +656,26 @@ fn client_reply_off_keeps_pubsub_pushes() {
     assert_eq!(c.read(), confirm("psubscribe", "*", 1));
     assert_eq!(c.cmd(&["PING"]), arr(vec![b("pong"), b("")]));
 }
+
+/// Requests that reach the server together run in their arrival order, as
+/// Redis serves readable clients within one event-loop round: a PUBLISH
+/// sent after another connection's UNSUBSCRIBE does not reach it. DEBUG
+/// SLEEP holds the server while both arrive.
+#[test]
+fn requests_arriving_together_run_in_arrival_order() {
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut sub = s.raw();
+    let mut p = s.raw();
+    let mut c = s.raw();
+    for _ in 0..5 {
+        subscribe(&mut sub, &["ch"]);
+        c.send_cmd(&["DEBUG", "SLEEP", "0.1"]);
+        std::thread::sleep(Duration::from_millis(20));
+        sub.send_cmd(&["UNSUBSCRIBE"]);
+        std::thread::sleep(Duration::from_millis(5));
+        p.send_cmd(&["PUBLISH", "ch", "x"]);
+        assert_eq!(c.read(), cinnabar_tests::ok());
+        assert_eq!(sub.read(), confirm("unsubscribe", "ch", 0));
+        assert_eq!(p.read(), int(0));
+    }
+}
