@@ -331,9 +331,10 @@ impl State {
     }
 
     /// Deletes an evicted key with the bookkeeping of any deletion: WATCH,
-    /// the `evicted` event, the counter, and `DEL` propagated (as Redis
-    /// 7.0: one unit per key). The value is freed here, not in the
-    /// background, so the memory it held is counted as freed at once.
+    /// client-side caching, the `evicted` event, the counter, and `DEL`
+    /// propagated (as Redis 7.0: one unit per key). The value is freed
+    /// here, not in the background, so the memory it held is counted as
+    /// freed at once.
     /// False if the key was deleted since it was sampled.
     fn evict_key(&mut self, db: usize, key: &[u8]) -> bool {
         let Some(v) = self.dbs[db].remove(key) else {
@@ -346,6 +347,9 @@ impl State {
         }
         self.notify(crate::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
         self.propagate_del(db, key);
+        if self.tracking.armed {
+            self.invalidate_key(key, 0);
+        }
         true
     }
 

@@ -28,5 +28,6 @@ pub mod round;
 pub mod server;
 pub mod state;
 pub mod testkit;
+pub mod tracking;
 
 pub use error::{CmdResult, Error};

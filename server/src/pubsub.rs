@@ -325,7 +325,7 @@ impl State {
     /// Queues a message frame for client `id` and wakes it, unless that
     /// would take its unsent output past its class's limit: then the client
     /// is closed instead, as Redis closes it.
-    fn deliver(&mut self, id: u64, f: &[u8]) {
+    pub(crate) fn deliver(&mut self, id: u64, f: &[u8]) {
         if id == self.pubsub.running {
             let resp3 = self.pubsub.running_resp3;
             put_frame(&mut self.pubsub.self_out, f, resp3);

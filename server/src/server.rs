@@ -181,11 +181,15 @@ async fn cron(shared: Arc<Shared>) {
         let Some(mut st) = shared.lock_or_busy().await else {
             continue;
         };
+        if st.cron_paused {
+            continue;
+        }
         let now = now_ms();
         st.clock_base = (std::time::Instant::now(), crate::state::now_us());
         if st.active_expire {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
+        st.tracking_cron();
         for db in st.dbs.iter_mut() {
             db.cron();
         }

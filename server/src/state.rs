@@ -101,6 +101,8 @@ pub struct Client {
     pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
     /// When the output first exceeded the soft limit (ms), if it still does.
     pub obuf_soft_since: Option<i64>,
+    /// CLIENT TRACKING (see `tracking`).
+    pub tracking: crate::tracking::Mode,
 }
 
 /// What a blocked client waits for.
@@ -163,6 +165,7 @@ impl Client {
             subs: Default::default(),
             out_unsent: Default::default(),
             obuf_soft_since: None,
+            tracking: Default::default(),
         }
     }
 }
@@ -278,6 +281,8 @@ pub struct State {
     /// always), and whether the cron resizes buffers at all.
     pub rbuf_peak_reset_ms: i64,
     pub rbuf_resizing: bool,
+    /// DEBUG PAUSE-CRON: the cron does nothing.
+    pub cron_paused: bool,
     /// Set by SHUTDOWN: the server saves (if asked) and exits.
     pub shutdown: Option<ShutdownRequest>,
     pub tcp_port: u16,
@@ -320,6 +325,8 @@ pub struct State {
     pub memory: crate::evict::Memory,
     /// RDB status and the running BGSAVE (see `persist`).
     pub rdb: crate::persist::RdbState,
+    /// Client-side caching (see `tracking`).
+    pub tracking: crate::tracking::Tracking,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -355,6 +362,7 @@ impl State {
             active_expire: true,
             rbuf_peak_reset_ms: crate::replybuf::DEFAULT_PEAK_RESET_MS,
             rbuf_resizing: true,
+            cron_paused: false,
             shutdown: None,
             tcp_port: 0,
             monitors: 0,
@@ -378,6 +386,7 @@ impl State {
             prop: Default::default(),
             memory: Default::default(),
             rdb: Default::default(),
+            tracking: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
         st.apply_all();
@@ -407,6 +416,9 @@ impl State {
         }
         self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
         self.propagate_del(db, key);
+        if self.tracking.armed {
+            self.invalidate_key(key, 0);
+        }
     }
 
     /// Forgets a disconnected client and every wait it had registered.
@@ -420,6 +432,7 @@ impl State {
             }
             self.unwatch_all(&mut c);
             self.unsubscribe_all(&mut c);
+            self.tracking_off(&mut c);
         }
     }
 
@@ -510,12 +523,19 @@ impl Client {
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
             (cl.blocked.is_some(), 'b'),
-            (cl.dirty_cas, 'd'),
-            (cl.close_after_reply, 'c'),
-            (cl.no_evict, 'e'),
         ]
         .iter()
         .filter_map(|&(on, f)| on.then_some(f))
+        .chain(cl.tracking.letters())
+        .chain(
+            [
+                (cl.dirty_cas, 'd'),
+                (cl.close_after_reply, 'c'),
+                (cl.no_evict, 'e'),
+            ]
+            .iter()
+            .filter_map(|&(on, f)| on.then_some(f)),
+        )
         .collect();
         if flags.is_empty() {
             flags.push('N');
@@ -533,7 +553,7 @@ impl Client {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
             cl.id,
             cl.addr,
             cl.laddr,
@@ -564,6 +584,11 @@ impl Client {
             37632 + qbuf + multi_mem + omem,
             if omem > 0 { "rw" } else { "r" },
             if current.is_some() { "NULL" } else { &cl.last_cmd },
+            if cl.tracking.on {
+                cl.tracking.redirect as i64
+            } else {
+                -1
+            },
             if cl.resp3 { 3 } else { 2 },
         )
     }

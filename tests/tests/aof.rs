@@ -643,6 +643,7 @@ fn aof_files(dir: &TempDir) -> Vec<String> {
 /// are gone); then the restart gives back the dataset.
 fn files_then_restart(mut c: RawClient, s: Server, dir: &TempDir, seq: u32) {
     let want = digest(&mut c);
+    wait_history_removed(dir);
     assert_eq!(
         aof_files(dir),
         [
@@ -723,20 +724,34 @@ fn rewrite_under_write_load_loses_nothing() {
     );
     // Replies while it runs, as Redis 7.0.15's.
     let info = persistence(&mut c);
+    // Rewrites started: this one, a second one below, and a third here if
+    // the first ended before the second BGREWRITEAOF.
+    let mut rewrites = 2;
     if info.contains("aof_rewrite_in_progress:1") {
-        assert_eq!(
-            c.cmd(&["BGREWRITEAOF"]),
-            cinnabar_tests::err("ERR Background append only file rewriting already in progress")
-        );
-        assert_eq!(
-            c.cmd(&["BGSAVE"]),
-            cinnabar_tests::err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
-        );
-        assert_eq!(
-            c.cmd(&["BGSAVE", "SCHEDULE"]),
-            cinnabar_tests::simple("Background saving scheduled")
-        );
         assert!(info.contains("aof_rewrites:1"), "{info}");
+        // The rewrite may end between any two of these: each then finds
+        // the engine idle and starts its job.
+        let started = cinnabar_tests::simple("Background saving started");
+        let r = c.cmd(&["BGREWRITEAOF"]);
+        if r == cinnabar_tests::err("ERR Background append only file rewriting already in progress")
+        {
+            let r = c.cmd(&["BGSAVE"]);
+            if r == cinnabar_tests::err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.") {
+                let r = c.cmd(&["BGSAVE", "SCHEDULE"]);
+                assert!(
+                    r == cinnabar_tests::simple("Background saving scheduled") || r == started,
+                    "{r:?}"
+                );
+            } else {
+                assert_eq!(r, started);
+            }
+        } else {
+            assert_eq!(
+                r,
+                cinnabar_tests::simple("Background append only file rewriting started")
+            );
+            rewrites += 1;
+        }
     }
     wait_rewrites(&mut c);
     // A second rewrite, started while the scheduled BGSAVE may run.
@@ -753,8 +768,8 @@ fn rewrite_under_write_load_loses_nothing() {
     assert!(acked > 1000, "{acked}");
     let info = persistence(&mut c);
     assert!(info.contains("aof_last_bgrewrite_status:ok"), "{info}");
-    assert!(info.contains("aof_rewrites:2"), "{info}");
-    files_then_restart(c, s, &dir, 3);
+    assert!(info.contains(&format!("aof_rewrites:{rewrites}")), "{info}");
+    files_then_restart(c, s, &dir, rewrites + 1);
 }
 
 #[test]

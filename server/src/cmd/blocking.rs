@@ -71,6 +71,7 @@ impl State {
                     // The handler runs again, so it propagates what it
                     // pops now (LPOP for BLPOP, …).
                     let prop = self.command_start(cl.db);
+                    let tracking = self.tracking_serve(&cl);
                     let mut ctx = Ctx {
                         st: self,
                         cl: &mut cl,
@@ -94,6 +95,7 @@ impl State {
                         cl.wake.notify_one();
                         self.woken += 1;
                     }
+                    self.tracking_served(&mut cl, tracking);
                     self.clients.insert(id, cl);
                 }
             }

@@ -5,6 +5,7 @@ use super::help::help_reply;
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::state::{Client, Pause, ReplyMode, State};
+use crate::tracking::{prefix_collision, Mode};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -18,6 +19,8 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("client|no-evict", client_no_evict),
     ("client|pause", client_pause),
     ("client|unpause", client_unpause),
+    ("client|tracking", client_tracking),
+    ("client|caching", client_caching),
     ("client|getredir", client_getredir),
     ("client|trackinginfo", client_trackinginfo),
     ("client|unblock", client_unblock),
@@ -301,22 +304,152 @@ fn client_unpause(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT TRACKING <ON | OFF> [REDIRECT client-id] [PREFIX prefix
+///   [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+fn client_tracking(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let mut mode = Mode::default();
+    let mut prefixes = Vec::new();
+    let mut i = 3;
+    while i < a.len() {
+        let more = i + 1 < a.len();
+        if is(&a[i], "redirect") && more {
+            i += 1;
+            if mode.redirect != 0 {
+                return Err(Error::other(
+                    "ERR A client can only redirect to a single other client",
+                ));
+            }
+            let id = int_arg(&a[i])?;
+            // It may go away later; it must exist now.
+            let exists =
+                id > 0 && (id as u64 == c.cl.id || c.st.clients.contains_key(&(id as u64)));
+            if !exists {
+                return Err(Error::other(
+                    "ERR The client ID you want redirect to does not exist",
+                ));
+            }
+            mode.redirect = id as u64;
+        } else if is(&a[i], "bcast") {
+            mode.bcast = true;
+        } else if is(&a[i], "optin") {
+            mode.optin = true;
+        } else if is(&a[i], "optout") {
+            mode.optout = true;
+        } else if is(&a[i], "noloop") {
+            mode.noloop = true;
+        } else if is(&a[i], "prefix") && more {
+            i += 1;
+            prefixes.push(a[i].clone());
+        } else {
+            return Err(Error::Syntax);
+        }
+        i += 1;
+    }
+    if is(&a[2], "off") {
+        c.st.tracking_off(c.cl);
+        c.out.ok();
+        return Ok(());
+    }
+    if !is(&a[2], "on") {
+        return Err(Error::Syntax);
+    }
+    let now = c.cl.tracking;
+    let refuse = if !mode.bcast && !prefixes.is_empty() {
+        Some("ERR PREFIX option requires BCAST mode to be enabled")
+    } else if now.on && now.bcast != mode.bcast {
+        Some("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.")
+    } else if mode.bcast && (mode.optin || mode.optout) {
+        Some("ERR OPTIN and OPTOUT are not compatible with BCAST")
+    } else if mode.optin && mode.optout {
+        Some("ERR You can't specify both OPTIN mode and OPTOUT mode")
+    } else if (mode.optin && now.optout) || (mode.optout && now.optin) {
+        Some("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
+    } else {
+        None
+    };
+    if let Some(e) = refuse {
+        return Err(Error::other(e));
+    }
+    if mode.bcast {
+        if let Some((e, goes_on)) = prefix_collision(&c.st.tracking, c.cl.id, &prefixes) {
+            if !goes_on {
+                return Err(Error::other(e));
+            }
+            // Redis 7.0.15 answers this overlap with the error and then
+            // enables tracking and answers OK as well.
+            c.out.error(&e);
+            c.st.count_error(&e);
+            c.st.failed_reply = true;
+        }
+    }
+    c.st.tracking_on(c.cl, mode, &prefixes);
+    c.out.ok();
+    Ok(())
+}
+
+/// CLIENT CACHING <YES | NO>
+fn client_caching(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let m = &mut c.cl.tracking;
+    if !m.on {
+        return Err(Error::other("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"));
+    }
+    if is(&a[2], "yes") {
+        if !m.optin {
+            return Err(Error::other(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if is(&a[2], "no") {
+        if !m.optout {
+            return Err(Error::other(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(Error::Syntax);
+    }
+    m.caching = true;
+    c.out.ok();
+    Ok(())
+}
+
 /// CLIENT GETREDIR
 fn client_getredir(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    c.out.int(-1);
+    let m = c.cl.tracking;
+    c.out.int(if m.on { m.redirect as i64 } else { -1 });
     Ok(())
 }
 
 /// CLIENT TRACKINGINFO
 fn client_trackinginfo(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let m = c.cl.tracking;
+    let flags: Vec<&str> = [
+        (true, if m.on { "on" } else { "off" }),
+        (m.bcast, "bcast"),
+        (m.optin, "optin"),
+        (m.optin && m.caching, "caching-yes"),
+        (m.optout, "optout"),
+        (m.optout && m.caching, "caching-no"),
+        (m.noloop, "noloop"),
+        (m.broken, "broken_redirect"),
+    ]
+    .into_iter()
+    .filter_map(|(set, f)| set.then_some(f))
+    .collect();
     c.out.map(3);
     c.out.bulk(b"flags");
-    c.out.set(1);
-    c.out.bulk(b"off");
+    c.out.set(flags.len());
+    for f in flags {
+        c.out.bulk(f.as_bytes());
+    }
     c.out.bulk(b"redirect");
-    c.out.int(-1);
+    c.out.int(if m.on { m.redirect as i64 } else { -1 });
     c.out.bulk(b"prefixes");
-    c.out.array(0);
+    let prefixes = c.st.tracking.prefixes_of(c.cl.id);
+    c.out.array(prefixes.len());
+    for p in prefixes {
+        c.out.bulk(p);
+    }
     Ok(())
 }
 

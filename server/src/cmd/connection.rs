@@ -56,6 +56,7 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     cl.multi_error = false;
     c.st.unwatch_all(c.cl);
     c.st.unsubscribe_all(c.cl);
+    c.st.tracking_off(c.cl);
     c.out.resp3 = false;
     c.out.simple("RESET");
     Ok(())

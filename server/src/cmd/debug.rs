@@ -40,6 +40,10 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.st.active_expire = atoi(&a[2]) != 0;
             c.out.ok();
         }
+        ("pause-cron", 3) => {
+            c.st.cron_paused = atoi(&a[2]) != 0;
+            c.out.ok();
+        }
         ("change-repl-id", 2) => {
             c.st.replid = crate::state::random_hex40();
             c.out.ok();
@@ -279,6 +283,8 @@ fn debug_help(c: &mut Ctx) {
             "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
+            "PAUSE-CRON <0|1>",
+            "    Stop periodic cron job processing.",
         ],
     );
 }

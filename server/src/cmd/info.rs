@@ -174,7 +174,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             let blocked = || st.clients.values().filter_map(|c| c.blocked.as_ref());
             f!("client_recent_max_output_buffer:{max_out}");
             f!("blocked_clients:{}", blocked().count());
-            f!("tracking_clients:0");
+            f!("tracking_clients:{}", st.tracking.clients);
             f!(
                 "clients_in_timeout_table:{}",
                 blocked().filter(|b| b.deadline.is_some()).count()
@@ -349,9 +349,10 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("active_defrag_key_misses:0");
             f!("total_active_defrag_time:0");
             f!("current_active_defrag_time:0");
-            f!("tracking_total_keys:0");
-            f!("tracking_total_items:0");
-            f!("tracking_total_prefixes:0");
+            let (keys, items, prefixes) = st.tracking.totals();
+            f!("tracking_total_keys:{keys}");
+            f!("tracking_total_items:{items}");
+            f!("tracking_total_prefixes:{prefixes}");
             f!("unexpected_error_replies:{}", s.unexpected_error_replies);
             f!("total_error_replies:{}", s.total_error_replies);
             f!("dump_payload_sanitizations:0");

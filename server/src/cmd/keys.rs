@@ -714,6 +714,7 @@ fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
 fn flushdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let lazy = flush_async(c, a)?;
     flush_db(c, c.cl.db, lazy);
+    c.st.invalidate_all();
     c.out.ok();
     Ok(())
 }
@@ -724,6 +725,7 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     for db in 0..c.st.dbs.len() {
         flush_db(c, db, lazy);
     }
+    c.st.invalidate_all();
     c.out.ok();
     Ok(())
 }

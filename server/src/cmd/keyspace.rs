@@ -104,14 +104,17 @@ impl State {
         }
     }
 
-    /// Records that a command changed `key`: dirty counter, keyspace event
-    /// (and, as they land, WATCH invalidation and client-side caching).
+    /// Records that a command changed `key`: blocked clients, WATCH,
+    /// client-side caching, dirty counter, keyspace event.
     pub fn changed(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
         if !self.blocking.is_empty() {
             self.signal_ready(db, key);
         }
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
+        }
+        if self.tracking.armed {
+            self.invalidate_key(key, self.tracking.executing);
         }
         self.dirty += 1;
         self.notify(class, event, db, key);

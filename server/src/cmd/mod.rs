@@ -132,14 +132,39 @@ enum Req<'a> {
     Owned(&'a mut Vec<Bytes>),
 }
 
-fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req) {
+fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
+    // Client-side caching needs the client that executes (a script's is
+    // 0) and, for a command no other command runs, the current client.
+    let outer = std::mem::replace(&mut st.tracking.executing, cl.id);
+    let top = outer == 0 && cl.id != 0;
+    let tracked = st.tracking_enter(cl, top);
+    let cmd = dispatch(st, cl, out, req, tracked);
+    st.tracking.executing = outer;
+    if top && (tracked || st.tracking.clients > 0) {
+        st.tracking_leave(cl, &mut out.buf, cmd.map(|c| c.name));
+    }
+}
+
+/// Admits, then queues or calls the request; the command if it was found
+/// and admitted.
+fn dispatch(
+    st: &mut State,
+    cl: &mut Client,
+    out: &mut ReplyBuf,
+    mut req: Req,
+    tracked: bool,
+) -> Option<&'static Command> {
     let args: &[Bytes] = match &req {
         Req::Borrowed(a) => a,
         Req::Owned(v) => v,
     };
-    let Some(cmd) = gate::admit(st, cl, out, args) else {
-        return;
-    };
+    let cmd = gate::admit(st, cl, out, args);
+    // Invalidations the checks caused (table limit, evictions) come
+    // before the reply, as in Redis.
+    if tracked {
+        st.tracking_flush(cl, &mut out.buf);
+    }
+    let cmd = cmd?;
     if let Some(queue) = &mut cl.multi {
         if !transaction::runs_in_multi(cmd.name) {
             cl.last_cmd = cmd.name;
@@ -148,10 +173,33 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, mut req: Req
                 Req::Owned(v) => std::mem::take(*v),
             });
             out.simple("QUEUED");
-            return;
+            return Some(cmd);
         }
     }
     call::call(st, cl, out, cmd, args);
+    if st.tracking.clients > 0 {
+        remember_reads(st, cl, cmd, args);
+    }
+    Some(cmd)
+}
+
+/// Client-side caching: the keys of a read command are remembered for its
+/// client. A script's reads make its caller remember the script's keys;
+/// the read-only script commands themselves remember nothing.
+fn remember_reads(st: &mut State, cl: &Client, cmd: &Command, args: &[Bytes]) {
+    let read =
+        cmd.has(flags::READONLY) && !matches!(cmd.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
+    if cl.id == 0 {
+        if read {
+            st.tracking.script_read();
+        }
+        return;
+    }
+    if (st.tracking.take_script_read() | read) && cl.tracking.remembers() {
+        if let Ok(keys) = command::get_keys(args) {
+            st.tracking_remember(cl, keys.iter().map(|&(i, _)| &args[i]));
+        }
+    }
 }
 
 /// Parses an integer argument (`ERR value is not an integer or out of range`).

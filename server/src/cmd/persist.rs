@@ -185,6 +185,7 @@ pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.st.touch_all_watched(db, None);
             drop(c.st.dbs[db].take());
         }
+        c.st.invalidate_all();
     }
     if let Err(e) = persist::load_bytes_mode(c.st, &data, merge) {
         tracing::warn!("Error loading the RDB dump: {e}");

@@ -330,8 +330,6 @@ mod tests {
         "acl|users",
         "acl|whoami",
         "asking",
-        "client|caching",
-        "client|tracking",
         "cluster",
         "cluster|addslots",
         "cluster|addslotsrange",

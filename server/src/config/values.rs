@@ -198,6 +198,7 @@ values! {
     client_output_buffer_limit: String = "client-output-buffer-limit" => Tune,
     io_threads: i64 = "io-threads",
     hz: i64 = "hz",
+    tracking_table_max_keys: u64 = "tracking-table-max-keys",
     // Process.
     pidfile: String = "pidfile",
     loglevel: Loglevel = "loglevel",
