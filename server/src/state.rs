@@ -404,8 +404,9 @@ impl State {
 
     /// Pins the wall clock: the next command runs at unix time `ms`, and
     /// later ones at `ms` plus the real time since, until the cron
-    /// re-reads the clock. For tests (see `testkit`): only `clock_base`
-    /// moves, so commands pay nothing for it.
+    /// re-reads the clock. For tests (see `testkit`), and for a script's
+    /// commands, which all see the run's start: only `clock_base` moves,
+    /// so commands pay nothing for it.
     pub fn set_clock(&mut self, ms: i64) {
         self.clock_base = (self.last_tick, ms * 1000);
     }
