@@ -215,6 +215,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             cl.last_interaction_ms = st.wall_ms(st.last_tick);
             cl.qbuf = inbuf.len();
             st.stats.net_output_bytes += out.len() as u64;
+            cl.rbuf.used(out.len());
             timeout_s = st.tun.timeout_s;
             monitor = cl.monitor;
             busy_tx.in_multi = cl.multi.is_some();

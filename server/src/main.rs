@@ -39,8 +39,15 @@ fn main() {
     // contends for the state lock serves them fastest. A script that runs
     // long hands the worker on (state.rs, hand_off_worker).
     let workers = cfg.io_threads.clamp(1, 128) as usize;
+    // Without the LIFO slot, connections that became readable together run
+    // in the order epoll reported them, i.e. their requests' arrival order,
+    // as Redis serves them within one event-loop round. With it, the last
+    // one woken ran first: a PUBLISH sent after another connection's
+    // UNSUBSCRIBE reached the unsubscribed client, and of two BRPOPLPUSH
+    // sent in a row the second blocked first.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .disable_lifo_slot()
         .on_thread_park(cinnabar_server::round::end)
         .enable_all()
         .build()

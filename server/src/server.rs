@@ -185,13 +185,19 @@ async fn cron(shared: Arc<Shared>) {
             continue;
         }
         let now = now_ms();
-        st.clock_base = (std::time::Instant::now(), now);
+        st.clock_base = (std::time::Instant::now(), crate::state::now_us());
         if st.active_expire {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();
         for db in st.dbs.iter_mut() {
             db.cron();
+        }
+        if st.rbuf_resizing {
+            let reset = st.rbuf_peak_reset_ms;
+            for cl in st.clients.values_mut() {
+                crate::replybuf::resize(cl, now, reset);
+            }
         }
         let s = (
             now,

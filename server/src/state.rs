@@ -80,6 +80,8 @@ pub struct Client {
     pub wake: Arc<Notify>,
     /// Input buffer size, for CLIENT LIST's qbuf.
     pub qbuf: usize,
+    /// CLIENT LIST's rbs and rbp.
+    pub rbuf: crate::replybuf::ReplyBufSize,
     /// Set while the client waits in a blocking command.
     pub blocked: Option<Blocked>,
     /// Set while CLIENT PAUSE holds back the client's next request (counted
@@ -156,6 +158,7 @@ impl Client {
             pending: BytesMut::new(),
             wake: Arc::new(Notify::new()),
             qbuf: 0,
+            rbuf: crate::replybuf::ReplyBufSize::new(now),
             blocked: None,
             deny_blocking: false,
             paused: false,
@@ -257,9 +260,11 @@ pub struct State {
     pub lastsave: i64,
     pub started: Instant,
     pub start_ms: i64,
-    /// A monotonic instant and the wall-clock ms at that instant: commands
+    /// A monotonic instant and the wall-clock µs at that instant: commands
     /// derive their wall time from the `Instant` they read anyway, saving a
-    /// clock read per command. The cron re-reads the wall clock.
+    /// clock read per command. The cron re-reads the wall clock. In µs, as
+    /// two floored ms parts ran 1 ms behind the clock (PTTL after GETEX
+    /// PXAT now+10000 answered 10001).
     pub clock_base: (Instant, i64),
     /// When the last command ended (or the running batch started).
     pub last_tick: Instant,
@@ -276,6 +281,10 @@ pub struct State {
     pub pause: Option<Pause>,
     /// Active expiry can be switched off by DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire: bool,
+    /// DEBUG REPLYBUFFER: how long a reply buffer's peak counts (-1:
+    /// always), and whether the cron resizes buffers at all.
+    pub rbuf_peak_reset_ms: i64,
+    pub rbuf_resizing: bool,
     /// DEBUG PAUSE-CRON: the cron does nothing.
     pub cron_paused: bool,
     /// Set by SHUTDOWN: the server saves (if asked) and exits.
@@ -347,7 +356,7 @@ impl State {
             lastsave: now_ms() / 1000,
             started: Instant::now(),
             start_ms: now_ms(),
-            clock_base: (Instant::now(), now_ms()),
+            clock_base: (Instant::now(), now_us()),
             last_tick: Instant::now(),
             accept_tasks: Vec::new(),
             relisten: None,
@@ -357,6 +366,8 @@ impl State {
             slowlog_next_id: 0,
             pause: None,
             active_expire: true,
+            rbuf_peak_reset_ms: crate::replybuf::DEFAULT_PEAK_RESET_MS,
+            rbuf_resizing: true,
             cron_paused: false,
             shutdown: None,
             tcp_port: 0,
@@ -391,16 +402,17 @@ impl State {
 
     /// Wall-clock ms at `at` (an instant after `clock_base`).
     pub fn wall_ms(&self, at: Instant) -> i64 {
-        let (base, ms) = self.clock_base;
-        ms + at.saturating_duration_since(base).as_millis() as i64
+        let (base, us) = self.clock_base;
+        (us + at.saturating_duration_since(base).as_micros() as i64).div_euclid(1000)
     }
 
     /// Pins the wall clock: the next command runs at unix time `ms`, and
     /// later ones at `ms` plus the real time since, until the cron
-    /// re-reads the clock. For tests (see `testkit`): only `clock_base`
-    /// moves, so commands pay nothing for it.
+    /// re-reads the clock. For tests (see `testkit`), and for a script's
+    /// commands, which all see the run's start: only `clock_base` moves,
+    /// so commands pay nothing for it.
     pub fn set_clock(&mut self, ms: i64) {
-        self.clock_base = (self.last_tick, ms);
+        self.clock_base = (self.last_tick, ms * 1000);
     }
 
     /// Deletes a key found expired, with the bookkeeping every deletion by
@@ -549,7 +561,7 @@ impl Client {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=16384 rbp=16384 obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
             cl.id,
             cl.addr,
             cl.laddr,
@@ -572,6 +584,8 @@ impl Client {
             20474usize.saturating_sub(qbuf),
             argv_mem,
             multi_mem,
+            cl.rbuf.size,
+            cl.rbuf.peak,
             // Unwritten output as Redis's reply list: 16 KB blocks.
             omem.div_ceil(16 * 1024),
             omem,

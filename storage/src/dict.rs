@@ -365,8 +365,15 @@ impl<V, M: Default> Dict<V, M> {
     /// (Redis's `dictGetSomeKeys`), visiting at most `10 n` buckets: not
     /// uniform, but a few cache lines instead of a miss per entry, which is
     /// what eviction sampling needs.
-    pub fn sample<R: rand::Rng>(&self, rng: &mut R, n: usize, mut f: impl FnMut(&CBytes, &V, &M)) {
-        if self.is_empty() || n == 0 {
+    pub fn sample<'a, R: rand::Rng>(
+        &'a self,
+        rng: &mut R,
+        n: usize,
+        mut f: impl FnMut(&'a CBytes, &'a V, &'a M),
+    ) {
+        // Never more than there are, so a small table is walked once.
+        let n = n.min(self.len());
+        if n == 0 {
             return;
         }
         let size = self.t[0].buckets.len().max(self.t[1].buckets.len());
@@ -401,7 +408,7 @@ impl<V, M: Default> Dict<V, M> {
             // A sparse stretch (a table being grown, or emptied by
             // deletions): start again elsewhere, as Redis does.
             empty_run = if found { 0 } else { empty_run + 1 };
-            i = if empty_run >= 5 {
+            i = if empty_run >= 5 && empty_run > n {
                 empty_run = 0;
                 let i = rng.gen_range(0..size);
                 for k in 0..AHEAD {
@@ -422,6 +429,24 @@ impl<V, M: Default> Dict<V, M> {
                 prefetch(&**node);
             }
         }
+    }
+
+    /// A random entry, each entry equally likely (Redis's
+    /// `dictGetFairRandomKey`, behind SRANDMEMBER, SPOP and HRANDFIELD):
+    /// one of up to 15 sampled from consecutive buckets, so an entry that
+    /// shares its bucket is not drawn less often than one alone.
+    pub fn fair_random<R: rand::Rng>(&self, rng: &mut R) -> Option<(&CBytes, &V)> {
+        const FAIR: usize = 15;
+        let mut got: [Option<(&CBytes, &V)>; FAIR] = [None; FAIR];
+        let mut n = 0;
+        self.sample(rng, FAIR, |k, v, _| {
+            got[n] = Some((k, v));
+            n += 1;
+        });
+        if n == 0 {
+            return self.random(rng);
+        }
+        got[rng.gen_range(0..n)]
     }
 
     /// A random entry, each bucket equally likely (as Redis).
@@ -500,32 +525,35 @@ impl<V, M: Default> Dict<V, M> {
         if self.is_empty() {
             return 0;
         }
+        // The cursor counts in reverse binary: incrementing its reversed bits
+        // visits each bucket of any later table size once (or a bucket
+        // holding it); see the module doc.
+        let rev_inc = |v: u64, mask: u64| (v | !mask).reverse_bits().wrapping_add(1).reverse_bits();
         let mut v = cursor;
-        // The cursor's reversed increment runs on the smaller table's bits.
-        let m_small;
         if self.rehash_idx.is_none() {
-            m_small = self.t[0].mask();
-            emit(0, (v & m_small) as usize);
+            let m = self.t[0].mask();
+            emit(0, (v & m) as usize);
+            return rev_inc(v, m);
+        }
+        let (small, large) = if self.t[0].buckets.len() <= self.t[1].buckets.len() {
+            (0, 1)
         } else {
-            let (small, large) = if self.t[0].buckets.len() <= self.t[1].buckets.len() {
-                (0, 1)
-            } else {
-                (1, 0)
-            };
-            let m0 = self.t[small].mask();
-            let m1 = self.t[large].mask();
-            m_small = m0;
-            emit(small, (v & m0) as usize);
-            loop {
-                emit(large, (v & m1) as usize);
-                v = (((v | m0).wrapping_add(1)) & !m0) | (v & m0);
-                if v & (m0 ^ m1) == 0 {
-                    break;
-                }
+            (1, 0)
+        };
+        let m0 = self.t[small].mask();
+        let m1 = self.t[large].mask();
+        emit(small, (v & m0) as usize);
+        // The large table's buckets that expand this small one, from the
+        // cursor's own high bits on in the same reversed order: those before
+        // it were visited while the table was large. Wrapping carries the
+        // increment into the small table's bits.
+        loop {
+            emit(large, (v & m1) as usize);
+            v = rev_inc(v, m1);
+            if v & (m0 ^ m1) == 0 {
+                break;
             }
         }
-        v |= !m_small;
-        v = v.reverse_bits().wrapping_add(1).reverse_bits();
         v
     }
 }
@@ -632,6 +660,78 @@ mod tests {
         }
         for i in 0..1000 {
             assert!(seen.contains(format!("a{i}").as_bytes()), "a{i} missed");
+        }
+    }
+
+    /// Every entry about equally likely, chained or alone (Redis's
+    /// SRANDMEMBER / HRANDFIELD histogram tests use 10 members).
+    #[test]
+    fn fair_random_draws_every_entry_alike() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut d: Dict<()> = Dict::new();
+        for k in [
+            "1",
+            "5",
+            "10",
+            "50",
+            "125",
+            "MARY",
+            "PATRICIA",
+            "LINDA",
+            "BARBARA",
+            "ELIZABETH",
+        ] {
+            d.insert(CBytes::from(k), ());
+        }
+        let mut counts = std::collections::HashMap::new();
+        for _ in 0..100_000 {
+            let (k, _) = d.fair_random(&mut rng).unwrap();
+            *counts.entry(k.to_vec()).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 10);
+        for (k, n) in counts {
+            assert!((9_000..11_000).contains(&n), "{k:?} drawn {n} times");
+        }
+    }
+
+    /// Redis's regression test for issue #4906: a cursor taken while the
+    /// table was large, continued while it shrinks (the rehash still
+    /// running), must still reach every key that stays.
+    #[test]
+    fn scan_survives_a_shrink_in_progress() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4906);
+        for _ in 0..300 {
+            let mut d: Dict<()> = Dict::new();
+            let n = 101 + rng.gen_range(0..1000);
+            for j in 0..n {
+                d.insert(CBytes::from(j.to_string().as_str()), ());
+            }
+            let deli = rng.gen_range(0..10);
+            let (mut cursor, mut calls) = (0, 0);
+            let mut seen = HashSet::new();
+            loop {
+                cursor = d.scan(cursor, |k, _| {
+                    seen.insert(k.to_vec());
+                });
+                calls += 1;
+                if calls == deli {
+                    for j in 100..n {
+                        d.remove(j.to_string().as_bytes());
+                        d.shrink_if_needed();
+                    }
+                }
+                if cursor == 0 {
+                    break;
+                }
+            }
+            for j in 0..100 {
+                assert!(
+                    seen.contains(j.to_string().as_bytes()),
+                    "{j} missed (n {n})"
+                );
+            }
         }
     }
 

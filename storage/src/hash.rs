@@ -231,7 +231,7 @@ impl Hash {
                 let v = lp.get_at(lp.next(off)?).to_vec();
                 Some((f, v))
             }
-            Hash::Table(d) => d.random(rng).map(|(k, v)| (k.to_vec(), v.to_vec())),
+            Hash::Table(d) => d.fair_random(rng).map(|(k, v)| (k.to_vec(), v.to_vec())),
         }
     }
 

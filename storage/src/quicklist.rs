@@ -19,10 +19,12 @@
 //! node when the end node is full; a middle insert or replace that
 //! overflows a node splits it in two).
 //!
+//! Plain nodes: an element of at least the packed threshold (1GB, or what
+//! DEBUG QUICKLIST-PACKED-THRESHOLD sets, server-wide as in Redis) always
+//! has a node of its own, which takes no other element.
+//!
 //! `list-compress-depth` is accepted by the server but not implemented:
 //! nodes are never LZF-compressed (memory cost only, no visible behaviour).
-//! Redis 7.0's "plain" nodes for elements over 1GB do not exist either:
-//! such elements are refused upstream by proto-max-bulk-len by default.
 //!
 //! Complexity: push/pop at both ends O(1) amortized (plus the node's
 //! memmove for the head); index, insert, set O(nodes + node size); LREM
@@ -30,10 +32,39 @@
 
 use crate::listpack::{Listpack, LpVal};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Upper bound on a count-bounded node's bytes (Redis's safety limit).
 const SAFETY_LIMIT: usize = 8192;
 const BYTE_LIMITS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+
+/// Redis's default packed threshold: elements from 1GB on are plain.
+pub const DEFAULT_PACKED_THRESHOLD: usize = 1 << 30;
+
+static PACKED_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_PACKED_THRESHOLD);
+
+/// Sets the size from which an element gets a plain node of its own
+/// (DEBUG QUICKLIST-PACKED-THRESHOLD); 0 restores the default.
+pub fn set_packed_threshold(bytes: usize) {
+    let t = if bytes == 0 {
+        DEFAULT_PACKED_THRESHOLD
+    } else {
+        bytes
+    };
+    PACKED_THRESHOLD.store(t, Ordering::Relaxed);
+}
+
+fn is_large(len: usize) -> bool {
+    len >= PACKED_THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// An element's length as a string (integers as their decimal text).
+fn str_len(v: &LpVal<'_>) -> usize {
+    match v {
+        LpVal::Int(i) => itoa::Buffer::new().format(*i).len(),
+        LpVal::Str(b) => b.len(),
+    }
+}
 
 #[derive(Clone)]
 pub struct Quicklist {
@@ -96,6 +127,23 @@ impl Quicklist {
         self.nodes.len()
     }
 
+    /// `list-max-listpack-size` the list was created with.
+    pub fn fill(&self) -> i32 {
+        self.fill
+    }
+
+    /// Bytes of the nodes as DEBUG OBJECT's `ql_uncompressed_size` counts
+    /// them: a packed node's listpack, a plain node's element.
+    pub fn nodes_size(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|n| match n.get(0) {
+                Some(v) if n.len() == 1 && is_large(str_len(&v)) => str_len(&v),
+                _ => n.lp_bytes(),
+            })
+            .sum()
+    }
+
     /// Heap bytes: node buffers plus the node array.
     pub fn heap_size(&self) -> usize {
         self.nodes.iter().map(|n| n.heap_size()).sum::<usize>()
@@ -118,7 +166,14 @@ impl Quicklist {
     /// length plus 8 rather than its exact encoded size, so nodes split
     /// exactly where Redis's do (checked against DEBUG OBJECT's ql_nodes).
     fn allows_insert(&self, node: &Listpack, raw_len: usize) -> bool {
-        self.fits(node.lp_bytes() + raw_len + 8, node.len() + 1)
+        !is_large(raw_len)
+            && !Self::is_plain(node)
+            && self.fits(node.lp_bytes() + raw_len + 8, node.len() + 1)
+    }
+
+    /// A node holding one large element.
+    fn is_plain(node: &Listpack) -> bool {
+        node.len() == 1 && node.get(0).is_some_and(|v| is_large(str_len(&v)))
     }
 
     fn over(&self, node: &Listpack) -> bool {
@@ -222,8 +277,42 @@ impl Quicklist {
         };
         let (ni, k) = self.locate(i);
         self.nodes[ni].replace(k as isize, b);
-        self.split_if_over(ni);
+        if is_large(b.len()) {
+            self.isolate_large(ni);
+        } else {
+            self.split_if_over(ni);
+        }
         true
+    }
+
+    /// Splits node `ni` so each large element in it stands in a plain node
+    /// of its own between runs of the others.
+    fn isolate_large(&mut self, ni: usize) {
+        let node = &self.nodes[ni];
+        if node.len() < 2 {
+            return;
+        }
+        let mut parts: Vec<Listpack> = Vec::new();
+        let mut run = Listpack::new();
+        for v in node.iter() {
+            if is_large(str_len(&v)) {
+                if !run.is_empty() {
+                    parts.push(std::mem::replace(&mut run, Listpack::new()));
+                }
+                let mut plain = Listpack::new();
+                plain.push_back_val(v);
+                parts.push(plain);
+            } else {
+                run.push_back_val(v);
+            }
+        }
+        if !run.is_empty() {
+            parts.push(run);
+        }
+        self.nodes.remove(ni);
+        for p in parts.into_iter().rev() {
+            self.nodes.insert(ni, p);
+        }
     }
 
     /// Splits node `ni` in halves (recursively) while it exceeds the bound.
@@ -294,6 +383,7 @@ impl Quicklist {
                 return true;
             }
         }
+        let into_plain = Self::is_plain(&self.nodes[ni]);
         let node = &mut self.nodes[ni];
         let at = if after {
             node.next(off).unwrap_or(node.as_bytes().len())
@@ -302,7 +392,11 @@ impl Quicklist {
         };
         node.insert_at(at, v);
         self.len += 1;
-        self.split_if_over(ni);
+        if into_plain || is_large(b.len()) {
+            self.isolate_large(ni);
+        } else {
+            self.split_if_over(ni);
+        }
         true
     }
 

@@ -188,7 +188,7 @@ impl Set {
             Set::Intset(s) => s
                 .random(rng)
                 .map(|v| itoa::Buffer::new().format(v).as_bytes().to_vec()),
-            Set::Table(d) => d.random(rng).map(|(k, _)| k.to_vec()),
+            Set::Table(d) => d.fair_random(rng).map(|(k, _)| k.to_vec()),
         }
     }
 

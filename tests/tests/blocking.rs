@@ -402,3 +402,46 @@ fn blmpop_served_with_its_count() {
     assert_eq!(w.read(), "*2\r\n$1\r\ny\r\n*2\r\n$1\r\n3\r\n$1\r\n2\r\n");
     assert_eq!(p.cmd(&["LRANGE", "y", "0", "-1"]), "*1\r\n$1\r\n1\r\n");
 }
+
+/// CLIENT UNBLOCK ends a wait as its timeout would (the default and
+/// TIMEOUT) or with an -UNBLOCKED error; 0 for a client that is not
+/// blocked. Replies checked against redis-server 7.0.15.
+#[test]
+fn client_unblock_ends_a_wait() {
+    let srv = Server::start();
+    let mut w = srv.raw();
+    let id = w.cmd(&["CLIENT", "ID"]);
+    let id = id.trim_start_matches(':').trim_end().to_string();
+    let mut p = srv.raw();
+    for (how, reply) in [
+        (None, "*-1\r\n".to_string()),
+        (Some("TIMEOUT"), "*-1\r\n".to_string()),
+        (
+            Some("ERROR"),
+            "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_string(),
+        ),
+    ] {
+        w.send(&["BLPOP", "l", "0"]);
+        std::thread::sleep(SETTLE);
+        let mut args = vec!["CLIENT", "UNBLOCK", id.as_str()];
+        args.extend(how);
+        assert_eq!(p.cmd(&args), ":1\r\n");
+        assert_eq!(w.read(), reply);
+    }
+    assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", id.as_str()]), ":0\r\n");
+    assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", "12345"]), ":0\r\n");
+    assert_eq!(
+        p.cmd(&["CLIENT", "UNBLOCK", "asd"]),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    assert_eq!(
+        p.cmd(&["CLIENT", "UNBLOCK", id.as_str(), "FOO"]),
+        "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"
+    );
+    // The wait is gone: a push later is not taken by it.
+    w.send(&["BLPOP", "l", "0"]);
+    std::thread::sleep(SETTLE);
+    assert_eq!(p.cmd(&["RPUSH", "l", "foo"]), ":1\r\n");
+    assert_eq!(w.read(), pair("l", "foo"));
+    assert_eq!(p.cmd(&["EXISTS", "l"]), ":0\r\n");
+}

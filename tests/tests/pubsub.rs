@@ -596,3 +596,86 @@ fn keyspace_notifications_match_redis() {
     }
     assert!(diffs.is_empty(), "events differ:\n{}", diffs.join("\n"));
 }
+
+/// CLIENT REPLY OFF / SKIP silence replies, not the (un)subscribe
+/// confirmations or the messages, which Redis sends as pushes (RESP3) and
+/// in RESP2 alike.
+#[test]
+fn client_reply_off_keeps_pubsub_pushes() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert!(matches!(c.cmd(&["HELLO", "3"]), Frame::Map(_)));
+    c.send_cmd(&["CLIENT", "REPLY", "OFF"]);
+    c.send_cmd(&["SUBSCRIBE", "channel"]);
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("subscribe"), b("channel"), int(1)])
+    );
+    c.send_cmd(&["PSUBSCRIBE", "ch*"]);
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("psubscribe"), b("ch*"), int(2)])
+    );
+    c.send_cmd(&["SET", "k", "v"]);
+    let mut p = s.raw();
+    assert_eq!(p.cmd(&["PUBLISH", "channel", "hello"]), int(2));
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("message"), b("channel"), b("hello")])
+    );
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("pmessage"), b("ch*"), b("channel"), b("hello")])
+    );
+    // A message to itself is kept; the PUBLISH reply is not.
+    c.send_cmd(&["PUBLISH", "channel", "self"]);
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("message"), b("channel"), b("self")])
+    );
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("pmessage"), b("ch*"), b("channel"), b("self")])
+    );
+    c.send_cmd(&["UNSUBSCRIBE", "channel"]);
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("unsubscribe"), b("channel"), int(1)])
+    );
+    c.send_cmd(&["PUNSUBSCRIBE", "ch*"]);
+    assert_eq!(
+        c.read(),
+        Frame::Push(vec![b("punsubscribe"), b("ch*"), int(0)])
+    );
+    c.expect_silence(Duration::from_millis(100));
+
+    // RESP2, with SKIP: the confirmation comes, and SKIP is used up.
+    let mut c = s.raw();
+    c.send_cmd(&["CLIENT", "REPLY", "SKIP"]);
+    c.send_cmd(&["PSUBSCRIBE", "*"]);
+    assert_eq!(c.read(), confirm("psubscribe", "*", 1));
+    assert_eq!(c.cmd(&["PING"]), arr(vec![b("pong"), b("")]));
+}
+
+/// Requests that reach the server together run in their arrival order, as
+/// Redis serves readable clients within one event-loop round: a PUBLISH
+/// sent after another connection's UNSUBSCRIBE does not reach it. DEBUG
+/// SLEEP holds the server while both arrive.
+#[test]
+fn requests_arriving_together_run_in_arrival_order() {
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut sub = s.raw();
+    let mut p = s.raw();
+    let mut c = s.raw();
+    for _ in 0..5 {
+        subscribe(&mut sub, &["ch"]);
+        c.send_cmd(&["DEBUG", "SLEEP", "0.1"]);
+        std::thread::sleep(Duration::from_millis(20));
+        sub.send_cmd(&["UNSUBSCRIBE"]);
+        std::thread::sleep(Duration::from_millis(5));
+        p.send_cmd(&["PUBLISH", "ch", "x"]);
+        assert_eq!(c.read(), cinnabar_tests::ok());
+        assert_eq!(sub.read(), confirm("unsubscribe", "ch", 0));
+        assert_eq!(p.read(), int(0));
+    }
+}

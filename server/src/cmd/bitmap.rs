@@ -536,10 +536,12 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
             "ERR BITFIELD_RO only supports the GET subcommand",
         ));
     }
-    let mut changes = 0;
+    let mut changes = 0u64;
     let mut replies: Vec<Option<i64>> = Vec::with_capacity(ops.len());
     {
-        let (b, _) = string_for_write(c, &a[1], (highest >> 3) as usize + 1)?;
+        // As Redis: a write counts when it changes its field, or when the
+        // command created or grew the string.
+        let (b, grown) = string_for_write(c, &a[1], (highest >> 3) as usize + 1)?;
         for (op, ty, off, ow) in ops {
             let bits = ty.bits;
             let reply = if ty.signed {
@@ -561,6 +563,7 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
                 };
                 (!(over && ow == Overflow::Fail)).then(|| {
                     set_field(b, off, bits, new as u64);
+                    changes += (new != old || grown) as u64;
                     ret
                 })
             } else {
@@ -582,12 +585,10 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
                 };
                 (!(over && ow == Overflow::Fail)).then(|| {
                     set_field(b, off, bits, new);
+                    changes += (new != old || grown) as u64;
                     ret as i64
                 })
             };
-            if reply.is_some() {
-                changes += 1;
-            }
             replies.push(reply);
         }
     }

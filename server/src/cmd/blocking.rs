@@ -105,6 +105,30 @@ impl State {
         }
     }
 
+    /// CLIENT UNBLOCK: ends client `id`'s wait as if it timed out, or with
+    /// an `-UNBLOCKED` error. False when it is not blocked.
+    pub fn unblock_client(&mut self, id: u64, error: bool) -> bool {
+        let Some(mut cl) = self.clients.remove(&id) else {
+            return false;
+        };
+        let done = cl.blocked.is_some() && !cl.killed;
+        if done {
+            let mut out = ReplyBuf::new(cl.resp3);
+            if error {
+                let b = cl.blocked.take().expect("blocked");
+                self.unregister_blocked(id, &b);
+                out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+            } else {
+                self.unblock_timed_out(&mut cl, &mut out);
+            }
+            cl.pending.extend_from_slice(&out.buf);
+            cl.wake.notify_one();
+            self.woken += 1;
+        }
+        self.clients.insert(id, cl);
+        done
+    }
+
     /// Ends a client's wait with its timeout reply (a null array; WAIT's
     /// is the number of replicas reached, always 0 here).
     pub fn unblock_timed_out(&mut self, cl: &mut Client, out: &mut ReplyBuf) {

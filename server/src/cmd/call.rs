@@ -32,7 +32,7 @@ pub(super) fn call(
     // (the connection sets `last_tick` when it takes the lock).
     let start = st.last_tick;
     let now = st.wall_ms(start);
-    let mark = out.len();
+    let mut mark = out.len();
     out.resp3 = cl.resp3;
     // A RESP2 subscriber's PING answers in the message format.
     let handler = if cmd.name == "ping" && !cl.resp3 && cl.subs.any() {
@@ -58,6 +58,8 @@ pub(super) fn call(
         let reply = out.buf.split_off(mark);
         out.buf.extend_from_slice(&mine);
         out.buf.unsplit(reply);
+        // Pushes, which CLIENT REPLY OFF does not silence.
+        mark += mine.len();
     }
     if st.monitors > 0 && cmd.name == "exec" {
         feed_monitors(st, cl, cmd.name, args);
@@ -100,7 +102,9 @@ pub(super) fn call(
     }
     // Read after the handler so CLIENT REPLY ON is answered and OFF/SKIP are not.
     if cl.reply_mode != ReplyMode::On {
-        out.buf.truncate(mark);
+        if !pubsub::confirms(cmd.name) {
+            out.buf.truncate(mark);
+        }
         // SKIP covers only the command after CLIENT REPLY SKIP itself.
         cl.reply_mode = match cl.reply_mode {
             ReplyMode::SkipNext => ReplyMode::Skip,

@@ -455,18 +455,19 @@ fn client_trackinginfo(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// CLIENT UNBLOCK client-id [TIMEOUT | ERROR]
 fn client_unblock(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let _id = int_arg(&a[2])?;
-    match a.len() {
-        3 => {}
-        4 if is(&a[3], "timeout") || is(&a[3], "error") => {}
+    let id = int_arg(&a[2])?;
+    let error = match a.len() {
+        3 => false,
+        4 if is(&a[3], "timeout") => false,
+        4 if is(&a[3], "error") => true,
         _ => {
             return Err(Error::other(
                 "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
             ))
         }
-    }
-    // Nothing blocks yet, so no client can be unblocked.
-    c.out.int(0);
+    };
+    let done = u64::try_from(id).is_ok_and(|id| c.st.unblock_client(id, error));
+    c.out.int(done as i64);
     Ok(())
 }
 

@@ -119,6 +119,10 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if followups.contains(&Followup::Appendonly) {
         crate::aof::follow_appendonly(c.st);
     }
+    // A lower limit evicts at once, as in Redis.
+    if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
+        c.st.perform_evictions();
+    }
     c.out.ok();
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD, …).
 
 use super::help::{bad_sub, help_reply};
-use super::{int_arg, Ctx, Handler};
+use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
@@ -50,6 +50,37 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         ("change-repl-id", 2) => {
             c.st.replid = crate::state::random_hex40();
+            c.out.ok();
+        }
+        ("quicklist-packed-threshold", 3) => {
+            let t = std::str::from_utf8(&a[2])
+                .ok()
+                .and_then(crate::config::parse_memory_u64)
+                .filter(|&t| t < 1 << 32)
+                .ok_or_else(|| {
+                    Error::other(
+                        "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
+                    )
+                })?;
+            storage::quicklist::set_packed_threshold(t as usize);
+            c.out.ok();
+        }
+        ("loadaof", 2) => {
+            crate::load::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
+            c.out.ok();
+        }
+        ("replybuffer", 4) if is(&a[2], "peak-reset-time") => {
+            c.st.rbuf_peak_reset_ms = if is(&a[3], "never") {
+                -1
+            } else if is(&a[3], "reset") {
+                crate::replybuf::DEFAULT_PEAK_RESET_MS
+            } else {
+                int_arg(&a[3])?
+            };
+            c.out.ok();
+        }
+        ("replybuffer", 4) if is(&a[2], "resizing") => {
+            c.st.rbuf_resizing = atoi(&a[3]) != 0;
             c.out.ok();
         }
         ("object", 3) => debug_object(c, &a[2])?,
@@ -119,9 +150,19 @@ fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
     let addr = v as *const _ as usize;
     let refcount = if enc == "int" { i32::MAX as i64 } else { 1 };
     let lru = (now / 1000) & ((1 << 24) - 1);
-    c.out.simple(&format!(
+    let mut line = format!(
         "Value at:{addr:#x} refcount:{refcount} encoding:{enc} serializedlength:{ser} lru:{lru} lru_seconds_idle:0"
-    ));
+    );
+    if let storage::Value::List(q) = v {
+        let nodes = q.node_count();
+        line += &format!(
+            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{}",
+            q.len() as f64 / nodes.max(1) as f64,
+            q.fill(),
+            q.nodes_size()
+        );
+    }
+    c.out.simple(&line);
     Ok(())
 }
 
@@ -223,6 +264,8 @@ fn debug_help(c: &mut Ctx) {
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message. Useful for clients",
             "    unit tests to simulate Redis errors.",
+            "LOADAOF",
+            "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "LOG <message>",
             "    Write <message> to the server log.",
             "OBJECT <key>",
@@ -240,6 +283,9 @@ fn debug_help(c: &mut Ctx) {
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+            "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "PAUSE-CRON <0|1>",

@@ -327,7 +327,7 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         header(out, k);
         if let Some(d) = h.as_table() {
             for _ in 0..k {
-                if let Some((f, v)) = d.random(&mut rng) {
+                if let Some((f, v)) = d.fair_random(&mut rng) {
                     emit(out, LpVal::Str(f), LpVal::Str(v));
                 }
             }
@@ -351,7 +351,7 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             Some(d) if k * 3 <= n => {
                 let mut seen: HashSet<&[u8]> = HashSet::with_capacity(k);
                 while seen.len() < k {
-                    let Some((f, v)) = d.random(&mut rng) else {
+                    let Some((f, v)) = d.fair_random(&mut rng) else {
                         break;
                     };
                     if seen.insert(f) {

@@ -41,6 +41,15 @@ pub fn allowed_in_subscribed_mode(name: &str) -> bool {
     )
 }
 
+/// Commands whose reply is a (un)subscribe confirmation: a push message,
+/// which CLIENT REPLY OFF and SKIP do not silence.
+pub fn confirms(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
+    )
+}
+
 /// The error for any other command there.
 pub fn subscribed_mode_error(name: &str) -> Error {
     Error::other(format!(

@@ -184,7 +184,8 @@ impl Host for ScriptHost<'_> {
                 // its wall clock reads the run's start.
                 let tick = std::time::Instant::now();
                 self.st.last_tick = tick;
-                let clock = std::mem::replace(&mut self.st.clock_base, (tick, self.start_ms));
+                let clock = self.st.clock_base;
+                self.st.set_clock(self.start_ms);
                 execute(self.st, &mut self.cl, &mut self.out, args);
                 self.st.clock_base = clock;
             }

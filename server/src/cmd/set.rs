@@ -156,7 +156,7 @@ fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             None => {
                 for _ in 0..k {
                     if let Some(d) = s.as_table() {
-                        if let Some((m, _)) = d.random(&mut rng) {
+                        if let Some((m, _)) = d.fair_random(&mut rng) {
                             c.out.bulk(m);
                         }
                     }
@@ -187,7 +187,7 @@ fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                 // Few of many: draw until enough are distinct.
                 let mut seen: HashSet<&[u8]> = HashSet::with_capacity(k);
                 while seen.len() < k {
-                    let Some((m, _)) = s.as_table().and_then(|d| d.random(&mut rng)) else {
+                    let Some((m, _)) = s.as_table().and_then(|d| d.fair_random(&mut rng)) else {
                         break;
                     };
                     if seen.insert(m) {

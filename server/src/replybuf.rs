@@ -1,0 +1,55 @@
+//! The reply buffer's size as Redis 7.0 reports it (CLIENT LIST's `rbs`
+//! and `rbp`) and resizes it in its clients cron: it shrinks towards the
+//! peak use of the last period (at least 1 KB) and doubles, up to 16 KB,
+//! while replies fill it. Replies here leave through the connection's own
+//! buffer, so this models the sizes Redis would show from each batch's
+//! reply bytes; DEBUG REPLYBUFFER tunes it as in Redis.
+
+use crate::state::Client;
+
+/// The size a client starts with, and the most it grows to.
+pub const CHUNK: usize = 16 * 1024;
+const MIN: usize = 1024;
+/// How long a peak counts by default (DEBUG REPLYBUFFER PEAK-RESET-TIME).
+pub const DEFAULT_PEAK_RESET_MS: i64 = 5000;
+
+/// The reply buffer of one client.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyBufSize {
+    /// Its size (`rbs`).
+    pub size: usize,
+    /// The most of it a batch's replies used since the last reset (`rbp`).
+    pub peak: usize,
+    pub peak_reset_ms: i64,
+}
+
+impl ReplyBufSize {
+    pub fn new(now: i64) -> Self {
+        ReplyBufSize {
+            size: CHUNK,
+            peak: CHUNK,
+            peak_reset_ms: now,
+        }
+    }
+
+    /// A batch's replies took `bytes`.
+    #[inline]
+    pub fn used(&mut self, bytes: usize) {
+        self.peak = self.peak.max(bytes.min(self.size));
+    }
+}
+
+/// The clients cron's resize of `cl`'s buffer; `reset_ms` < 0 never
+/// forgets a peak.
+pub fn resize(cl: &mut Client, now: i64, reset_ms: i64) {
+    let b = &mut cl.rbuf;
+    if b.size / 2 >= MIN && b.peak < b.size / 2 {
+        b.size = MIN.max(b.peak + 1);
+    } else if b.size * 2 < 2 * CHUNK && b.peak == b.size {
+        b.size = CHUNK.min(b.size * 2);
+    }
+    if reset_ms >= 0 && now - b.peak_reset_ms >= reset_ms {
+        b.peak = 0;
+        b.peak_reset_ms = now;
+    }
+}
