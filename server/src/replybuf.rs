@@ -5,8 +5,6 @@
 //! buffer, so this models the sizes Redis would show from each batch's
 //! reply bytes; DEBUG REPLYBUFFER tunes it as in Redis.
 
-use crate::state::Client;
-
 /// The size a client starts with, and the most it grows to.
 pub const CHUNK: usize = 16 * 1024;
 const MIN: usize = 1024;
@@ -37,19 +35,17 @@ impl ReplyBufSize {
     pub fn used(&mut self, bytes: usize) {
         self.peak = self.peak.max(bytes.min(self.size));
     }
-}
 
-/// The clients cron's resize of `cl`'s buffer; `reset_ms` < 0 never
-/// forgets a peak.
-pub fn resize(cl: &mut Client, now: i64, reset_ms: i64) {
-    let b = &mut cl.rbuf;
-    if b.size / 2 >= MIN && b.peak < b.size / 2 {
-        b.size = MIN.max(b.peak + 1);
-    } else if b.size * 2 < 2 * CHUNK && b.peak == b.size {
-        b.size = CHUNK.min(b.size * 2);
-    }
-    if reset_ms >= 0 && now - b.peak_reset_ms >= reset_ms {
-        b.peak = 0;
-        b.peak_reset_ms = now;
+    /// The clients cron's resize; `reset_ms` < 0 never forgets a peak.
+    pub fn resize(&mut self, now: i64, reset_ms: i64) {
+        if self.size / 2 >= MIN && self.peak < self.size / 2 {
+            self.size = MIN.max(self.peak + 1);
+        } else if self.size * 2 < 2 * CHUNK && self.peak == self.size {
+            self.size = CHUNK.min(self.size * 2);
+        }
+        if reset_ms >= 0 && now - self.peak_reset_ms >= reset_ms {
+            self.peak = 0;
+            self.peak_reset_ms = now;
+        }
     }
 }

@@ -196,7 +196,7 @@ async fn cron(shared: Arc<Shared>) {
         if st.rbuf_resizing {
             let reset = st.rbuf_peak_reset_ms;
             for cl in st.clients.values_mut() {
-                crate::replybuf::resize(cl, now, reset);
+                cl.rbuf.resize(now, reset);
             }
         }
         let s = (
