@@ -112,6 +112,16 @@ fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
     let mut valid = 0;
     let mut before_multi = None;
     loop {
+        // Annotation lines (such as `#TS:` timestamps) carry no command.
+        if buf.first() == Some(&b'#') {
+            let end = buf
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(buf.len(), |i| i + 1);
+            let _ = buf.split_to(end);
+            valid = total - buf.len();
+            continue;
+        }
         if buf.first().is_some_and(|&c| c != b'*') {
             return Err(format!(
                 "Bad file format reading the append only file (offset {})",

@@ -293,6 +293,38 @@ fn interop_with_real_redis_both_ways() {
     }
 }
 
+#[test]
+fn timestamp_annotations_from_real_redis_load() {
+    let Some(redis) = tool("redis-server") else {
+        return;
+    };
+    if is_real_redis() {
+        return;
+    }
+    let dir = TempDir::new("aof-ts");
+    let s = start(
+        &redis,
+        &dir,
+        &[("appendfsync", "always"), ("aof-timestamp-enabled", "yes")],
+    );
+    let mut c = s.raw();
+    write_sample(&mut c);
+    let want = digest(&mut c);
+    drop(c);
+    sigkill(&s);
+    drop(s);
+    let incr = incr_file(&dir);
+    let text = std::fs::read(&incr).unwrap();
+    assert!(
+        text.starts_with(b"#TS:"),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+    let s = start(&server_bin(), &dir, &[]);
+    let mut c = s.raw();
+    assert_eq!(digest(&mut c), want);
+}
+
 fn persistence(c: &mut RawClient) -> String {
     match c.cmd(&["INFO", "persistence"]) {
         RespFrame::Bulk(b) => String::from_utf8_lossy(&b).to_string(),
