@@ -293,36 +293,41 @@ fn interop_with_real_redis_both_ways() {
     }
 }
 
+/// `aof-timestamp-enabled yes`: the `#TS:` annotations either server
+/// writes load in the other.
 #[test]
-fn timestamp_annotations_from_real_redis_load() {
+fn timestamp_annotations_interop_with_real_redis() {
     let Some(redis) = tool("redis-server") else {
         return;
     };
     if is_real_redis() {
         return;
     }
-    let dir = TempDir::new("aof-ts");
-    let s = start(
-        &redis,
-        &dir,
-        &[("appendfsync", "always"), ("aof-timestamp-enabled", "yes")],
-    );
-    let mut c = s.raw();
-    write_sample(&mut c);
-    let want = digest(&mut c);
-    drop(c);
-    sigkill(&s);
-    drop(s);
-    let incr = incr_file(&dir);
-    let text = std::fs::read(&incr).unwrap();
-    assert!(
-        text.starts_with(b"#TS:"),
-        "{}",
-        String::from_utf8_lossy(&text)
-    );
-    let s = start(&server_bin(), &dir, &[]);
-    let mut c = s.raw();
-    assert_eq!(digest(&mut c), want);
+    let ours = server_bin();
+    for (writer_bin, reader_bin) in [(&redis, &ours), (&ours, &redis)] {
+        let dir = TempDir::new("aof-ts");
+        let s = start(
+            writer_bin,
+            &dir,
+            &[("appendfsync", "always"), ("aof-timestamp-enabled", "yes")],
+        );
+        let mut c = s.raw();
+        write_sample(&mut c);
+        let want = digest(&mut c);
+        drop(c);
+        sigkill(&s);
+        drop(s);
+        let text = std::fs::read(incr_file(&dir)).unwrap();
+        assert!(
+            text.starts_with(b"#TS:"),
+            "{}: {}",
+            writer_bin.display(),
+            String::from_utf8_lossy(&text)
+        );
+        let s = start(reader_bin, &dir, &[]);
+        let mut c = s.raw();
+        assert_eq!(digest(&mut c), want, "{}", reader_bin.display());
+    }
 }
 
 fn persistence(c: &mut RawClient) -> String {

@@ -75,6 +75,11 @@ pub struct Aof {
     pub write_failed: bool,
     /// The database the last written command ran in.
     pub sel_db: Option<usize>,
+    /// `aof-timestamp-enabled`: a `#TS:` line precedes a unit logged in a
+    /// new second.
+    pub timestamps: bool,
+    /// The second of the last `#TS:` line written.
+    pub cur_ts: i64,
     pub io: Option<Arc<Io>>,
     pub manifest: Manifest,
     pub base_size: u64,
@@ -138,10 +143,28 @@ impl Aof {
             self.sel_db = Some(db);
         }
         resp(&mut self.buf, args);
+        self.count(before);
+    }
+
+    fn count(&mut self, before: usize) {
         let n = (self.buf.len() - before) as u64;
         self.offset += n;
         self.incr_size += n;
         self.last_incr_size += n;
+    }
+
+    fn annotate_time(&mut self) {
+        let now = crate::state::now_ms() / 1000;
+        if !self.timestamps || now == self.cur_ts {
+            return;
+        }
+        self.cur_ts = now;
+        let before = self.buf.len();
+        self.buf.extend_from_slice(b"#TS:");
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(now).as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+        self.count(before);
     }
 
     /// write(2)s the buffered units, under the state lock as Redis writes
@@ -295,6 +318,7 @@ impl crate::propagate::Consumer for Aof {
 
     /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
     fn feed(&mut self, ops: &[(usize, Vec<Bytes>)]) {
+        self.annotate_time();
         if ops.len() > 1 {
             self.emit(ops[0].0, &[b("MULTI")]);
             for (db, a) in ops {

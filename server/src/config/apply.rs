@@ -133,6 +133,7 @@ impl State {
 
     fn apply_fsync(&mut self) {
         self.aof.policy = self.cfg.appendfsync;
+        self.aof.timestamps = self.cfg.aof_timestamp_enabled;
         crate::aof::sync_policy(self);
     }
 }

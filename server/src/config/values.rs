@@ -251,4 +251,5 @@ values! {
     auto_aof_rewrite_percentage: i64 = "auto-aof-rewrite-percentage",
     auto_aof_rewrite_min_size: i64 = "auto-aof-rewrite-min-size",
     aof_load_truncated: bool = "aof-load-truncated",
+    aof_timestamp_enabled: bool = "aof-timestamp-enabled" => AofFsync,
 }
