@@ -511,4 +511,21 @@ mod tests {
             "SELECT 0 SET a 1 MULTI INCR n SELECT 1 DEL x EXEC"
         );
     }
+
+    /// One `#TS:` line per second, before the unit (and its SELECT).
+    #[test]
+    fn timestamp_annotation_once_a_second() {
+        use crate::propagate::Consumer;
+        let mut a = Aof {
+            on: true,
+            timestamps: true,
+            ..Default::default()
+        };
+        a.feed(&[(0, vec![b("SET"), b("a"), b("1")])]);
+        a.feed(&[(0, vec![b("SET"), b("b"), b("1")])]);
+        let text = String::from_utf8_lossy(&a.buf).to_string();
+        assert!(text.starts_with(&format!("#TS:{}\r\n*2\r\n$6\r\nSELECT", a.cur_ts)));
+        assert_eq!(text.matches("#TS:").count(), 1);
+        assert_eq!(a.offset, a.buf.len() as u64);
+    }
 }
