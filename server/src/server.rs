@@ -186,7 +186,7 @@ async fn cron(shared: Arc<Shared>) {
         }
         let now = now_ms();
         st.clock_base = (std::time::Instant::now(), crate::state::now_us());
-        if st.active_expire {
+        if st.active_expire && st.pause.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();

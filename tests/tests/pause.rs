@@ -78,3 +78,29 @@ fn pause_write_holds_back_what_may_write() {
     assert_eq!(tx.read(), Frame::Array(vec![ok()]));
     assert_eq!(blocked_clients(&mut r), 0);
 }
+
+#[test]
+fn pause_keeps_expired_keys_until_unpause() {
+    let s = Server::start(&[]);
+    let mut r = s.raw();
+    let expired = |r: &mut RawClient| -> i64 {
+        let info = text(&r.cmd(&["INFO", "stats"]));
+        info.lines()
+            .find_map(|l| l.strip_prefix("expired_keys:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(r.cmd(&["SET", "foo", "bar", "PX", "10"]), ok());
+    assert_eq!(r.cmd(&["CLIENT", "PAUSE", "50000", "WRITE"]), ok());
+    thread::sleep(Duration::from_millis(300));
+    // Logically gone, yet neither the cron nor the read deletes it.
+    assert_eq!(r.cmd(&["GET", "foo"]), nil());
+    assert_eq!(r.cmd(&["DBSIZE"]), int(1));
+    assert_eq!(expired(&mut r), 0);
+    assert_eq!(r.cmd(&["CLIENT", "UNPAUSE"]), ok());
+    assert_eq!(r.cmd(&["GET", "foo"]), nil());
+    assert_eq!(r.cmd(&["DBSIZE"]), int(0));
+    assert_eq!(expired(&mut r), 1);
+}

@@ -12,6 +12,11 @@ pub const GENERIC: u32 = crate::config::NOTIFY_CLASSES[0].1;
 impl State {
     /// Deletes `key` if expired; true if it was.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64) -> bool {
+        // During CLIENT PAUSE the dataset must not change: an expired key
+        // reads as missing but stays until the pause ends, as in Redis.
+        if self.pause.is_some() {
+            return self.dbs[db].is_expired(key, now);
+        }
         if self.dbs[db].expire_if_needed(key, now) {
             self.expired(db, key);
             true
@@ -21,19 +26,22 @@ impl State {
     }
 
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
-        self.expire_if_needed(db, key, now);
-        let found = self.dbs[db].contains(key);
+        let gone = self.expire_if_needed(db, key, now);
+        let found = !gone && self.dbs[db].contains(key);
         if found {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
             self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+            return None;
         }
         self.dbs[db].get(key)
     }
 
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now: i64) -> Option<&mut Value> {
-        self.expire_if_needed(db, key, now);
+        if self.expire_if_needed(db, key, now) {
+            return None;
+        }
         self.dbs[db].get_mut(key)
     }
 
