@@ -97,6 +97,8 @@ fn pause_keeps_expired_keys_until_unpause() {
     thread::sleep(Duration::from_millis(300));
     // Logically gone, yet neither the cron nor the read deletes it.
     assert_eq!(r.cmd(&["GET", "foo"]), nil());
+    assert_eq!(r.cmd(&["EXISTS", "foo"]), int(0));
+    assert_eq!(r.cmd(&["TTL", "foo"]), int(-2));
     assert_eq!(r.cmd(&["DBSIZE"]), int(1));
     assert_eq!(expired(&mut r), 0);
     assert_eq!(r.cmd(&["CLIENT", "UNPAUSE"]), ok());

@@ -63,14 +63,14 @@ impl State {
     }
 
     fn peek_counted(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> Option<&Value> {
-        self.expire_if_needed(db, key, now);
-        if self.dbs[db].contains(key) {
+        if !self.expire_if_needed(db, key, now) && self.dbs[db].contains(key) {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
             if notify {
                 self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
             }
+            return None;
         }
         self.dbs[db].peek(key)
     }
