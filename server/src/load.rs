@@ -246,12 +246,7 @@ fn aof_at_startup(st: &mut State) -> Result<(), String> {
         }
         Some(t) => {
             let m = Manifest::parse(&t)?;
-            let files: Vec<String> = m
-                .base
-                .iter()
-                .chain(&m.incrs)
-                .map(|(n, _)| n.clone())
-                .collect();
+            let files = listed(&m);
             // Every file must be there before anything is loaded.
             for f in &files {
                 std::fs::metadata(dir.join(f)).map_err(|e| {
@@ -261,12 +256,7 @@ fn aof_at_startup(st: &mut State) -> Result<(), String> {
                     )
                 })?;
             }
-            st.aof.loading = true;
-            let n = files.len();
-            for (i, f) in files.iter().enumerate() {
-                load_file(st, &dir, f, i + 1 == n)?;
-            }
-            st.aof.loading = false;
+            load_files(st, &dir, &files)?;
             info!(
                 "DB loaded from append only file: {:.3} seconds",
                 start.elapsed().as_secs_f64()
@@ -302,24 +292,34 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
         st.touch_all_watched(db, None);
         drop(st.dbs[db].take());
     }
-    let files: Vec<String> = m
-        .base
-        .iter()
-        .chain(&m.incrs)
-        .map(|(n, _)| n.clone())
-        .collect();
-    st.aof.loading = true;
-    let n = files.len();
-    let res = files
-        .iter()
-        .enumerate()
-        .try_for_each(|(i, f)| load_file(st, &dir, f, i + 1 == n));
-    st.aof.loading = false;
+    let res = load_files(st, &dir, &listed(&m));
     // What was loaded is already in the log.
     st.dirty = 0;
     res?;
     info!("Append Only File loaded by DEBUG LOADAOF");
     Ok(())
+}
+
+/// The files a manifest lists, in loading order: the base, then the incr
+/// files.
+fn listed(m: &Manifest) -> Vec<String> {
+    m.base
+        .iter()
+        .chain(&m.incrs)
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+/// Loads `files` in order; only the last may end in a cut command.
+fn load_files(st: &mut State, dir: &Path, files: &[String]) -> Result<(), String> {
+    st.aof.loading = true;
+    let n = files.len();
+    let res = files
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, f)| load_file(st, dir, f, i + 1 == n));
+    st.aof.loading = false;
+    res
 }
 
 /// Start-up with `appendonly no`: the manifest is still read, as Redis
