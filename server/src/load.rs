@@ -68,15 +68,22 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let m = st.aof.manifest.clone();
     let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
     let incr_seq = next_incr_seq(&m);
-    let base = format!("{name}.{base_seq}.base.rdb");
+    let commands = !st.cfg.aof_use_rdb_preamble;
+    let base = crate::aof::base_name(&name, base_seq, commands);
     let incr = format!("{name}.{incr_seq}.incr.aof");
     info!("Creating AOF base file {base} on server start");
     info!("Creating AOF incr file {incr} on server start");
     let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let res = (|| {
-        let f = File::create(&tmp)?;
-        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
+        let w = io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
+        let w = if commands {
+            let image = crate::persist::write_snapshot(st, Vec::new(), true)?;
+            storage::aofcmd::from_rdb(&image, crate::state::now_ms(), w)
+                .map_err(io::Error::other)?
+        } else {
+            crate::persist::write_snapshot(st, w, true)?
+        };
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, dir.join(&base))
     })();

@@ -252,4 +252,5 @@ values! {
     auto_aof_rewrite_min_size: i64 = "auto-aof-rewrite-min-size",
     aof_load_truncated: bool = "aof-load-truncated",
     aof_timestamp_enabled: bool = "aof-timestamp-enabled" => AofFsync,
+    aof_use_rdb_preamble: bool = "aof-use-rdb-preamble",
 }

@@ -73,6 +73,11 @@ pub trait Sink {
     /// RESIZEDB: database `db` is about to get `keys` keys, `expires` of
     /// them with a TTL (sizing the tables up front saves rehashing).
     fn resize(&mut self, _db: usize, _keys: u64, _expires: u64) {}
+    /// A function library's code; an error stops the load. Sinks that
+    /// only want keys skip it.
+    fn function(&mut self, _code: Vec<u8>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 impl<F: FnMut(Loaded) -> Result<(), String>> Sink for F {
@@ -589,7 +594,11 @@ pub fn load_into(
                 sum.aux.push((k, v));
             }
             OP_MODULE_AUX => return at("module aux data is not supported", op_at),
-            OP_FUNCTION | OP_FUNCTION2 => return at("functions are not supported", op_at),
+            OP_FUNCTION => return at("pre-release function format not supported", op_at),
+            OP_FUNCTION2 => {
+                let code = r.string()?.into_owned();
+                sink.function(code).or_else(|e| at(e, op_at))?;
+            }
             t => {
                 let key = r.string()?.into_owned();
                 let value = read_value(&mut r, t, lim)?;
