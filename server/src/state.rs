@@ -128,6 +128,14 @@ pub struct Blocked {
 }
 
 impl Client {
+    /// Connected from loopback (or not over TCP): what `local` in
+    /// `enable-debug-command` and `enable-protected-configs` allows.
+    pub fn is_local(&self) -> bool {
+        self.addr
+            .parse::<std::net::SocketAddr>()
+            .map_or(true, |a| a.ip().is_loopback())
+    }
+
     /// Output produced for this client and not yet taken by its socket:
     /// what `client-output-buffer-limit` and CLIENT LIST's `omem` count.
     pub fn output_bytes(&self) -> usize {

@@ -547,8 +547,8 @@ impl Config {
     }
 
     /// CONFIG SET's immutability rule, as its error reason.
-    pub fn settable(&self, opt: &Opt) -> Result<(), String> {
-        if PROTECTED.contains(&opt.name) && self.enable_protected_configs == Allow::No {
+    pub fn settable(&self, opt: &Opt, local: bool) -> Result<(), String> {
+        if PROTECTED.contains(&opt.name) && !self.enable_protected_configs.permits(local) {
             return Err("can't set protected config".into());
         }
         if !opt.mutable {

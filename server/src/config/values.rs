@@ -153,6 +153,13 @@ choices! {
     }
 }
 
+impl Allow {
+    /// Whether a client (from loopback or a Unix socket: `local`) may.
+    pub fn permits(self, local: bool) -> bool {
+        self == Allow::Yes || (self == Allow::Local && local)
+    }
+}
+
 /// Declares [`Values`] and the one mapping from option names to its fields
 /// and hooks.
 macro_rules! values {
