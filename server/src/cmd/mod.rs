@@ -17,6 +17,7 @@ pub mod bitmap;
 pub mod blocking;
 mod call;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
