@@ -19,6 +19,7 @@ pub mod error;
 pub mod evict;
 pub mod load;
 pub mod log;
+pub mod migrate;
 pub mod os;
 pub mod persist;
 pub mod propagate;

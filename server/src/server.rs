@@ -191,6 +191,7 @@ async fn cron(shared: Arc<Shared>) {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();
+        st.migrate.close_idle(now);
         for db in st.dbs.iter_mut() {
             db.cron();
         }

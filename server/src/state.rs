@@ -325,6 +325,8 @@ pub struct State {
     /// The Lua interpreter, created on first use; taken out while a
     /// script runs.
     pub engine: Option<scripting::Engine>,
+    /// MIGRATE's cached connections.
+    pub migrate: crate::migrate::Links,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
@@ -394,6 +396,7 @@ impl State {
             peak_memory: 0,
             startup_memory: crate::evict::used_memory(),
             engine: None,
+            migrate: Default::default(),
             script_run: Arc::default(),
             scripts_may_call_any: false,
             pubsub: Default::default(),

@@ -215,7 +215,7 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
 }
 
 /// The positions of the arguments Redis redacts: every argument of AUTH,
-/// the user name and password of HELLO's AUTH option.
+/// the user name and password of HELLO's AUTH and MIGRATE's AUTH/AUTH2.
 fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
     match name {
         "auth" => 1..args.len(),
@@ -226,6 +226,20 @@ fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
                     return j + 1..(j + 3).min(args.len());
                 }
                 j += 2;
+            }
+            0..0
+        }
+        "migrate" => {
+            for j in 6..args.len() {
+                if super::is(&args[j], "auth") {
+                    return j + 1..(j + 2).min(args.len());
+                }
+                if super::is(&args[j], "auth2") {
+                    return j + 1..(j + 3).min(args.len());
+                }
+                if super::is(&args[j], "keys") {
+                    break;
+                }
             }
             0..0
         }

@@ -33,6 +33,7 @@ pub mod list;
 pub mod memory;
 #[rustfmt::skip]
 pub mod meta;
+pub mod migrate;
 pub mod persist;
 pub mod pubsub;
 pub mod scan;

@@ -213,6 +213,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     scripting::HANDLERS,
     pubsub::HANDLERS,
     persist::HANDLERS,
+    migrate::HANDLERS,
     aof::HANDLERS,
     memory::HANDLERS,
 ];
@@ -341,7 +342,6 @@ mod tests {
         "georadiusbymember_ro",
         "geosearch",
         "geosearchstore",
-        "migrate",
         "module",
         "module|help",
         "module|list",
