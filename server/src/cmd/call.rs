@@ -152,9 +152,18 @@ fn micros(base: std::time::Instant, t: std::time::Instant) -> u64 {
 }
 
 fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
-    // As Redis: at most 32 arguments, each cut to 128 bytes.
+    // As Redis: at most 32 arguments, each cut to 128 bytes; passwords
+    // as in MONITOR.
+    let secret = secret_args(
+        &String::from_utf8_lossy(&args[0]).to_ascii_lowercase(),
+        args,
+    );
     let mut logged: Vec<Bytes> = Vec::new();
     for (i, a) in args.iter().enumerate() {
+        if secret.contains(&i) {
+            logged.push(Bytes::from_static(b"(redacted)"));
+            continue;
+        }
         if i == 31 && args.len() > 32 {
             logged.push(Bytes::from(format!(
                 "... ({} more arguments)",
