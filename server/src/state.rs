@@ -327,6 +327,7 @@ pub struct State {
     pub engine: Option<scripting::Engine>,
     /// MIGRATE's cached connections.
     pub migrate: crate::migrate::Links,
+    pub oom: crate::oom::OomScore,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
@@ -397,6 +398,7 @@ impl State {
             startup_memory: crate::evict::used_memory(),
             engine: None,
             migrate: Default::default(),
+            oom: Default::default(),
             script_run: Arc::default(),
             scripts_may_call_any: false,
             pubsub: Default::default(),

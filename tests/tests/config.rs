@@ -107,3 +107,45 @@ fn immutable_enum_options_take_their_choices() {
         "{text}"
     );
 }
+
+/// `oom-score-adj`: relative to the score found when turned on, or
+/// absolute; restored when turned off; a value the kernel refuses fails
+/// CONFIG SET and keeps the old values.
+#[test]
+fn oom_score_adj_sets_the_process_score() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let path = format!("/proc/{}/oom_score_adj", s.pid());
+    let score = || -> i64 {
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    std::fs::write(&path, "22").unwrap();
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "9 20 30"]),
+        ok()
+    );
+    assert_eq!(score(), 22, "untouched while off");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "yes"]), ok());
+    assert_eq!(score(), 31);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "absolute"]), ok());
+    assert_eq!(score(), 9);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "1500 0 0"]),
+        ok()
+    );
+    assert_eq!(score(), 1000, "clamped");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "no"]), ok());
+    assert_eq!(score(), 22, "restored");
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "-2001 0 0"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'oom-score-adj-values') - Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj", "maybe"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - argument(s) must be one of the following: no, yes, relative, absolute")
+    );
+}

@@ -25,7 +25,7 @@ mod values;
 pub use apply::{Followup, Hook};
 use protocol::split_args;
 use std::collections::HashMap;
-pub use values::{Allow, Events, Fsync, Loglevel, Policy, Values};
+pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, Values};
 
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {

@@ -40,6 +40,15 @@ impl FromCanon for Vec<String> {
     }
 }
 
+/// Integers (`oom-score-adj-values`).
+impl FromCanon for Vec<i64> {
+    fn from_canon(s: &str) -> Self {
+        s.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
+
 /// Numbers (`latency-tracking-info-percentiles`).
 impl FromCanon for Vec<f64> {
     fn from_canon(s: &str) -> Self {
@@ -128,6 +137,17 @@ impl Policy {
     }
     pub fn lru(self) -> bool {
         matches!(self, Policy::AllkeysLru | Policy::VolatileLru)
+    }
+}
+
+choices! {
+    /// `oom-score-adj` (`yes` is `relative`).
+    OomMode {
+        #[default]
+        No = "no",
+        Yes = "yes",
+        Relative = "relative",
+        Absolute = "absolute",
     }
 }
 
@@ -260,4 +280,6 @@ values! {
     aof_load_truncated: bool = "aof-load-truncated",
     aof_timestamp_enabled: bool = "aof-timestamp-enabled" => AofFsync,
     aof_use_rdb_preamble: bool = "aof-use-rdb-preamble",
+    oom_score_adj: OomMode = "oom-score-adj" => Oom,
+    oom_score_adj_values: Vec<i64> = "oom-score-adj-values" => Oom,
 }
