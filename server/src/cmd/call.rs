@@ -212,7 +212,7 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
         if secret.contains(&i) {
             line.push_str("\"(redacted)\"");
         } else {
-            line.push_str(&quote_monitor(a));
+            line.push_str(&protocol::repr(a));
         }
     }
     line.push_str("\r\n");
@@ -254,26 +254,6 @@ fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
         }
         _ => 0..0,
     }
-}
-
-/// Redis's `sdscatrepr`: a double-quoted string with C escapes.
-pub fn quote_monitor(a: &[u8]) -> String {
-    let mut s = String::from("\"");
-    for &b in a {
-        match b {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            7 => s.push_str("\\a"),
-            8 => s.push_str("\\b"),
-            0x20..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s.push('"');
-    s
 }
 
 #[cfg(test)]

@@ -48,7 +48,6 @@ pub mod zset;
 pub mod zsetops;
 
 pub use blocking::timeout_arg;
-pub use call::quote_monitor;
 pub use table::*;
 
 use crate::error::Error;
