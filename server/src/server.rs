@@ -33,10 +33,12 @@ fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
                 warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
             }
             Err(e) => {
+                // The suite retries on another port when it reads this.
+                warn!("Warning: Could not create server TCP listening socket {sock}: {e}");
                 return Err(std::io::Error::new(
                     e.kind(),
-                    format!("Could not create server TCP listening socket {sock}: {e}"),
-                ))
+                    format!("Failed listening on port {port} (TCP), aborting."),
+                ));
             }
         }
     }
@@ -75,6 +77,9 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     crate::load::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
     let listeners = listen(&state.cfg)?;
+    let show_logo = state.cfg.always_show_logo
+        || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    crate::log::startup_banner(show_logo, state.cfg.port);
     let shared = Arc::new(Shared::new(state));
     {
         let mut st = shared.state.lock();

@@ -204,6 +204,7 @@ values! {
     loglevel: Loglevel = "loglevel",
     logfile: String = "logfile",
     disable_thp: bool = "disable-thp",
+    always_show_logo: bool = "always-show-logo",
     enable_debug_command: Allow = "enable-debug-command",
     enable_protected_configs: Allow = "enable-protected-configs",
     databases: i64 = "databases",
