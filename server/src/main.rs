@@ -33,6 +33,7 @@ fn main() {
         }
     };
     init_logging(&cfg);
+    cinnabar_server::crash::install_panic_hook();
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
     tracing::warn!(
         "Redis version=7.0.15, bits=64, commit=00000000, modified=0, pid={}, just started",

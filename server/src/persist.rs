@@ -177,6 +177,8 @@ pub fn load_bytes_mode(
             dbs: &mut st.dbs,
             merge,
             now,
+            key_delay: st.cfg.key_load_delay,
+            keys: 0,
         },
     )
 }
@@ -187,10 +189,23 @@ struct Loader<'a> {
     /// DEBUG RELOAD MERGE: a key already present is replaced.
     merge: bool,
     now: i64,
+    /// `key-load-delay`: µs to sleep after each key; a negative value
+    /// sleeps 1 µs once per that many keys.
+    key_delay: i64,
+    keys: u64,
 }
 
 impl rdb::Sink for Loader<'_> {
     fn key(&mut self, k: rdb::Loaded) -> Result<(), String> {
+        self.keys += 1;
+        match self.key_delay {
+            0 => {}
+            d if d > 0 => std::thread::sleep(Duration::from_micros(d as u64)),
+            d if self.keys.is_multiple_of(d.unsigned_abs()) => {
+                std::thread::sleep(Duration::from_micros(1))
+            }
+            _ => {}
+        }
         let ndbs = self.dbs.len();
         let Some(db) = self.dbs.get_mut(k.db) else {
             return Err(format!(
@@ -491,6 +506,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         tmp: tmp.clone(),
         target,
         checksum: opts.checksum,
+        key_delay: st.cfg.rdb_key_save_delay,
     };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
@@ -537,7 +553,12 @@ struct StreamPos {
 /// One slice under the lock: the records writes captured, then the walk
 /// for up to [`SLICE`]. Returns the bytes and whether the snapshot is
 /// complete (then every database has stopped capturing).
-fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, bool) {
+fn slice(
+    st: &mut State,
+    pos: &mut StreamPos,
+    budget: Duration,
+    max_keys: usize,
+) -> (Vec<u8>, bool) {
     let start = Instant::now();
     let mut out = Vec::new();
     let n = st.dbs.len();
@@ -575,7 +596,7 @@ fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, boo
         };
         pos.walking = i;
         let db = &mut st.dbs[i];
-        db.snapshot_step(256, SLICE_BYTES);
+        db.snapshot_step(max_keys, SLICE_BYTES);
         emit(db, &mut out, pos);
         if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
             break;
@@ -633,6 +654,9 @@ struct Job {
     tmp: PathBuf,
     target: Target,
     checksum: bool,
+    /// `rdb-key-save-delay` when the job started (µs per key), as a
+    /// forked child keeps its parent's configuration.
+    key_delay: i64,
 }
 
 impl Job {
@@ -663,6 +687,21 @@ impl Job {
         }
     }
 
+    /// `rdb-key-save-delay` after a key: that many µs (a negative value, 1 µs),
+    /// in steps that notice the job being abandoned.
+    fn delay(&self) {
+        let mut left = match self.key_delay {
+            0 => return,
+            d if d < 0 => Duration::from_micros(1),
+            d => Duration::from_micros(d as u64),
+        };
+        while !left.is_zero() && !self.abort.load(Relaxed) {
+            let step = left.min(Duration::from_millis(10));
+            std::thread::sleep(step);
+            left -= step;
+        }
+    }
+
     /// Streams the snapshot to the file: slices under the lock, writes
     /// outside it (which is also the backpressure: the walk does not run
     /// ahead of the disk by more than one slice), then EOF, checksum and
@@ -685,7 +724,11 @@ impl Job {
             if self.abort.load(Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
-            let (bytes, complete) = slice(&mut st, &mut pos, SLICE);
+            // With a key delay, one key a slice and the sleep outside the lock.
+            let (bytes, complete) = match self.key_delay {
+                0 => slice(&mut st, &mut pos, SLICE, 256),
+                _ => slice(&mut st, &mut pos, Duration::ZERO, 1),
+            };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
             let d = t.elapsed();
@@ -715,6 +758,7 @@ impl Job {
             if complete {
                 break;
             }
+            self.delay();
         }
         put(&mut w, &[rdb::OP_EOF])?;
         let crc = if self.checksum { crc } else { 0 };
@@ -767,7 +811,7 @@ mod tests {
         }
         let mut pos = StreamPos::default();
         loop {
-            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO);
+            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO, 256);
             file.extend_from_slice(&bytes);
             if complete {
                 break;

@@ -190,6 +190,7 @@ async fn cron(shared: Arc<Shared>) {
             continue;
         }
         let now = now_ms();
+        crate::crash::beat();
         st.clock_base = (std::time::Instant::now(), crate::state::now_us());
         if st.active_expire && st.pause.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));

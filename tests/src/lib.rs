@@ -218,6 +218,12 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The exit code once the process has ended (`None` while it runs or
+    /// when a signal ended it).
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().and_then(|s| s.code())
+    }
+
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()

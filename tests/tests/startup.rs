@@ -4,7 +4,8 @@
 //! running as a system service (daemonize, pidfile, NOTIFY_SOCKET, a Unix
 //! socket, modules).
 
-use cinnabar_tests::{is_real_redis, Server};
+use cinnabar_tests::{bulk, err, is_real_redis, ok, simple, text, RespFrame, Server};
+use std::time::Duration;
 
 #[test]
 fn logo_shows_the_pid_and_port() {
@@ -51,4 +52,76 @@ fn a_busy_port_is_reported_as_redis_does() {
             "{text}"
         );
     }
+}
+
+fn info_field(c: &mut cinnabar_tests::RawClient, section: &str, field: &str) -> String {
+    let r = text(&c.cmd(&["INFO", section]));
+    r.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {r}"))
+        .to_string()
+}
+
+#[test]
+fn hidden_test_options_start_and_answer_only_by_name() {
+    let s = Server::start(&[
+        ("use-exit-on-panic", "yes"),
+        ("key-load-delay", "50"),
+        ("rdb-key-save-delay", "-10"),
+        ("loading-process-events-interval-bytes", "1024"),
+        ("watchdog-period", "0"),
+    ]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "key-load-delay"]),
+        RespFrame::Array(vec![bulk("key-load-delay"), bulk("50")])
+    );
+    assert!(text(&c.cmd(&["CONFIG", "GET", "*"])).contains("maxmemory-samples"));
+    for pattern in ["*", "key*", "*delay*"] {
+        let all = text(&c.cmd(&["CONFIG", "GET", pattern]));
+        assert!(!all.contains("key-load-delay"), "{pattern}: {all}");
+    }
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "loading-process-events-interval-bytes", "10"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'loading-process-events-interval-bytes') - argument must be between 1024 and 2147483647 inclusive")
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "use-exit-on-panic", "no"]), ok());
+}
+
+#[test]
+fn use_exit_on_panic_exits_with_1() {
+    let mut s = Server::start(&[
+        ("use-exit-on-panic", "yes"),
+        ("enable-debug-command", "yes"),
+    ]);
+    let mut c = s.raw();
+    c.send_cmd(&["DEBUG", "PANIC"]);
+    c.expect_closed();
+    let t = std::time::Instant::now();
+    while s.alive() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(s.exit_code(), Some(1));
+    assert!(s
+        .log()
+        .contains("Guru Meditation: DEBUG PANIC called at Unix time"));
+}
+
+#[test]
+fn rdb_key_save_delay_slows_a_background_save() {
+    let s = Server::start(&[("rdb-key-save-delay", "200000")]);
+    let mut c = s.raw();
+    for i in 0..10 {
+        assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), ok());
+    }
+    assert_eq!(c.cmd(&["BGSAVE"]), simple("Background saving started"));
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        info_field(&mut c, "persistence", "rdb_bgsave_in_progress"),
+        "1"
+    );
+    // Clients are not held up by the slow walk.
+    let t = std::time::Instant::now();
+    assert_eq!(c.cmd(&["SET", "x", "y"]), ok());
+    assert!(t.elapsed() < Duration::from_millis(150));
 }

@@ -34,6 +34,8 @@ pub enum Hook {
     AofFsync,
     /// `appendonly`: the AOF starts (with a rewrite) or stops.
     Appendonly,
+    /// `use-exit-on-panic`, `watchdog-period`.
+    Crash,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].
@@ -79,6 +81,9 @@ impl State {
             }
             Hook::AofFsync => self.apply_fsync(),
             Hook::Appendonly => return Ok(Some(Followup::Appendonly)),
+            Hook::Crash => {
+                crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
+            }
         }
         Ok(None)
     }
@@ -90,6 +95,7 @@ impl State {
         self.memory.configure(&self.cfg);
         self.slowlog.truncate(self.tun.slowlog_max_len);
         self.apply_fsync();
+        crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period);
     }
 
     fn retune(&mut self) {

@@ -205,6 +205,8 @@ values! {
     logfile: String = "logfile",
     disable_thp: bool = "disable-thp",
     always_show_logo: bool = "always-show-logo",
+    use_exit_on_panic: bool = "use-exit-on-panic" => Crash,
+    watchdog_period: i64 = "watchdog-period" => Crash,
     enable_debug_command: Allow = "enable-debug-command",
     enable_protected_configs: Allow = "enable-protected-configs",
     databases: i64 = "databases",
@@ -253,4 +255,9 @@ values! {
     auto_aof_rewrite_min_size: i64 = "auto-aof-rewrite-min-size",
     aof_load_truncated: bool = "aof-load-truncated",
     aof_timestamp_enabled: bool = "aof-timestamp-enabled" => AofFsync,
+    // Test-only delays (microseconds; a negative value sleeps 1 µs once per
+    // that many keys) and how often loading lets clients in.
+    rdb_key_save_delay: i64 = "rdb-key-save-delay",
+    key_load_delay: i64 = "key-load-delay",
+    loading_process_events_interval_bytes: i64 = "loading-process-events-interval-bytes",
 }
