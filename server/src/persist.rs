@@ -8,7 +8,7 @@
 use crate::state::{now_ms, Shared, State};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::rdb::{self, Limits, LoadSummary, SaveOpts};
@@ -165,22 +165,99 @@ pub fn load_bytes_mode(
     data: &[u8],
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
-    let lim = limits(st);
-    let verify = st.cfg.rdbchecksum;
+    let opts = load_opts(st, merge);
+    load_dbs(&mut st.dbs, data, &opts, None)
+}
+
+/// What a load takes from the configuration, read before it starts (the
+/// start-up load runs without the lock).
+pub struct LoadOpts {
+    lim: Limits,
+    verify: bool,
+    merge: bool,
+    key_delay: i64,
+}
+
+pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
+    LoadOpts {
+        lim: limits(st),
+        verify: st.cfg.rdbchecksum,
+        merge,
+        key_delay: st.cfg.key_load_delay,
+    }
+}
+
+/// Loads an RDB image into `dbs`, reporting its progress to `progress`.
+pub fn load_dbs(
+    dbs: &mut [Db],
+    data: &[u8],
+    opts: &LoadOpts,
+    progress: Option<&LoadProgress>,
+) -> Result<LoadSummary, rdb::LoadError> {
     let now = now_ms();
     rdb::load_into(
         data,
-        &lim,
+        &opts.lim,
         now,
-        verify,
+        opts.verify,
         Loader {
-            dbs: &mut st.dbs,
-            merge,
+            dbs,
+            merge: opts.merge,
             now,
-            key_delay: st.cfg.key_load_delay,
+            key_delay: opts.key_delay,
             keys: 0,
+            progress,
         },
     )
+}
+
+/// A load at start-up in progress: INFO persistence shows it, and the
+/// gate answers -LOADING to the commands that cannot run meanwhile.
+pub struct Loading {
+    pub start_s: i64,
+    pub total_bytes: u64,
+    pub progress: Arc<LoadProgress>,
+}
+
+/// What the loader, which runs without the lock, has got to.
+#[derive(Default)]
+pub struct LoadProgress {
+    pub loaded_bytes: AtomicU64,
+    /// `used-mem` from the RDB's header.
+    pub rdb_used_mem: AtomicU64,
+}
+
+impl Loading {
+    pub fn new(total_bytes: u64) -> Loading {
+        Loading {
+            start_s: now_ms() / 1000,
+            total_bytes,
+            progress: Arc::default(),
+        }
+    }
+
+    /// INFO persistence's `loading_*` fields, with Redis's estimate.
+    pub fn info(&self) -> Vec<String> {
+        let loaded = self.progress.loaded_bytes.load(Relaxed);
+        let perc = loaded as f64 / (self.total_bytes + 1) as f64 * 100.0;
+        let elapsed = now_ms() / 1000 - self.start_s;
+        let eta = if elapsed <= 0 {
+            1
+        } else {
+            (elapsed as u64 * self.total_bytes / (loaded + 1)) as i64 - elapsed
+        };
+        vec![
+            format!("loading_start_time:{}", self.start_s),
+            format!("loading_total_bytes:{}", self.total_bytes),
+            format!(
+                "loading_rdb_used_mem:{}",
+                self.progress.rdb_used_mem.load(Relaxed)
+            ),
+            format!("loading_loaded_bytes:{loaded}"),
+            format!("loading_loaded_perc:{perc:.2}"),
+            format!("loading_eta_seconds:{eta}"),
+        ]
+    }
 }
 
 /// Puts loaded keys into the databases.
@@ -193,9 +270,23 @@ struct Loader<'a> {
     /// sleeps 1 µs once per that many keys.
     key_delay: i64,
     keys: u64,
+    progress: Option<&'a LoadProgress>,
 }
 
 impl rdb::Sink for Loader<'_> {
+    fn progress(&mut self, offset: usize) {
+        if let Some(p) = self.progress {
+            p.loaded_bytes.store(offset as u64, Relaxed);
+        }
+    }
+
+    fn aux(&mut self, key: &[u8], value: &[u8]) {
+        if let (Some(p), b"used-mem") = (self.progress, key) {
+            let n = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            p.rdb_used_mem.store(n.unwrap_or(0), Relaxed);
+        }
+    }
+
     fn key(&mut self, k: rdb::Loaded) -> Result<(), String> {
         self.keys += 1;
         match self.key_delay {
@@ -285,7 +376,8 @@ pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool
         warn!("There is a child saving an .rdb. Killing it!");
         abort_bgsave(st);
     }
-    if shutdown_saves(st, save) {
+    // Nothing to save while the dataset is not all in memory yet.
+    if st.loading.is_none() && shutdown_saves(st, save) {
         info!("Saving the final RDB snapshot before exiting.");
         if self::save(st).is_err() {
             if !force {

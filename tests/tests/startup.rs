@@ -4,7 +4,7 @@
 //! running as a system service (daemonize, pidfile, NOTIFY_SOCKET, a Unix
 //! socket, modules).
 
-use cinnabar_tests::{bulk, err, is_real_redis, ok, simple, text, RespFrame, Server};
+use cinnabar_tests::{bulk, err, is_real_redis, ok, simple, text, RespFrame, Server, TempDir};
 use std::time::Duration;
 
 #[test]
@@ -97,14 +97,12 @@ fn use_exit_on_panic_exits_with_1() {
     let mut c = s.raw();
     c.send_cmd(&["DEBUG", "PANIC"]);
     c.expect_closed();
-    let t = std::time::Instant::now();
-    while s.alive() && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(s.exit_code(), Some(1));
-    assert!(s
-        .log()
-        .contains("Guru Meditation: DEBUG PANIC called at Unix time"));
+    assert_eq!(wait_exit(&mut s), Some(1));
+    let log = s.log();
+    assert!(
+        log.contains("Guru Meditation: DEBUG PANIC called at Unix time"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -124,4 +122,103 @@ fn rdb_key_save_delay_slows_a_background_save() {
     let t = std::time::Instant::now();
     assert_eq!(c.cmd(&["SET", "x", "y"]), ok());
     assert!(t.elapsed() < Duration::from_millis(150));
+}
+
+/// Fills `dir` with `n` keys saved as the server's dataset (RDB, or AOF
+/// with `aof`), then stops the server.
+fn dataset(dir: &TempDir, n: usize, aof: bool) {
+    let mut s = Server::start(&[
+        ("dir", dir.dir()),
+        ("appendonly", if aof { "yes" } else { "no" }),
+        ("enable-debug-command", "yes"),
+    ]);
+    let mut c = s.raw();
+    if aof {
+        for i in 0..n {
+            assert_eq!(c.cmd(&["SET", &format!("key:{i}"), "value"]), ok());
+        }
+    } else {
+        assert_eq!(c.cmd(&["DEBUG", "POPULATE", &n.to_string()]), ok());
+        assert_eq!(c.cmd(&["SAVE"]), ok());
+    }
+    c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+    c.expect_closed();
+    wait_exit(&mut s);
+}
+
+fn wait_exit(s: &mut Server) -> Option<i32> {
+    let t = std::time::Instant::now();
+    while s.alive() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    s.exit_code()
+}
+
+/// The server answers while it loads: -LOADING for what cannot run, INFO
+/// with the progress, and the dataset once it is done.
+fn listens_while_loading(aof: bool) {
+    let dir = TempDir::new(if aof { "loading-aof" } else { "loading-rdb" });
+    dataset(&dir, 2000, aof);
+    let s = Server::start_listening(
+        &cinnabar_tests::server_bin(),
+        &[
+            ("dir", dir.dir()),
+            ("appendonly", if aof { "yes" } else { "no" }),
+            ("key-load-delay", "1000"),
+            ("loading-process-events-interval-bytes", "1024"),
+        ],
+    );
+    let mut c = s.raw();
+    let loading = err("LOADING Redis is loading the dataset in memory");
+    assert_eq!(c.cmd(&["GET", "key:1"]), loading);
+    assert_eq!(c.cmd(&["PING"]), loading);
+    let info = text(&c.cmd(&["INFO", "persistence"]));
+    for field in [
+        "loading:1",
+        "async_loading:0",
+        "loading_start_time:",
+        "loading_total_bytes:",
+        "loading_rdb_used_mem:",
+        "loading_loaded_bytes:",
+        "loading_loaded_perc:",
+        "loading_eta_seconds:",
+    ] {
+        assert!(info.contains(field), "{field}: {info}");
+    }
+    // ok-loading commands run.
+    assert_eq!(c.cmd(&["CONFIG", "SET", "loglevel", "verbose"]), ok());
+    s.wait_loaded();
+    assert_eq!(c.cmd(&["DBSIZE"]), cinnabar_tests::int(2000));
+    assert_eq!(info_field(&mut c, "persistence", "loading"), "0");
+}
+
+#[test]
+fn rdb_loading_answers_loading() {
+    listens_while_loading(false);
+}
+
+#[test]
+fn aof_loading_answers_loading() {
+    listens_while_loading(true);
+}
+
+#[test]
+fn shutdown_while_loading_keeps_the_file() {
+    let dir = TempDir::new("loading-shutdown");
+    dataset(&dir, 2000, false);
+    let rdb = dir.path().join("dump.rdb");
+    let size = std::fs::metadata(&rdb).unwrap().len();
+    let mut s = Server::start_listening(
+        &cinnabar_tests::server_bin(),
+        &[
+            ("dir", dir.dir()),
+            ("key-load-delay", "1000"),
+            ("save", "1 1"),
+        ],
+    );
+    let mut c = s.raw();
+    c.send_cmd(&["SHUTDOWN"]);
+    c.expect_closed();
+    assert_eq!(wait_exit(&mut s), Some(0));
+    assert_eq!(std::fs::metadata(&rdb).unwrap().len(), size);
 }
