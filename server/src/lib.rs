@@ -15,6 +15,7 @@ pub mod aof;
 pub mod cmd;
 pub mod config;
 pub mod conn;
+pub mod crash;
 pub mod error;
 pub mod evict;
 pub mod load;

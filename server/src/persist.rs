@@ -8,7 +8,7 @@
 use crate::state::{now_ms, Shared, State};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::rdb::{self, Limits, LoadSummary, SaveOpts};
@@ -193,22 +193,105 @@ pub fn load_bytes_mode(
     data: &[u8],
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
-    let lim = limits(st);
-    let verify = st.cfg.rdbchecksum;
+    let opts = load_opts(st, merge);
+    load_dbs(&mut st.dbs, &mut st.engine, data, &opts, None)
+}
+
+/// What a load takes from the configuration, read before it starts (the
+/// start-up load runs without the lock).
+pub struct LoadOpts {
+    lim: Limits,
+    verify: bool,
+    merge: bool,
+    key_delay: i64,
+    script_run: Arc<scripting::RunFlags>,
+}
+
+pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
+    LoadOpts {
+        lim: limits(st),
+        verify: st.cfg.rdbchecksum,
+        merge,
+        key_delay: st.cfg.key_load_delay,
+        script_run: st.script_run.clone(),
+    }
+}
+
+/// Loads an RDB image into `dbs` (its function libraries into `engine`),
+/// reporting its progress to `progress`.
+pub fn load_dbs(
+    dbs: &mut [Db],
+    engine: &mut Option<scripting::Engine>,
+    data: &[u8],
+    opts: &LoadOpts,
+    progress: Option<&LoadProgress>,
+) -> Result<LoadSummary, rdb::LoadError> {
     let now = now_ms();
     rdb::load_into(
         data,
-        &lim,
+        &opts.lim,
         now,
-        verify,
+        opts.verify,
         Loader {
-            dbs: &mut st.dbs,
-            engine: &mut st.engine,
-            script_run: &st.script_run,
-            merge,
+            dbs,
+            engine,
+            script_run: &opts.script_run,
+            merge: opts.merge,
             now,
+            key_delay: opts.key_delay,
+            keys: 0,
+            progress,
         },
     )
+}
+
+/// A load at start-up in progress: INFO persistence shows it, and the
+/// gate answers -LOADING to the commands that cannot run meanwhile.
+pub struct Loading {
+    pub start_s: i64,
+    pub total_bytes: u64,
+    pub progress: Arc<LoadProgress>,
+}
+
+/// What the loader, which runs without the lock, has got to.
+#[derive(Default)]
+pub struct LoadProgress {
+    pub loaded_bytes: AtomicU64,
+    /// `used-mem` from the RDB's header.
+    pub rdb_used_mem: AtomicU64,
+}
+
+impl Loading {
+    pub fn new(total_bytes: u64) -> Loading {
+        Loading {
+            start_s: now_ms() / 1000,
+            total_bytes,
+            progress: Arc::default(),
+        }
+    }
+
+    /// INFO persistence's `loading_*` fields, with Redis's estimate.
+    pub fn info(&self) -> Vec<String> {
+        let loaded = self.progress.loaded_bytes.load(Relaxed);
+        let perc = loaded as f64 / (self.total_bytes + 1) as f64 * 100.0;
+        let elapsed = now_ms() / 1000 - self.start_s;
+        let eta = if elapsed <= 0 {
+            1
+        } else {
+            (elapsed as u64 * self.total_bytes / (loaded + 1)) as i64 - elapsed
+        };
+        vec![
+            format!("loading_start_time:{}", self.start_s),
+            format!("loading_total_bytes:{}", self.total_bytes),
+            format!(
+                "loading_rdb_used_mem:{}",
+                self.progress.rdb_used_mem.load(Relaxed)
+            ),
+            format!("loading_loaded_bytes:{loaded}"),
+            format!("loading_loaded_perc:{perc:.2}"),
+            format!("loading_eta_seconds:{eta}"),
+        ]
+    }
 }
 
 /// Puts loaded keys into the databases.
@@ -219,10 +302,37 @@ struct Loader<'a> {
     /// DEBUG RELOAD MERGE: a key already present is replaced.
     merge: bool,
     now: i64,
+    /// `key-load-delay`: µs to sleep after each key; a negative value
+    /// sleeps 1 µs once per that many keys.
+    key_delay: i64,
+    keys: u64,
+    progress: Option<&'a LoadProgress>,
 }
 
 impl rdb::Sink for Loader<'_> {
+    fn progress(&mut self, offset: usize) {
+        if let Some(p) = self.progress {
+            p.loaded_bytes.store(offset as u64, Relaxed);
+        }
+    }
+
+    fn aux(&mut self, key: &[u8], value: &[u8]) {
+        if let (Some(p), b"used-mem") = (self.progress, key) {
+            let n = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            p.rdb_used_mem.store(n.unwrap_or(0), Relaxed);
+        }
+    }
+
     fn key(&mut self, k: rdb::Loaded) -> Result<(), String> {
+        self.keys += 1;
+        match self.key_delay {
+            0 => {}
+            d if d > 0 => std::thread::sleep(Duration::from_micros(d as u64)),
+            d if self.keys.is_multiple_of(d.unsigned_abs()) => {
+                std::thread::sleep(Duration::from_micros(1))
+            }
+            _ => {}
+        }
         let ndbs = self.dbs.len();
         let Some(db) = self.dbs.get_mut(k.db) else {
             return Err(format!(
@@ -317,7 +427,8 @@ pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool
         warn!("There is a child saving an .rdb. Killing it!");
         abort_bgsave(st);
     }
-    if shutdown_saves(st, save) {
+    // Nothing to save while the dataset is not all in memory yet.
+    if st.loading.is_none() && shutdown_saves(st, save) {
         info!("Saving the final RDB snapshot before exiting.");
         if self::save(st).is_err() {
             if !force {
@@ -542,6 +653,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         tmp: tmp.clone(),
         target,
         checksum: opts.checksum,
+        key_delay: st.cfg.rdb_key_save_delay,
     };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
@@ -588,7 +700,12 @@ struct StreamPos {
 /// One slice under the lock: the records writes captured, then the walk
 /// for up to [`SLICE`]. Returns the bytes and whether the snapshot is
 /// complete (then every database has stopped capturing).
-fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, bool) {
+fn slice(
+    st: &mut State,
+    pos: &mut StreamPos,
+    budget: Duration,
+    max_keys: usize,
+) -> (Vec<u8>, bool) {
     let start = Instant::now();
     let mut out = Vec::new();
     let n = st.dbs.len();
@@ -626,7 +743,7 @@ fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, boo
         };
         pos.walking = i;
         let db = &mut st.dbs[i];
-        db.snapshot_step(256, SLICE_BYTES);
+        db.snapshot_step(max_keys, SLICE_BYTES);
         emit(db, &mut out, pos);
         if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
             break;
@@ -684,6 +801,9 @@ struct Job {
     tmp: PathBuf,
     target: Target,
     checksum: bool,
+    /// `rdb-key-save-delay` when the job started (µs per key), as a
+    /// forked child keeps its parent's configuration.
+    key_delay: i64,
 }
 
 impl Job {
@@ -717,6 +837,21 @@ impl Job {
         }
     }
 
+    /// `rdb-key-save-delay` after a key: that many µs (a negative value, 1 µs),
+    /// in steps that notice the job being abandoned.
+    fn delay(&self) {
+        let mut left = match self.key_delay {
+            0 => return,
+            d if d < 0 => Duration::from_micros(1),
+            d => Duration::from_micros(d as u64),
+        };
+        while !left.is_zero() && !self.abort.load(Relaxed) {
+            let step = left.min(Duration::from_millis(10));
+            std::thread::sleep(step);
+            left -= step;
+        }
+    }
+
     /// Streams the snapshot to the file: slices under the lock, writes
     /// outside it (which is also the backpressure: the walk does not run
     /// ahead of the disk by more than one slice), then EOF, checksum and
@@ -739,7 +874,11 @@ impl Job {
             if self.abort.load(Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
-            let (bytes, complete) = slice(&mut st, &mut pos, SLICE);
+            // With a key delay, one key a slice and the sleep outside the lock.
+            let (bytes, complete) = match self.key_delay {
+                0 => slice(&mut st, &mut pos, SLICE, 256),
+                _ => slice(&mut st, &mut pos, Duration::ZERO, 1),
+            };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
             let d = t.elapsed();
@@ -769,6 +908,7 @@ impl Job {
             if complete {
                 break;
             }
+            self.delay();
         }
         put(&mut w, &[rdb::OP_EOF])?;
         let crc = if self.checksum { crc } else { 0 };
@@ -821,7 +961,7 @@ mod tests {
         }
         let mut pos = StreamPos::default();
         loop {
-            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO);
+            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO, 256);
             file.extend_from_slice(&bytes);
             if complete {
                 break;

@@ -342,6 +342,9 @@ pub struct State {
     pub memory: crate::evict::Memory,
     /// RDB status and the running BGSAVE (see `persist`).
     pub rdb: crate::persist::RdbState,
+    /// The dataset is being loaded at start-up: commands without the
+    /// `loading` flag are refused.
+    pub loading: Option<crate::persist::Loading>,
     /// Client-side caching (see `tracking`).
     pub tracking: crate::tracking::Tracking,
 }
@@ -406,6 +409,7 @@ impl State {
             prop: Default::default(),
             memory: Default::default(),
             rdb: Default::default(),
+            loading: None,
             tracking: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);

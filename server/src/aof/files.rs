@@ -191,7 +191,10 @@ mod tests {
             assert!(e.ends_with(msg), "{text:?}: {e}");
         }
         let longest = format!("file a seq 1 type i{}\n", " ".repeat(1004));
-        assert!(Manifest::parse(&longest).is_ok(), "1023 bytes and a newline");
+        assert!(
+            Manifest::parse(&longest).is_ok(),
+            "1023 bytes and a newline"
+        );
         assert!(Manifest::parse("# c\nfile a seq 1 type i foo bar\n").is_ok());
     }
 }

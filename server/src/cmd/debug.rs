@@ -18,6 +18,9 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let n = a.len();
     match (sub.as_str(), n) {
         ("help", 2) => debug_help(c),
+        // The process ends here (crash.rs): abort, or exit(1) under
+        // `use-exit-on-panic`.
+        ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
         ("sleep", 3) => {
             let secs = std::str::from_utf8(&a[2])
                 .ok()

@@ -261,7 +261,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "persistence" => {
             f!("# Persistence");
-            f!("loading:0");
+            f!("loading:{}", st.loading.is_some() as u8);
             f!("async_loading:0");
             // No fork, so no copy-on-write; the save's progress is real.
             let (done, total) = crate::persist::bgsave_progress(st);
@@ -295,6 +295,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             }
             f!("module_fork_in_progress:0");
             f!("module_fork_last_cow_size:0");
+            for line in st.loading.iter().flat_map(|l| l.info()) {
+                f!("{line}");
+            }
         }
         "stats" => {
             let ops = rate(st, |s| s.1).round() as u64;

@@ -36,6 +36,8 @@ pub enum Hook {
     Appendonly,
     /// `oom-score-adj`: the process's OOM score.
     Oom,
+    /// `use-exit-on-panic`, `watchdog-period`.
+    Crash,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].
@@ -82,6 +84,9 @@ impl State {
             Hook::AofFsync => self.apply_fsync(),
             Hook::Appendonly => return Ok(Some(Followup::Appendonly)),
             Hook::Oom => self.apply_oom()?,
+            Hook::Crash => {
+                crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
+            }
         }
         Ok(None)
     }
@@ -96,6 +101,7 @@ impl State {
         if let Err(e) = self.apply_oom() {
             tracing::warn!("{e}");
         }
+        crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period);
     }
 
     fn retune(&mut self) {

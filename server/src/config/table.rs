@@ -1168,3 +1168,39 @@ pub const OPTIONS: &[Opt] = &[
         mutable: true,
     },
 ];
+
+/// The hidden options Redis 7.0.15 accepts (its test suite sets them):
+/// CONFIG GET shows one only when asked by its exact name, never for a
+/// pattern. Probed by name (`--hidden`), as `CONFIG GET *` omits them.
+pub const HIDDEN: &[Opt] = &[
+    Opt {
+        name: "key-load-delay",
+        kind: Kind::Int(-2147483648, 2147483647),
+        default: "0",
+        mutable: true,
+    },
+    Opt {
+        name: "loading-process-events-interval-bytes",
+        kind: Kind::Int(1024, 2147483647),
+        default: "2097152",
+        mutable: true,
+    },
+    Opt {
+        name: "rdb-key-save-delay",
+        kind: Kind::Int(-2147483648, 2147483647),
+        default: "0",
+        mutable: true,
+    },
+    Opt {
+        name: "use-exit-on-panic",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Opt {
+        name: "watchdog-period",
+        kind: Kind::Int(0, 2147483647),
+        default: "0",
+        mutable: true,
+    },
+];

@@ -231,6 +231,9 @@ values! {
     loglevel: Loglevel = "loglevel",
     logfile: String = "logfile",
     disable_thp: bool = "disable-thp",
+    always_show_logo: bool = "always-show-logo",
+    use_exit_on_panic: bool = "use-exit-on-panic" => Crash,
+    watchdog_period: i64 = "watchdog-period" => Crash,
     enable_debug_command: Allow = "enable-debug-command",
     enable_protected_configs: Allow = "enable-protected-configs",
     databases: i64 = "databases",
@@ -282,4 +285,9 @@ values! {
     aof_use_rdb_preamble: bool = "aof-use-rdb-preamble",
     oom_score_adj: OomMode = "oom-score-adj" => Oom,
     oom_score_adj_values: Vec<i64> = "oom-score-adj-values" => Oom,
+    // Test-only delays (microseconds; a negative value sleeps 1 µs once per
+    // that many keys) and how often loading lets clients in.
+    rdb_key_save_delay: i64 = "rdb-key-save-delay",
+    key_load_delay: i64 = "key-load-delay",
+    loading_process_events_interval_bytes: i64 = "loading-process-events-interval-bytes",
 }

@@ -78,6 +78,10 @@ pub trait Sink {
     fn function(&mut self, _code: Vec<u8>) -> Result<(), String> {
         Ok(())
     }
+    /// The load has read `offset` bytes of the file (before each record).
+    fn progress(&mut self, _offset: usize) {}
+    /// An AUX field of the header (`redis-ver`, `used-mem`, …).
+    fn aux(&mut self, _key: &[u8], _value: &[u8]) {}
 }
 
 impl<F: FnMut(Loaded) -> Result<(), String>> Sink for F {
@@ -559,6 +563,7 @@ pub fn load_into(
     let mut freq: Option<u8> = None;
     loop {
         let op_at = r.p;
+        sink.progress(op_at);
         let op = r.byte()?;
         match op {
             OP_EOF => break,
@@ -591,6 +596,7 @@ pub fn load_into(
             OP_AUX => {
                 let k = r.string()?.into_owned();
                 let v = r.string()?.into_owned();
+                sink.aux(&k, &v);
                 sum.aux.push((k, v));
             }
             OP_MODULE_AUX => return at("module aux data is not supported", op_at),
