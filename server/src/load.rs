@@ -256,7 +256,7 @@ fn replay<H: Hold>(
 fn load_file<H: Hold>(
     st: &mut H,
     dir: &Path,
-    name: &str,
+    (name, kind): &(String, &str),
     last: bool,
     progress: &LoadProgress,
 ) -> Result<(), String> {
@@ -269,11 +269,7 @@ fn load_file<H: Hold>(
     })?;
     let start = Instant::now();
     let base = progress.loaded_bytes.load(Relaxed);
-    let kind = if name.contains(".base.") {
-        "base"
-    } else {
-        "incr"
-    };
+    let mut commands = &data[..];
     if data.starts_with(b"REDIS") {
         info!("Reading RDB base file on AOF loading...");
         let sum = load_rdb(st, &data, progress).map_err(|e| {
@@ -287,8 +283,11 @@ fn load_file<H: Hold>(
             "Done loading RDB, keys loaded: {}, keys expired: {}.",
             sum.keys, sum.expired
         );
-    } else {
-        let (valid, truncated) = replay(st, &data, progress)?;
+        commands = &data[sum.end..];
+    }
+    if !commands.is_empty() {
+        let (valid, truncated) = replay(st, commands, progress)?;
+        let valid = valid + (data.len() - commands.len());
         if truncated {
             if !last || !st.cfg.aof_load_truncated {
                 return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
@@ -328,6 +327,7 @@ fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
     st.aof.policy = st.cfg.appendfsync;
     let dir = aof_dir(st);
     let name = fname(st);
+    upgrade_old_aof(st, &dir, &name)?;
     let mpath = dir.join(format!("{name}.manifest"));
     let text = match std::fs::read_to_string(&mpath) {
         Ok(t) => Some(t),
@@ -345,7 +345,7 @@ fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
             let files = listed(&m);
             // Every file must be there before anything is loaded.
             let mut total = 0;
-            for f in &files {
+            for (f, _) in &files {
                 total += std::fs::metadata(dir.join(f))
                     .map_err(|e| {
                         format!(
@@ -376,6 +376,41 @@ fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
     res
 }
 
+/// Redis 7.0's upgrade of an AOF from before 7.0 (one file,
+/// `dir/<appendfilename>`, maybe with an RDB preamble): a manifest names
+/// it as the base, then it moves into the AOF directory. An upgrade cut
+/// short between the two (the manifest names it, the server directory
+/// still has it) is finished the same way.
+fn upgrade_old_aof(st: &State, dir: &Path, name: &str) -> Result<(), String> {
+    let old = Path::new(&st.cfg.dir).join(name);
+    let moved = dir.join(name);
+    let fail = |e: io::Error| format!("Can't upgrade the old-style AOF file {name}: {e}");
+    match std::fs::read_to_string(dir.join(format!("{name}.manifest"))) {
+        Err(_) if old.is_file() => {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+            let m = Manifest {
+                base: Some((name.to_string(), 1)),
+                ..Default::default()
+            };
+            write_manifest(dir, name, &m).map_err(fail)?;
+        }
+        Ok(t) if old.is_file() && !moved.exists() => {
+            let m = Manifest::parse(&t)?;
+            if m.base.is_none_or(|(b, _)| b != name) {
+                return Ok(());
+            }
+        }
+        _ => return Ok(()),
+    }
+    std::fs::rename(&old, &moved).map_err(fail)?;
+    crate::aof::fsync_dir(dir);
+    info!(
+        "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+        st.cfg.appenddirname
+    );
+    Ok(())
+}
+
 /// DEBUG LOADAOF: writes what the AOF buffers (when on), empties the
 /// dataset and loads the files the manifest on disk lists (with the AOF
 /// off, those of the last BGREWRITEAOF). Without a manifest, or on a bad
@@ -402,13 +437,11 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
     Ok(())
 }
 
-/// The files a manifest lists, in loading order: the base, then the incr
-/// files.
-fn listed(m: &Manifest) -> Vec<String> {
-    m.base
-        .iter()
-        .chain(&m.incrs)
-        .map(|(n, _)| n.clone())
+/// The files a manifest lists, in loading order, with their kind: the
+/// base, then the incr files.
+fn listed(m: &Manifest) -> Vec<(String, &'static str)> {
+    let base = m.base.iter().map(|(n, _)| (n.clone(), "base"));
+    base.chain(m.incrs.iter().map(|(n, _)| (n.clone(), "incr")))
         .collect()
 }
 
@@ -416,7 +449,7 @@ fn listed(m: &Manifest) -> Vec<String> {
 fn load_files<H: Hold>(
     st: &mut H,
     dir: &Path,
-    files: &[String],
+    files: &[(String, &str)],
     progress: &LoadProgress,
 ) -> Result<(), String> {
     st.aof.loading = true;

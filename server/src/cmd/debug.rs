@@ -21,6 +21,12 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // The process ends here (crash.rs): abort, or exit(1) under
         // `use-exit-on-panic`.
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
+        ("aof-flush-sleep", 3) => {
+            // atoi, as Redis: anything else is 0 (no sleep).
+            let us = std::str::from_utf8(&a[2]).ok().and_then(|s| s.parse::<i64>().ok());
+            c.st.aof.flush_sleep_us = us.unwrap_or(0).max(0) as u64;
+            c.out.ok();
+        }
         ("sleep", 3) => {
             let secs = std::str::from_utf8(&a[2])
                 .ok()
@@ -254,6 +260,8 @@ fn debug_help(c: &mut Ctx) {
         c,
         "DEBUG",
         &[
+            "AOF-FLUSH-SLEEP <microsec>",
+            "    Server will sleep before flushing the AOF, this is used for testing.",
             "CHANGE-REPL-ID",
             "    Change the replication IDs of the instance.",
             "    Dangerous: should be used only for testing the replication subsystem.",

@@ -122,7 +122,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if ttl > 0 && !absttl {
         ttl = ttl.saturating_add(c.now);
     }
-    if ttl > 0 && ttl <= c.now {
+    if ttl > 0 && c.st.already_expired(ttl, c.now) {
         // Already expired: the key is gone (a replaced one deleted).
         if deleted {
             c.st.changed(GENERIC, "del", db, key);

@@ -100,6 +100,9 @@ pub struct LoadSummary {
     pub expired: usize,
     /// Empty aggregates skipped (Redis does the same).
     pub empty: usize,
+    /// Where the image ends: an AOF written with the RDB preamble before
+    /// Redis 7.0 goes on with commands from there.
+    pub end: usize,
 }
 
 struct Reader<'a> {
@@ -647,5 +650,6 @@ pub fn load_into(
             }
         }
     }
+    sum.end = r.p;
     Ok(sum)
 }
