@@ -648,6 +648,28 @@ impl SortedSet {
         }
     }
 
+    /// Calls `f` for the members whose score is in `r`, ascending, while it
+    /// returns true (no allocation; the geo searches' scan of a cell).
+    pub fn for_each_in_score(&self, r: &ScoreRange, mut f: impl FnMut(&[u8], f64) -> bool) {
+        match self {
+            SortedSet::Listpack(lp) => {
+                let mut buf = itoa::Buffer::new();
+                for (m, s) in lp_pairs(lp).skip_while(|&(_, s)| !r.gte_min(s)) {
+                    if !r.lte_max(s) || !f(m.bytes(&mut buf), s) {
+                        break;
+                    }
+                }
+            }
+            SortedSet::Skiplist(z) => {
+                for (m, s) in z.walk(z.first_in_range(r), true) {
+                    if !r.lte_max(s) || !f(m, s) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     /// One step of ZSCAN over a skiplist set's member dict (Redis's
     /// `dictScan`); a listpack set is returned whole with cursor 0.
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], f64)) -> u64 {
