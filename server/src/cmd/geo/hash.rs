@@ -216,15 +216,53 @@ pub struct Search {
     pub lat: f64,
     pub shape: Shape,
     pub to_meters: f64,
+    /// The centre in radians and the cosine of its latitude, computed once
+    /// for all the points (the same values [`distance`] computes).
+    lon_r: f64,
+    lat_r: f64,
+    cos_lat: f64,
 }
 
 impl Search {
+    pub fn new(lon: f64, lat: f64, shape: Shape, to_meters: f64) -> Self {
+        let lat_r = deg_rad(lat);
+        Search {
+            lon,
+            lat,
+            shape,
+            to_meters,
+            lon_r: deg_rad(lon),
+            lat_r,
+            cos_lat: lat_r.cos(),
+        }
+    }
+
+    /// `distance(self.lon, self.lat, lon, lat)`, bit for bit.
+    fn distance_from_centre(&self, lon: f64, lat: f64) -> f64 {
+        let v = ((deg_rad(lon) - self.lon_r) / 2.0).sin();
+        if v == 0.0 {
+            return lat_distance(self.lat, lat);
+        }
+        let lat_r = deg_rad(lat);
+        let u = ((lat_r - self.lat_r) / 2.0).sin();
+        let a = u * u + self.cos_lat * lat_r.cos() * v * v;
+        2.0 * EARTH_RADIUS * a.sqrt().asin()
+    }
+
     /// The distance (metres) to a point inside the shape, None outside.
     pub fn distance_if_within(&self, lon: f64, lat: f64) -> Option<f64> {
         match self.shape {
             Shape::Radius(r) => {
-                let d = distance(self.lon, self.lat, lon, lat);
-                (d <= r * self.to_meters).then_some(d)
+                let r = r * self.to_meters;
+                // No great circle is shorter than the latitude difference:
+                // points well outside that band are left without the
+                // trigonometry (the margin covers rounding, which is worst
+                // near the antipode).
+                if lat_distance(self.lat, lat) > r * (1.0 + 1e-6) + 1e-3 {
+                    return None;
+                }
+                let d = self.distance_from_centre(lon, lat);
+                (d <= r).then_some(d)
             }
             Shape::Box { width, height } => {
                 // The cheaper latitude test first.
@@ -234,7 +272,7 @@ impl Search {
                 if distance(lon, lat, self.lon, lat) > width * self.to_meters / 2.0 {
                     return None;
                 }
-                Some(distance(self.lon, self.lat, lon, lat))
+                Some(self.distance_from_centre(lon, lat))
             }
         }
     }

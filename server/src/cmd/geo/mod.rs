@@ -412,12 +412,7 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
     if count != 0 && sort == Sort::None && !any {
         sort = Sort::Asc;
     }
-    let search = Search {
-        lon: center.0,
-        lat: center.1,
-        shape: shape.0,
-        to_meters: shape.1,
-    };
+    let search = Search::new(center.0, center.1, shape.0, shape.1);
     let limit = if any { count as usize } else { 0 };
     let mut hits = Vec::new();
     if let Some(z) = source(c.st, db, src) {
