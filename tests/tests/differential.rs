@@ -830,9 +830,8 @@ impl Gen {
     }
 
     /// The geo commands, on the sorted set keys (any score decodes to some
-    /// position). COUNT is either above the members a key can hold or
-    /// comes with ANY: a partial sort orders equal distances (members with
-    /// the same score) in its own way, which differs.
+    /// position, and equal scores make equal distances, whose order COUNT's
+    /// partial sort decides).
     fn geo(&mut self) -> (Vec<String>, Cmp) {
         const LONLAT: &[(&str, &str)] = &[
             ("13.361389", "38.115556"),
@@ -917,10 +916,9 @@ impl Gen {
                     c.push(self.r.pick(&["ASC", "DESC"]).into());
                 }
                 if self.r.chance(30) {
-                    if self.r.chance(50) {
-                        c.extend(["ANY".into(), "COUNT".into(), self.int(1, 3)]);
-                    } else {
-                        c.extend(["COUNT".into(), "20".into()]);
+                    c.extend(["COUNT".into(), self.int(1, 12)]);
+                    if self.r.chance(40) {
+                        c.push("ANY".into());
                     }
                 }
                 if store && search && self.r.chance(50) {

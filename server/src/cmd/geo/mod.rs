@@ -7,8 +7,10 @@
 //! store them.
 
 mod hash;
+mod partial_sort;
 
 use self::hash::{decode_score, distance, geohash, geohash_string, Search, Shape};
+use self::partial_sort::sort_first;
 use super::zset::{build, limits, store_result, zadd_generic};
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error, NOT_FLOAT};
@@ -427,10 +429,16 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
     } else {
         hits.len().min(count as usize)
     };
+    let asc = |x: &Hit, y: &Hit| x.dist.partial_cmp(&y.dist).unwrap_or(Equal);
+    let desc = |x: &Hit, y: &Hit| y.dist.partial_cmp(&x.dist).unwrap_or(Equal);
+    // Equal distances keep their scan order in a full sort; a partial one
+    // orders them as Redis's does.
     match sort {
         Sort::None => {}
-        Sort::Asc => hits.sort_by(|x, y| x.dist.partial_cmp(&y.dist).unwrap_or(Equal)),
-        Sort::Desc => hits.sort_by(|x, y| y.dist.partial_cmp(&x.dist).unwrap_or(Equal)),
+        Sort::Asc if n < hits.len() => sort_first(&mut hits, n, asc),
+        Sort::Desc if n < hits.len() => sort_first(&mut hits, n, desc),
+        Sort::Asc => hits.sort_by(asc),
+        Sort::Desc => hits.sort_by(desc),
     }
     hits.truncate(n);
     for h in &mut hits {
