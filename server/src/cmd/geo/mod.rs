@@ -280,21 +280,32 @@ fn member_pos(z: &SortedSet, member: &[u8]) -> Result<(f64, f64), Error> {
         .ok_or_else(|| Error::other("ERR could not decode requested zset member"))
 }
 
-/// The whole family: Redis's checks in its order (the source's type
-/// first, then the arguments left to right, then their combinations),
-/// the scan, and the reply or the stored set. `store_ok`: the GEORADIUS
-/// forms that take STORE/STOREDIST.
-fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdResult {
-    let db = c.cl.db;
-    let src = &a[if form == Form::SearchStore { 2 } else { 1 }];
-    let found = c.st.read::<SortedSet>(db, src, c.now)?.is_some();
-    // Looked up once above (expiry, statistics); read again as is.
-    fn source<'s>(st: &'s State, db: usize, key: &[u8]) -> Option<&'s SortedSet> {
-        st.dbs[db].get(key).and_then(SortedSet::of)
-    }
+/// A search's arguments, read.
+struct Query<'a> {
+    search: Search,
+    store: Option<&'a Bytes>,
+    storedist: bool,
+    withdist: bool,
+    withhash: bool,
+    withcoord: bool,
+    any: bool,
+    /// 0: no COUNT.
+    count: usize,
+    sort: Sort,
+}
+
+/// Reads a search's arguments with Redis's checks in its order: left to
+/// right (a member is looked up in the source `z` where it comes), then
+/// their combinations.
+fn parse_query<'a>(
+    a: &'a [Bytes],
+    form: Form,
+    store_ok: bool,
+    z: Option<&SortedSet>,
+) -> Result<Query<'a>, Error> {
     let mut center = (0.0, 0.0);
     let mut shape = (Shape::Radius(0.0), 1.0);
-    let mut store: Option<&Bytes> = None;
+    let mut store = None;
     let base = match form {
         Form::Coords => {
             center = lonlat_arg(&a[2..4])?;
@@ -304,7 +315,7 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
         Form::Member => {
             // Without a source the member is not looked for, and neither
             // is the radius read.
-            if let Some(z) = source(c.st, db, src) {
+            if let Some(z) = z {
                 center = member_pos(z, &a[2])?;
                 shape = radius_arg(&a[3..5])?;
             }
@@ -321,7 +332,7 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
     let (mut frommember, mut fromloc, mut byradius, mut bybox) = (false, false, false, false);
     let mut storedist = false;
     let mut sort = Sort::None;
-    let mut count: i64 = 0;
+    let mut count = 0;
     let opts = &a[base..];
     let mut i = 0;
     while i < opts.len() {
@@ -340,10 +351,11 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
         } else if is(o, "desc") {
             sort = Sort::Desc;
         } else if is(o, "count") && left >= 1 {
-            count = int_arg(&opts[i + 1])?;
-            if count <= 0 {
+            let n = int_arg(&opts[i + 1])?;
+            if n <= 0 {
                 return Err(Error::other("ERR COUNT must be > 0"));
             }
+            count = n as usize;
             i += 1;
         } else if (is(o, "store") || is(o, "storedist")) && left >= 1 && store_ok {
             store = Some(&opts[i + 1]);
@@ -352,7 +364,7 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
         } else if is(o, "storedist") && form == Form::SearchStore {
             storedist = true;
         } else if is(o, "frommember") && left >= 1 && searching && !fromloc {
-            if let Some(z) = source(c.st, db, src) {
+            if let Some(z) = z {
                 center = member_pos(z, &opts[i + 1])?;
             }
             frommember = true;
@@ -398,42 +410,61 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
     if any && count == 0 {
         return Err(Error::other("ERR the ANY argument requires COUNT argument"));
     }
-    let event = if searching {
+    // The nearest COUNT need an order: ascending unless said otherwise.
+    if count != 0 && sort == Sort::None && !any {
+        sort = Sort::Asc;
+    }
+    Ok(Query {
+        search: Search::new(center.0, center.1, shape.0, shape.1),
+        store,
+        storedist,
+        withdist,
+        withhash,
+        withcoord,
+        any,
+        count,
+        sort,
+    })
+}
+
+/// The source set at `key`, once [`State::read`] has looked it up.
+fn source<'s>(st: &'s State, db: usize, key: &[u8]) -> Option<&'s SortedSet> {
+    st.dbs[db].get(key).and_then(SortedSet::of)
+}
+
+/// The whole family: the source's type is checked first, then the
+/// arguments; the scan; the reply or the stored set.
+fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdResult {
+    let db = c.cl.db;
+    let src = &a[if form == Form::SearchStore { 2 } else { 1 }];
+    let found = c.st.read::<SortedSet>(db, src, c.now)?.is_some();
+    let q = parse_query(a, form, store_ok, source(c.st, db, src))?;
+    let event = if matches!(form, Form::Search | Form::SearchStore) {
         "geosearchstore"
     } else {
         "georadiusstore"
     };
-    if !found {
-        match store {
+    let mut hits = Vec::new();
+    if let Some(z) = source(c.st, db, src) {
+        scan(z, &q.search, if q.any { q.count } else { 0 }, &mut hits);
+    }
+    if !found || (hits.is_empty() && q.store.is_none()) {
+        match q.store {
             Some(dst) => store_result(c, dst, SortedSet::new_listpack(), event),
             None => c.out.array(0),
         }
         return Ok(());
     }
-    // The nearest COUNT need an order: ascending unless said otherwise.
-    if count != 0 && sort == Sort::None && !any {
-        sort = Sort::Asc;
-    }
-    let search = Search::new(center.0, center.1, shape.0, shape.1);
-    let limit = if any { count as usize } else { 0 };
-    let mut hits = Vec::new();
-    if let Some(z) = source(c.st, db, src) {
-        scan(z, &search, limit, &mut hits);
-    }
-    if hits.is_empty() && store.is_none() {
-        c.out.array(0);
-        return Ok(());
-    }
-    let n = if count == 0 {
+    let n = if q.count == 0 {
         hits.len()
     } else {
-        hits.len().min(count as usize)
+        hits.len().min(q.count)
     };
     let asc = |x: &Hit, y: &Hit| x.dist.partial_cmp(&y.dist).unwrap_or(Equal);
     let desc = |x: &Hit, y: &Hit| y.dist.partial_cmp(&x.dist).unwrap_or(Equal);
     // Equal distances keep their scan order in a full sort; a partial one
     // orders them as Redis's does.
-    match sort {
+    match q.sort {
         Sort::None => {}
         Sort::Asc if n < hits.len() => sort_first(&mut hits, n, asc),
         Sort::Desc if n < hits.len() => sort_first(&mut hits, n, desc),
@@ -442,42 +473,43 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
     }
     hits.truncate(n);
     for h in &mut hits {
-        h.dist /= search.to_meters;
+        h.dist /= q.search.to_meters;
     }
-    if let Some(dst) = store {
-        let lim = limits(c);
-        let z = build(
-            hits.iter()
-                .map(|h| (&h.member[..], if storedist { h.dist } else { h.score })),
-            &lim,
-        );
-        store_result(c, dst, z, event);
-        // Redis counts a change per element stored.
-        if n > 1 {
-            c.st.dirty += n as u64 - 1;
+    match q.store {
+        Some(dst) => {
+            let lim = limits(c);
+            let score = |h: &Hit| if q.storedist { h.dist } else { h.score };
+            let z = build(hits.iter().map(|h| (&h.member[..], score(h))), &lim);
+            store_result(c, dst, z, event);
+            // Redis counts a change per element stored.
+            c.st.dirty += n.saturating_sub(1) as u64;
         }
-        return Ok(());
-    }
-    let extra = withdist as usize + withhash as usize + withcoord as usize;
-    c.out.array(n);
-    for h in &hits {
-        if extra > 0 {
-            c.out.array(extra + 1);
-        }
-        c.out.bulk(&h.member);
-        if withdist {
-            c.out.bulk(fixed4(h.dist).as_bytes());
-        }
-        if withhash {
-            c.out.int(h.score as i64);
-        }
-        if withcoord {
-            c.out.array(2);
-            coord(c.out, h.lon);
-            coord(c.out, h.lat);
-        }
+        None => reply_hits(c.out, &hits, &q),
     }
     Ok(())
+}
+
+/// The results: members, or with WITH* options one array per member.
+fn reply_hits(out: &mut ReplyBuf, hits: &[Hit], q: &Query) {
+    let extra = q.withdist as usize + q.withhash as usize + q.withcoord as usize;
+    out.array(hits.len());
+    for h in hits {
+        if extra > 0 {
+            out.array(extra + 1);
+        }
+        out.bulk(&h.member);
+        if q.withdist {
+            out.bulk(fixed4(h.dist).as_bytes());
+        }
+        if q.withhash {
+            out.int(h.score as i64);
+        }
+        if q.withcoord {
+            out.array(2);
+            coord(out, h.lon);
+            coord(out, h.lat);
+        }
+    }
 }
 
 /// The points of `z` inside the search, cell by cell in Redis's order;
