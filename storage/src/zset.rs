@@ -1017,6 +1017,45 @@ mod tests {
     }
 
     #[test]
+    fn for_each_in_score_visits_the_range_until_told_to_stop() {
+        let lim = ZsetLimits::default();
+        let mut lp = SortedSet::new_listpack();
+        for i in 0..10 {
+            lp.add(
+                format!("m{i}").as_bytes(),
+                i as f64,
+                ZaddFlags::default(),
+                &lim,
+            );
+        }
+        let mut sl = lp.clone();
+        sl.convert_to_skiplist();
+        let r = ScoreRange {
+            min: 2.0,
+            max: 6.0,
+            minex: false,
+            maxex: true,
+        };
+        for z in [&lp, &sl] {
+            let mut seen = Vec::new();
+            z.for_each_in_score(&r, |m, s| {
+                seen.push((m.to_vec(), s));
+                true
+            });
+            let want: Vec<(Vec<u8>, f64)> = (2..6)
+                .map(|i| (format!("m{i}").into_bytes(), i as f64))
+                .collect();
+            assert_eq!(seen, want, "{}", z.encoding());
+            let mut n = 0;
+            z.for_each_in_score(&r, |_, _| {
+                n += 1;
+                n < 2
+            });
+            assert_eq!(n, 2, "{}", z.encoding());
+        }
+    }
+
+    #[test]
     fn bytes_per_element() {
         let lim = ZsetLimits::default();
         let mut z = SortedSet::new_listpack();
