@@ -95,6 +95,12 @@ fn populate(c: &mut RawClient) {
     run(s(&["SADD", "db5set", "x", "y"]));
     run(s(&["ZADD", "db5z", "1", "one"]));
     run(s(&["SELECT", "0"]));
+    // Function libraries are saved with the keys.
+    run(s(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=kept\nredis.register_function('kept', function() return 'still here' end)",
+    ]));
 }
 
 const KEYS: &[(usize, &str)] = &[
@@ -142,6 +148,7 @@ fn fingerprint(c: &mut RawClient) -> (String, Vec<String>) {
         per_key.push(format!("{db}/{k}: {enc} ttl={ttl} {dv}"));
     }
     must(c, &["SELECT", "0"]);
+    per_key.push(format!("{:?}", cmd(c, &["FUNCTION", "LIST", "WITHCODE"])));
     (digest, per_key)
 }
 

@@ -111,6 +111,9 @@ pub struct Rewrite {
     /// Writes go to `temp-<appendfilename>.incr`, which the manifest
     /// lists only once the base is there (the AOF is being turned on).
     temp_incr: bool,
+    /// The base is written as commands (`aof-use-rdb-preamble no` when
+    /// the rewrite started).
+    commands: bool,
 }
 
 fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {

@@ -510,6 +510,9 @@ fn keys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .collect();
     c.out.array(found.len());
     for k in found {
+        if c.out.full() {
+            break;
+        }
         c.out.bulk(k);
     }
     Ok(())

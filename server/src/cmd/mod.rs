@@ -17,6 +17,7 @@ pub mod bitmap;
 pub mod blocking;
 mod call;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
@@ -32,6 +33,7 @@ pub mod list;
 pub mod memory;
 #[rustfmt::skip]
 pub mod meta;
+pub mod migrate;
 pub mod persist;
 pub mod pubsub;
 pub mod scan;
@@ -46,7 +48,6 @@ pub mod zset;
 pub mod zsetops;
 
 pub use blocking::timeout_arg;
-pub use call::quote_monitor;
 pub use table::*;
 
 use crate::error::Error;

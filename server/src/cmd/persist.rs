@@ -186,6 +186,9 @@ pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             drop(c.st.dbs[db].take());
         }
         c.st.invalidate_all();
+        if let Some(e) = c.st.engine.as_mut() {
+            e.flush_functions();
+        }
     }
     if let Err(e) = persist::load_bytes_mode(c.st, &data, merge) {
         tracing::warn!("Error loading the RDB dump: {e}");
