@@ -272,6 +272,14 @@ fn interop_with_real_redis_both_ways() {
             let ext = if preamble == "yes" { "rdb" } else { "aof" };
             assert!(aof_files(&dir).contains(&format!("appendonly.aof.2.base.{ext}")));
             c.cmd(&["SET", "after-rewrite", "1"]);
+            // Geo writes as each server propagates them (ZADD, the commands).
+            for line in [
+                "GEOADD geo 13.361389 38.115556 a 15.087269 37.502669 b",
+                "GEORADIUS geo 15 37 200 km STOREDIST geo-d",
+                "GEOSEARCHSTORE geo-s geo FROMMEMBER a BYRADIUS 1 km",
+            ] {
+                c.cmd(&line.split(' ').collect::<Vec<_>>());
+            }
             c.cmd(&["SELECT", "3"]);
             c.cmd(&["SET", "after-rewrite-3", "1"]);
             let want = digest(&mut c);

@@ -81,6 +81,9 @@ fn populate(c: &mut RawClient) {
     a.extend(zset_big);
     run(a);
     run(s(&["ZADD", "zlong", "1.25", &long, "2", "short"]));
+    run(s(&"GEOADD geo 13.361389 38.115556 a -122.3 47.6 b"
+        .split(' ')
+        .collect::<Vec<_>>()));
     run(s(&["SET", "ttl1", "v", "PX", "3600000"]));
     run(s(&["RPUSH", "ttl2", "x"]));
     run(s(&["PEXPIREAT", "ttl2", "4102444800000"]));
@@ -121,6 +124,7 @@ const KEYS: &[(usize, &str)] = &[
     (0, "zlp"),
     (0, "zbig"),
     (0, "zlong"),
+    (0, "geo"),
     (0, "ttl1"),
     (0, "ttl2"),
     (1, "db1key"),
