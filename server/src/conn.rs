@@ -288,6 +288,18 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
             args.get(i)
                 .is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
         };
+        // A script replayed from the AOF: the dataset is still loading,
+        // which is what a command that may not run then is told first.
+        let ok_loading =
+            crate::cmd::lookup(&args[0]).is_some_and(|c| c.has(crate::cmd::flags::LOADING));
+        if run
+            .dataset_loading
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && !ok_loading
+        {
+            out.error(crate::cmd::LOADING);
+            continue;
+        }
         let r = if args.len() == 2 && is(0, "script") && is(1, "kill") {
             kill_running(run, false).map_err(String::from)
         } else if args.len() == 2 && is(0, "function") && is(1, "kill") {

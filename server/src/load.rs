@@ -140,7 +140,8 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
         let w = io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
         let w = if commands {
             let image = crate::persist::write_snapshot(st, Vec::new(), true)?;
-            storage::aofcmd::from_rdb(&image, crate::state::now_ms(), w)
+            let ts = st.cfg.aof_timestamp_enabled;
+            storage::aofcmd::from_rdb(&image, crate::state::now_ms(), ts, w)
                 .map_err(io::Error::other)?
         } else {
             crate::persist::write_snapshot(st, w, true)?
@@ -453,12 +454,14 @@ fn load_files<H: Hold>(
     progress: &LoadProgress,
 ) -> Result<(), String> {
     st.aof.loading = true;
+    st.script_run.dataset_loading.store(true, Relaxed);
     let n = files.len();
     let res = files
         .iter()
         .enumerate()
         .try_for_each(|(i, f)| load_file(st, dir, f, i + 1 == n, progress));
     st.aof.loading = false;
+    st.script_run.dataset_loading.store(false, Relaxed);
     res
 }
 

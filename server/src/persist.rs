@@ -107,12 +107,13 @@ pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Resul
 
 /// Rewrites the RDB image at `path` as commands, in place (through a
 /// second temporary file, fsynced).
-fn as_commands(path: &std::path::Path) -> io::Result<()> {
+fn as_commands(path: &std::path::Path, timestamp: bool) -> io::Result<()> {
     let data = std::fs::read(path)?;
     let tmp = path.with_extension("cmds");
     let res = (|| {
         let w = io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
-        let w = storage::aofcmd::from_rdb(&data, now_ms(), w).map_err(io::Error::other)?;
+        let w =
+            storage::aofcmd::from_rdb(&data, now_ms(), timestamp, w).map_err(io::Error::other)?;
         w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -533,6 +534,8 @@ pub enum Target {
     AofBase {
         done: fn(&mut State, io::Result<()>, &std::path::Path) -> AfterDone,
         commands: bool,
+        /// `aof-timestamp-enabled`: commands start with `#TS:`.
+        timestamps: bool,
     },
 }
 
@@ -809,8 +812,16 @@ struct Job {
 impl Job {
     fn run(self, file: std::fs::File, header: Vec<u8>) {
         let mut res = self.write(file, header);
-        if let (Ok(()), Target::AofBase { commands: true, .. }) = (&res, &self.target) {
-            res = as_commands(&self.tmp);
+        if let (
+            Ok(()),
+            &Target::AofBase {
+                commands: true,
+                timestamps,
+                ..
+            },
+        ) = (&res, &self.target)
+        {
+            res = as_commands(&self.tmp, timestamps);
         }
         if self.abort.load(Relaxed) {
             return;

@@ -13,9 +13,22 @@ use std::io::Write;
 /// Redis's `AOF_REWRITE_ITEMS_PER_CMD`.
 const ITEMS_PER_CMD: usize = 64;
 
-/// Rewrites the RDB image `data` as commands into `out`; keys whose time
+/// Rewrites the RDB image `data` as commands into `out`, after a `#TS:`
+/// annotation if `timestamp` (`aof-timestamp-enabled`); keys whose time
 /// has passed at `now_ms` are left out, as Redis's rewrite leaves them.
-pub fn from_rdb<W: Write>(data: &[u8], now_ms: i64, out: W) -> Result<W, LoadError> {
+pub fn from_rdb<W: Write>(
+    data: &[u8],
+    now_ms: i64,
+    timestamp: bool,
+    mut out: W,
+) -> Result<W, LoadError> {
+    let io = |e: std::io::Error| LoadError {
+        msg: e.to_string(),
+        offset: 0,
+    };
+    if timestamp {
+        write!(out, "#TS:{}\r\n", now_ms / 1000).map_err(io)?;
+    }
     let mut sink = Commands {
         out,
         db: None,
@@ -23,10 +36,7 @@ pub fn from_rdb<W: Write>(data: &[u8], now_ms: i64, out: W) -> Result<W, LoadErr
     };
     let res = rdb::load_into(data, &rdb::Limits::default(), now_ms, false, &mut sink);
     if let Some(e) = sink.err {
-        return Err(LoadError {
-            msg: e.to_string(),
-            offset: 0,
-        });
+        return Err(io(e));
     }
     res.map(|_| sink.out)
 }
@@ -142,7 +152,12 @@ mod tests {
         .unwrap();
         w.key(b"s", &Value::str(b"123"), None, None, None).unwrap();
         let rdb = w.finish().unwrap();
-        let text = String::from_utf8(from_rdb(&rdb, 0, Vec::new()).unwrap()).unwrap();
+        let text = String::from_utf8(from_rdb(&rdb, 0, false, Vec::new()).unwrap()).unwrap();
+        let stamped = from_rdb(&rdb, 1_795_000_000_123, true, Vec::new()).unwrap();
+        assert_eq!(
+            stamped,
+            [&b"#TS:1795000000\r\n"[..], text.as_bytes()].concat()
+        );
         let cmds: Vec<&str> = text
             .split("\r\n")
             .filter(|l| l.starts_with('$') || l.starts_with('*'))

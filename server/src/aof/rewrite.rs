@@ -75,6 +75,7 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
     let target = crate::persist::Target::AofBase {
         done: rewrite_done,
         commands,
+        timestamps: st.cfg.aof_timestamp_enabled,
     };
     match crate::persist::snapshot_start(st, tmp, target) {
         Ok(child) => {

@@ -23,7 +23,9 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
         ("aof-flush-sleep", 3) => {
             // atoi, as Redis: anything else is 0 (no sleep).
-            let us = std::str::from_utf8(&a[2]).ok().and_then(|s| s.parse::<i64>().ok());
+            let us = std::str::from_utf8(&a[2])
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok());
             c.st.aof.flush_sleep_us = us.unwrap_or(0).max(0) as u64;
             c.out.ok();
         }

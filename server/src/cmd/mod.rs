@@ -23,6 +23,7 @@ pub mod config;
 pub mod connection;
 pub mod debug;
 mod gate;
+pub use gate::LOADING;
 pub mod geo;
 pub mod hash;
 pub mod help;
