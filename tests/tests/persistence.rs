@@ -794,3 +794,36 @@ fn failed_bgsave_stops_writes_with_misconf() {
         assert!(dir.join("dump.rdb").exists());
     }
 }
+
+/// The changes the save points count (`rdb_changes_since_last_save`): one
+/// per element added, updated or removed, as Redis 7.0.15 counts them.
+#[test]
+fn changes_count_elements() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let changes = |c: &mut RawClient| -> i64 {
+        let info = text(&c.cmd(&["INFO", "persistence"]));
+        let v = info
+            .lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"));
+        v.unwrap().trim().parse().unwrap()
+    };
+    for (want, cmd) in [
+        (3, &["ZADD", "z", "1", "a", "2", "b", "3", "c"][..]),
+        (2, &["ZADD", "z", "5", "a", "2", "b", "9", "d"]),
+        (2, &["ZREM", "z", "a", "b", "zz"]),
+        (1, &["ZREMRANGEBYRANK", "z", "0", "0"]),
+        (3, &["SADD", "s", "a", "b", "c"]),
+        (2, &["SREM", "s", "a", "b", "zz"]),
+        (1, &["SPOP", "s", "5"]),
+        (3, &["HSET", "h", "a", "1", "b", "2", "c", "3"]),
+        (2, &["HSET", "h", "a", "5", "d", "4"]),
+        (2, &["HDEL", "h", "a", "b", "zz"]),
+        (3, &["RPUSH", "l", "a", "b", "c"]),
+        (2, &["GEOADD", "g", "1", "1", "a", "2", "2", "b"]),
+    ] {
+        let before = changes(&mut c);
+        c.cmd(cmd);
+        assert_eq!(changes(&mut c) - before, want, "{cmd:?}");
+    }
+}

@@ -139,4 +139,11 @@ impl State {
         self.dirty += 1;
         self.notify(class, event, db, key);
     }
+
+    /// As [`State::changed`] for a change of `n` elements: Redis counts
+    /// each added, updated or removed element toward the save points.
+    pub fn changed_n(&mut self, class: u32, event: &str, db: usize, key: &[u8], n: u64) {
+        self.changed(class, event, db, key);
+        self.dirty += n.saturating_sub(1);
+    }
 }

@@ -56,7 +56,7 @@ fn sadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         added += s.add(m, max) as i64;
     }
     if added > 0 {
-        c.st.changed(CLASS, "sadd", db, &a[1]);
+        c.st.changed_n(CLASS, "sadd", db, &a[1], added as u64);
     }
     c.out.int(added);
     Ok(())
@@ -79,7 +79,7 @@ fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed(CLASS, "srem", db, &a[1]);
+        c.st.changed_n(CLASS, "srem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -246,7 +246,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             bulk_val(c.out, v);
         }
         c.st.dbs[db].remove(&a[1]);
-        c.st.changed(CLASS, "spop", db, &a[1]);
+        c.st.changed_n(CLASS, "spop", db, &a[1], n as u64);
         c.st.notify(GENERIC, "del", db, &a[1]);
         c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
         return Ok(());
@@ -263,7 +263,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
         }
     }
-    c.st.changed(CLASS, "spop", db, &a[1]);
+    c.st.changed_n(CLASS, "spop", db, &a[1], k as u64);
     // As Redis 7.0: one SREM per member, in one unit.
     for m in popped {
         c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), m]);
