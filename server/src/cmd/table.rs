@@ -214,6 +214,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     persist::HANDLERS,
     aof::HANDLERS,
     memory::HANDLERS,
+    stream::HANDLERS,
 ];
 
 fn bindings() -> impl Iterator<Item = &'static (&'static str, Handler)> {
@@ -390,10 +391,8 @@ mod tests {
         "slaveof",
         "sync",
         "xack",
-        "xadd",
         "xautoclaim",
         "xclaim",
-        "xdel",
         "xgroup",
         "xgroup|create",
         "xgroup|createconsumer",
@@ -406,14 +405,9 @@ mod tests {
         "xinfo|groups",
         "xinfo|help",
         "xinfo|stream",
-        "xlen",
         "xpending",
-        "xrange",
         "xread",
         "xreadgroup",
-        "xrevrange",
-        "xsetid",
-        "xtrim",
     ];
 
     /// Every binding has a row, and every row is bound or listed as not
