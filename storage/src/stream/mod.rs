@@ -402,6 +402,36 @@ impl Stream {
         found
     }
 
+    /// How many nodes a Redis radix tree keyed by the master IDs would
+    /// have (XINFO STREAM's `radix-tree-nodes`): the trie of the 16-byte
+    /// keys with each chain of single-child nodes compressed into one.
+    pub fn radix_tree_nodes(&self) -> usize {
+        fn count(keys: &[[u8; 16]], depth: usize) -> usize {
+            if depth == 16 || keys.is_empty() {
+                return 1;
+            }
+            let first = keys[0][depth];
+            if keys.iter().all(|k| k[depth] == first) {
+                let mut d = depth + 1;
+                while d < 16 && keys.iter().all(|k| k[d] == keys[0][d]) {
+                    d += 1;
+                }
+                return 1 + count(keys, d);
+            }
+            let mut n = 1;
+            let mut i = 0;
+            while i < keys.len() {
+                let b = keys[i][depth];
+                let j = i + keys[i..].iter().take_while(|k| k[depth] == b).count();
+                n += count(&keys[i..j], depth + 1);
+                i = j;
+            }
+            n
+        }
+        let keys: Vec<[u8; 16]> = self.nodes.keys().map(|k| k.to_be()).collect();
+        count(&keys, 0)
+    }
+
     /// Deletes the entry `id`; false if there is no such live entry.
     pub fn delete(&mut self, id: StreamId) -> bool {
         let Some((&mid, lp)) = self.nodes.range_mut(..=id).next_back() else {
@@ -527,7 +557,8 @@ impl Stream {
     /// Whether a tombstone may lie in `start..` (Redis's
     /// `streamRangeHasTombstones` with no end).
     pub fn has_tombstones_from(&self, start: StreamId) -> bool {
-        if self.length == 0 || self.max_deleted_id.is_zero() {
+        if self.length == 0 || self.max_deleted_id.is_zero() || self.first_id > self.max_deleted_id
+        {
             return false;
         }
         start <= self.max_deleted_id

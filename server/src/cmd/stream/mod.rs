@@ -1,4 +1,6 @@
-//! Stream commands: XADD, XRANGE/XREVRANGE, XLEN, XDEL, XTRIM, XSETID.
+//! Stream commands: XADD, XRANGE/XREVRANGE, XLEN, XDEL, XTRIM, XSETID
+//! here; XREAD/XREADGROUP in [`read`], consumer groups in [`group`],
+//! XINFO in [`info`].
 //!
 //! The structure (nodes, trimming, the entries-read bookkeeping) lives in
 //! `storage::stream`; here are the arguments in Redis's order, the
@@ -6,10 +8,15 @@
 //! it generated, and an approximate trim (`~`, LIMIT) rewritten to the
 //! exact one it performed, so the AOF replays the same stream.
 
+pub(crate) mod group;
+mod info;
+mod read;
+
 use super::{int_arg, is, Ctx, Handler};
 use crate::config::NOTIFY_CLASSES;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
+use group::{group_id_propagation, xclaim_propagation};
 use protocol::ReplyBuf;
 use storage::stream::{Entry, NodeLimits, Trim};
 use storage::{LpVal, Stream, StreamId, Value};
@@ -25,6 +32,22 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("xdel", xdel),
     ("xtrim", xtrim),
     ("xsetid", xsetid),
+    ("xread", read::xread),
+    ("xreadgroup", read::xreadgroup),
+    ("xgroup|create", group::xgroup_create),
+    ("xgroup|setid", group::xgroup_setid),
+    ("xgroup|destroy", group::xgroup_destroy),
+    ("xgroup|createconsumer", group::xgroup_createconsumer),
+    ("xgroup|delconsumer", group::xgroup_delconsumer),
+    ("xgroup|help", group::xgroup_help),
+    ("xack", group::xack),
+    ("xpending", group::xpending),
+    ("xclaim", group::xclaim),
+    ("xautoclaim", group::xautoclaim),
+    ("xinfo|stream", info::xinfo_stream),
+    ("xinfo|groups", info::xinfo_groups),
+    ("xinfo|consumers", info::xinfo_consumers),
+    ("xinfo|help", info::xinfo_help),
 ];
 
 pub const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
