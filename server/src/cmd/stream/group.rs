@@ -4,7 +4,8 @@
 //! consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID id` per entry
 //! whose ownership or delivery changed (so a replica or the AOF rebuilds
 //! the PEL exactly), and `XGROUP SETID … ENTRIESREAD n` when only the
-//! group's last ID moved.
+//! group's last ID moved (XCLAIM's LASTID). What Redis 7.0.15 writes to
+//! its AOF for each was checked against it.
 
 use super::{id_bytes, interval_id, parse_id, reply_entry, strict_id, CLASS};
 use crate::cmd::help::{bad_sub, help_reply};
@@ -37,8 +38,8 @@ pub fn xclaim_propagation(key: &[u8], gname: &[u8], g: &Group, id: StreamId) -> 
     ]
 }
 
-/// `XGROUP CREATECONSUMER key group consumer`: a consumer a read or a
-/// claim created, so it exists on replay even with no pending entry.
+/// `XGROUP CREATECONSUMER key group consumer`: a consumer a NOACK read
+/// created, so it exists on replay though it owns no pending entry.
 pub fn consumer_propagation(key: &[u8], gname: &[u8], cname: &[u8]) -> Vec<Bytes> {
     vec![
         Bytes::from_static(b"XGROUP"),
@@ -486,9 +487,9 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.array(n);
     c.out.raw(&body.buf);
     c.no_propagate();
+    // Replaying the XCLAIMs recreates a new consumer.
     if created {
         c.st.changed(CLASS, "xgroup-createconsumer", db, key);
-        c.propagate_as(consumer_propagation(key, gname, cname));
     }
     c.st.dirty += props.len() as u64;
     for p in props {
@@ -588,9 +589,9 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.bulk(id.to_string().as_bytes());
     }
     c.no_propagate();
+    // Replaying the XCLAIMs recreates a new consumer.
     if created {
         c.st.changed(CLASS, "xgroup-createconsumer", db, key);
-        c.propagate_as(consumer_propagation(key, gname, cname));
     }
     c.st.dirty += props.len() as u64;
     for p in props {

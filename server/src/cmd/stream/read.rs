@@ -7,9 +7,10 @@
 //! with its arguments rewritten so that running it again reads what it
 //! was waiting for: `$` becomes the ID it stood for when the client
 //! blocked, and a read without COUNT gets Redis's blocked default of 1000.
-//! XREADGROUP propagates what it changed as Redis does: an `XCLAIM … FORCE
-//! JUSTID` per entry added to the PEL and an `XGROUP SETID … ENTRIESREAD`
-//! for the group's new last ID, never itself.
+//! XREADGROUP propagates what it changed as Redis 7.0.15 does: an `XCLAIM
+//! … FORCE JUSTID LASTID` per entry added to the PEL; with NOACK, `XGROUP
+//! CREATECONSUMER` for a new consumer and `XGROUP SETID … ENTRIESREAD` for
+//! the group's new last ID; never itself.
 
 use super::{group_id_propagation, reply_entry, strict_id, xclaim_propagation};
 use crate::cmd::{int_arg, is, Ctx};
@@ -293,7 +294,9 @@ fn read_group(
                     props.push(xclaim_propagation(key, gname, &g, id));
                 }
             }
-            if !ids.is_empty() {
+            // Without PEL entries to claim, the group's new position and
+            // its consumer go out as such (as Redis 7.0.15 does).
+            if noack && !ids.is_empty() {
                 props.push(group_id_propagation(key, gname, &g));
             }
         }
@@ -301,7 +304,9 @@ fn read_group(
     s.groups.insert(gname.to_vec(), g);
     if created {
         c.st.changed(super::CLASS, "xgroup-createconsumer", db, key);
-        c.propagate_as(super::group::consumer_propagation(key, gname, cname));
+        if noack {
+            c.propagate_as(super::group::consumer_propagation(key, gname, cname));
+        }
     }
     if serve {
         c.st.dirty += 1;
