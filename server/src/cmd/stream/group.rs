@@ -426,6 +426,8 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         Some(t) if (0..=now).contains(&t) => t,
         _ => now,
     };
+    // The XCLAIMs to propagate are built only if someone reads them.
+    let prop_on = c.propagating();
     let (db, key, gname, cname) = (c.cl.db, &a[1], &a[2], &a[3]);
     let s = c.st.write::<Stream>(db, key, now)?.expect("checked");
     let mut g = s.groups.remove(&gname[..]).expect("checked");
@@ -435,6 +437,7 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         moved_last = true;
     }
     let mut props = Vec::new();
+    let mut changes = 0u64;
     let mut body = protocol::ReplyBuf::new(c.out.resp3);
     let mut n = 0;
     let mut created = false;
@@ -442,7 +445,10 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         let exists = s.contains(id);
         if !exists {
             if g.pel.contains_key(&id) {
-                props.push(xclaim_propagation(key, gname, &g, id));
+                changes += 1;
+                if prop_on {
+                    props.push(xclaim_propagation(key, gname, &g, id));
+                }
                 g.ack(id);
                 moved_last = false;
             }
@@ -477,11 +483,17 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             });
         }
         n += 1;
-        props.push(xclaim_propagation(key, gname, &g, id));
+        changes += 1;
+        if prop_on {
+            props.push(xclaim_propagation(key, gname, &g, id));
+        }
         moved_last = false;
     }
     if moved_last {
-        props.push(group_id_propagation(key, gname, &g));
+        changes += 1;
+        if prop_on {
+            props.push(group_id_propagation(key, gname, &g));
+        }
     }
     s.groups.insert(gname.to_vec(), g);
     c.out.array(n);
@@ -491,7 +503,7 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if created {
         c.st.changed(CLASS, "xgroup-createconsumer", db, key);
     }
-    c.st.dirty += props.len() as u64;
+    c.st.dirty += changes;
     for p in props {
         c.propagate_as(p);
     }
@@ -530,12 +542,15 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     claim_target(c, a)?;
+    // The XCLAIMs to propagate are built only if someone reads them.
+    let prop_on = c.propagating();
     let (db, key, gname, cname) = (c.cl.db, &a[1], &a[2], &a[3]);
     let s = c.st.write::<Stream>(db, key, now)?.expect("checked");
     let mut g = s.groups.remove(&gname[..]).expect("checked");
     let mut created = false;
     let mut attempts = count.saturating_mul(10);
     let mut props = Vec::new();
+    let mut changes = 0u64;
     let mut deleted = Vec::new();
     let mut body = protocol::ReplyBuf::new(c.out.resp3);
     let mut n = 0;
@@ -552,7 +567,10 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             None => StreamId::MAX,
         };
         if !s.contains(id) {
-            props.push(xclaim_propagation(key, gname, &g, id));
+            changes += 1;
+            if prop_on {
+                props.push(xclaim_propagation(key, gname, &g, id));
+            }
             g.ack(id);
             deleted.push(id);
             count -= 1;
@@ -572,7 +590,10 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
             n += 1;
             count -= 1;
-            props.push(xclaim_propagation(key, gname, &g, id));
+            changes += 1;
+            if prop_on {
+                props.push(xclaim_propagation(key, gname, &g, id));
+            }
         }
         if id == StreamId::MAX {
             break;
@@ -593,7 +614,7 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if created {
         c.st.changed(CLASS, "xgroup-createconsumer", db, key);
     }
-    c.st.dirty += props.len() as u64;
+    c.st.dirty += changes;
     for p in props {
         c.propagate_as(p);
     }

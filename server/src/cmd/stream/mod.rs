@@ -332,6 +332,8 @@ fn xadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     let (db, now, lim) = (c.cl.db, c.now, node_limits(c));
+    // The rewritten arguments are built only if someone reads them.
+    let prop_on = c.propagating();
     if t.no_mkstream && c.st.write::<Stream>(db, &a[1], now)?.is_none() {
         c.out.null();
         return Ok(());
@@ -379,7 +381,7 @@ fn xadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut prop = None;
     if let Some(how) = t.how {
         trimmed = s.trim(how, t.approx, t.limit);
-        if t.approx {
+        if t.approx && prop_on {
             prop = Some(exact_trim_args(a, &t, s));
         }
     }
@@ -387,7 +389,7 @@ fn xadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if trimmed > 0 {
         c.st.notify(CLASS, "xtrim", db, &a[1]);
     }
-    if prop.is_some() || !matches!(t.id, Some((_, true))) {
+    if prop_on && (prop.is_some() || !matches!(t.id, Some((_, true)))) {
         let mut v = prop.unwrap_or_else(|| a.to_vec());
         v[t.id_at] = idb;
         c.propagate_as(v);

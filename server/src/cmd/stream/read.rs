@@ -220,6 +220,8 @@ fn read_group(
     noack: bool,
 ) -> Result<bool, Error> {
     let (db, now) = (c.cl.db, c.now);
+    // What to propagate is built only if someone reads it.
+    let prop_on = c.propagating();
     let s = c.st.write::<Stream>(db, key, now)?.expect("checked");
     let mut g = s.groups.remove(&gname[..]).expect("checked");
     let mut props: Vec<Vec<Bytes>> = Vec::new();
@@ -291,12 +293,14 @@ fn read_group(
                 }
                 if !noack {
                     g.assign(id, cname, now, 1, now);
-                    props.push(xclaim_propagation(key, gname, &g, id));
+                    if prop_on {
+                        props.push(xclaim_propagation(key, gname, &g, id));
+                    }
                 }
             }
             // Without PEL entries to claim, the group's new position and
             // its consumer go out as such (as Redis 7.0.15 does).
-            if noack && !ids.is_empty() {
+            if prop_on && noack && !ids.is_empty() {
                 props.push(group_id_propagation(key, gname, &g));
             }
         }
