@@ -11,7 +11,10 @@
 #    LRANGE_100, SADD, SPOP, HSET, ZADD, ZPOPMIN and the custom commands
 #    ZRANGEBYSCORE z 0 100 (1000-member z) and ZINTERSTORE of two
 #    100-member sets, GEOADD of random points and GEOSEARCH BYRADIUS 10 km
-#    (about 25 of 10,000 points), at -P 1 and -P 16, cinnabar then Redis for each test;
+#    (about 25 of 10,000 points); for streams XADD of 3 fields (with and
+#    without MAXLEN ~ 1000), XRANGE of 10 entries, XREADGROUP of one new
+#    entry and XACK of a random pending one (300,000-entry xg, read before
+#    acked), at -P 1 and -P 16, cinnabar then Redis for each test;
 #    prints requests/s, the ratio cinnabar/Redis (> 1: cinnabar faster) and
 #    the geometric mean of the ratios per pipeline level.
 # 2. Memory: each dataset goes into a freshly started server (one server at
@@ -19,9 +22,10 @@
 #    bench/types_gen.py; prints VmRSS minus the empty server's VmRSS, and
 #    the ratio. Datasets: 100,000 hashes of 10 fields, 100,000 intsets of
 #    20 integers, 100,000 sorted sets of 10 members (all in their compact
-#    encodings), and large sorted sets of 100,000 members: 100 of them by
+#    encodings), large sorted sets of 100,000 members: 100 of them by
 #    default (the per-member cost is the same as with 1,000; --large-zsets
-#    sets the count, --large-members the size).
+#    sets the count, --large-members the size), and one stream of
+#    1,000,000 entries of 3 fields (100,000 with --quick).
 # 3. Complexity: a sorted set of 10^4, 10^5 and 10^6 members m:<12 digits>;
 #    ZADD (score update of a random member), ZRANK of a random member and
 #    ZRANGE of one element at the middle rank (redis-benchmark cannot
@@ -69,12 +73,14 @@ if [ -n "$QUICK" ]; then
   LARGE_ZSETS=${LARGE_ZSETS:-10}
   CX_SIZES="10000 100000 1000000"
   CX_N=20000
+  STREAM_ENTRIES=100000
 else
   N=${N:-100000}
   SMALL_KEYS=100000
   LARGE_ZSETS=${LARGE_ZSETS:-100}
   CX_SIZES="10000 100000 1000000"
   CX_N=200000
+  STREAM_ENTRIES=1000000
 fi
 LARGE_MEMBERS=${LARGE_MEMBERS:-100000}
 CLIENTS=${CLIENTS:-50}
@@ -114,6 +120,8 @@ throughput() {
   echo
   echo "throughput: redis-benchmark -c $CLIENTS -n $N -r 100000"
   printf '%-30s %3s %12s %12s %8s\n' test P cinnabar redis ratio
+  # The commands hold `*` (XADD's ID), split into words unglobbed.
+  set -f
   for p in 1 16; do
     while IFS='|' read -r label prefix cmd probe; do
       note=""
@@ -145,8 +153,14 @@ ZRANGEBYSCORE z 0 100|-|ZRANGEBYSCORE z 0 100|ZRANGEBYSCORE
 ZINTERSTORE zd 2 za zb|-|ZINTERSTORE zd 2 za zb|ZINTERSTORE
 GEOADD ga (random points)|-|GEOADD ga 13.__rand_int__ 38.__rand_int__ m:__rand_int__|GEOADD
 GEOSEARCH geo BYRADIUS 10 km|-|GEOSEARCH geo FROMLONLAT 14 37.5 BYRADIUS 10 km|GEOSEARCH
+XADD 3 fields|-|XADD xa * name u action click value 42|XADD
+XADD MAXLEN ~ 1000|-|XADD xm MAXLEN ~ 1000 * name u action click value 42|XADD
+XRANGE 10 entries|-|XRANGE xr 500 + COUNT 10|XRANGE
+XREADGROUP 1 new entry|-|XREADGROUP GROUP g c COUNT 1 STREAMS xg >|XREADGROUP
+XACK|-|XACK xg g __rand_int__-0|XACK
 EOF
   done
+  set +f
   echo
   if [ -s "$RESULTS" ]; then
     awk '{ s[$1] += log($2); n[$1]++ }
@@ -180,6 +194,7 @@ load_one() {
     intsets) probe=s:0 ;;
     zsets) probe=z:0 ;;
     bigzsets) probe=bz:0 ;;
+    stream) probe=st ;;
   esac
   enc=$(redis-cli -p "$port" OBJECT ENCODING "$probe" 2>/dev/null || true)
   case "$enc" in '' | *" "*) enc=n/a ;; esac
@@ -215,6 +230,7 @@ $SMALL_KEYS hashes x 10 fields|hashes|$SMALL_KEYS
 $SMALL_KEYS intsets x 20 ints|intsets|$SMALL_KEYS
 $SMALL_KEYS zsets x 10 members|zsets|$SMALL_KEYS
 $LARGE_ZSETS zsets x $LARGE_MEMBERS members|bigzsets|$LARGE_ZSETS $LARGE_MEMBERS
+1 stream x $STREAM_ENTRIES entries x 3 fields|stream|$STREAM_ENTRIES
 EOF
 }
 

@@ -10,10 +10,14 @@ to `redis-cli --pipe`. Both servers get byte-identical input.
   types_gen.py cxzset KEY N        one sorted set of N members m:<12 digits>
                                    (the form redis-benchmark's -r __rand_int__
                                    produces) with score = index
+  types_gen.py stream N            one stream st of N entries with 3 fields
+                                   (IDs 1-0 .. N-0)
   types_gen.py custom              the keys of the custom throughput tests:
                                    z (1000 members, scores 0..999), za and zb
                                    (100 members each, half shared), geo
-                                   (10,000 points in 4 x 3 degrees)
+                                   (10,000 points in 4 x 3 degrees); streams
+                                   xr (1000 entries) and xg (300,000 entries,
+                                   group g at 0-0), IDs <i>-0, 3 fields
 """
 import random
 import sys
@@ -54,6 +58,13 @@ def zadd_batches(key, pairs, batch=1000):
         cmd(*args)
 
 
+def stream(key, n):
+    """A stream of n entries <i>-0 with the same 3 fields."""
+    for i in range(1, n + 1):
+        cmd(b"XADD", key, b"%d-0" % i, b"name", b"user%d" % (i % 1000),
+            b"action", b"click", b"value", b"%d" % (i * 7 % 100000))
+
+
 def main(argv):
     what = argv[1] if len(argv) > 1 else ""
     if what == "hashes":
@@ -81,6 +92,8 @@ def main(argv):
     elif what == "cxzset":
         key, n = argv[2].encode(), int(argv[3])
         zadd_batches(key, [(b"%d" % j, b"m:%012d" % j) for j in range(n)])
+    elif what == "stream":
+        stream(b"st", int(argv[2]))
     elif what == "custom":
         zadd_batches(b"z", [(b"%d" % j, b"m%d" % j) for j in range(1000)])
         zadd_batches(b"za", [(b"%d" % j, b"m%d" % j) for j in range(100)])
@@ -92,6 +105,9 @@ def main(argv):
             for j, (lon, lat) in enumerate(pts[i:i + 500], i):
                 args += [b"%.6f" % lon, b"%.6f" % lat, b"p%d" % j]
             cmd(b"GEOADD", b"geo", *args)
+        stream(b"xr", 1000)
+        stream(b"xg", 300000)
+        cmd(b"XGROUP", b"CREATE", b"xg", b"g", b"0")
     else:
         sys.stderr.write(__doc__)
         return 2

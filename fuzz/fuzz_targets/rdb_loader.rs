@@ -6,7 +6,7 @@
 #![no_main]
 
 use cinnabar_storage::rdb::{self, crc64::crc64, Limits};
-use cinnabar_storage::Value;
+use cinnabar_storage::{StreamId, Value};
 use libfuzzer_sys::fuzz_target;
 
 /// Contents in a canonical order (hash tables iterate in per-process
@@ -32,6 +32,15 @@ fn canon(v: &Value) -> (&'static str, Vec<Vec<u8>>) {
             x.extend(s.to_bits().to_le_bytes());
             out.push(x);
         }),
+        Value::Stream(s) => {
+            sorted = false;
+            let all = (StreamId::MIN, StreamId::MAX);
+            s.range(all.0, all.1, false, |e| {
+                out.push(format!("{} {:?}", e.id, e.to_pairs()).into_bytes());
+                true
+            });
+            out.push(format!("{:?}", s.groups).into_bytes());
+        }
     }
     if sorted {
         out.sort();

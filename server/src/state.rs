@@ -113,6 +113,8 @@ pub struct Client {
 pub enum BlockKind {
     List,
     ZSet,
+    /// XREAD, XREADGROUP.
+    Stream,
     /// WAIT: only its timeout ends it.
     Wait,
 }

@@ -76,6 +76,79 @@ impl<W: Write> Commands<W> {
         Ok(())
     }
 
+    /// A stream as Redis 7.0 rewrites it: an XADD per entry (an empty
+    /// stream is made by a trimmed dummy entry), XSETID for its IDs and
+    /// counters, then per group XGROUP CREATE, its pending entries as
+    /// XCLAIM … JUSTID FORCE and idle consumers as CREATECONSUMER.
+    fn stream(&mut self, key: &[u8], s: &crate::stream::Stream) -> std::io::Result<()> {
+        let id = |i: crate::stream::StreamId| i.to_string().into_bytes();
+        if s.is_empty() {
+            self.command(&[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])?;
+        }
+        let mut res = Ok(());
+        let (lo, hi) = (
+            crate::stream::StreamId::new(0, 0),
+            crate::stream::StreamId::new(u64::MAX, u64::MAX),
+        );
+        s.range(lo, hi, false, |e| {
+            let mut args = vec![b"XADD".to_vec(), key.to_vec(), id(e.id)];
+            e.for_each(|f, v| {
+                args.push(f.to_vec());
+                args.push(v.to_vec());
+            });
+            let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+            res = self.command(&refs);
+            res.is_ok()
+        });
+        res?;
+        let added = s.entries_added.to_string();
+        self.command(&[
+            b"XSETID",
+            key,
+            &id(s.last_id),
+            b"ENTRIESADDED",
+            added.as_bytes(),
+            b"MAXDELETEDID",
+            &id(s.max_deleted_id),
+        ])?;
+        for (name, g) in &s.groups {
+            let read = g.entries_read.to_string();
+            self.command(&[
+                b"XGROUP",
+                b"CREATE",
+                key,
+                name,
+                &id(g.last_id),
+                b"ENTRIESREAD",
+                read.as_bytes(),
+            ])?;
+            for (cname, c) in &g.consumers {
+                if c.pel.is_empty() {
+                    self.command(&[b"XGROUP", b"CREATECONSUMER", key, name, cname])?;
+                }
+                for pid in &c.pel {
+                    let Some(n) = g.pel.get(pid) else { continue };
+                    let (time, count) = (n.delivery_time.to_string(), n.delivery_count.to_string());
+                    self.command(&[
+                        b"XCLAIM",
+                        key,
+                        name,
+                        cname,
+                        b"0",
+                        &id(*pid),
+                        b"TIME",
+                        time.as_bytes(),
+                        b"RETRYCOUNT",
+                        count.as_bytes(),
+                        b"JUSTID",
+                        b"FORCE",
+                    ])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn write_key(&mut self, k: Loaded) -> std::io::Result<()> {
         if self.db != Some(k.db) {
             self.command(&[b"SELECT", k.db.to_string().as_bytes()])?;
@@ -100,6 +173,7 @@ impl<W: Write> Commands<W> {
                     .collect();
                 self.batched(b"ZADD", key, items, 2)?
             }
+            Value::Stream(s) => self.stream(key, s)?,
         }
         if let Some(t) = k.expire_ms {
             self.command(&[b"PEXPIREAT", key, t.to_string().as_bytes()])?;

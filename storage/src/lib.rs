@@ -21,6 +21,7 @@ pub mod rdb;
 pub mod set;
 pub mod skiplist;
 pub mod snapshot;
+pub mod stream;
 mod value;
 pub mod zset;
 
@@ -33,6 +34,7 @@ pub use listpack::{Listpack, LpVal};
 pub use quicklist::Quicklist;
 pub use set::Set;
 pub use skiplist::{LexRange, ScoreRange};
+pub use stream::{Stream, StreamId};
 pub use value::{StrValue, Typed, Value};
 pub use zset::{SortedSet, ZaddFlags, ZaddOutcome, ZsetLimits};
 

@@ -14,10 +14,10 @@
 //! intset) and whose large form a box — so a small hash, set or sorted set
 //! costs the node plus one allocation of exactly its bytes, as in Redis
 //! (dict entry + robj + listpack). The rare growable string (`Raw`) and
-//! the quicklist are boxed.
+//! the quicklist and the stream are boxed.
 
 use crate::num::parse_i64;
-use crate::{CBytes, Hash, Quicklist, Set, SortedSet};
+use crate::{CBytes, Hash, Quicklist, Set, SortedSet, Stream};
 
 /// Longest string Redis stores as `embstr`.
 const EMBSTR_MAX: usize = 44;
@@ -30,6 +30,7 @@ pub enum Value {
     Hash(Hash),
     Set(Set),
     ZSet(SortedSet),
+    Stream(Box<Stream>),
 }
 
 /// The Rust type behind each Redis type, so callers can ask for "the list
@@ -63,6 +64,7 @@ typed!(Quicklist, List);
 typed!(Hash, Hash);
 typed!(Set, Set);
 typed!(SortedSet, ZSet);
+typed!(Stream, Stream);
 
 /// A string value.
 ///
@@ -162,6 +164,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -172,6 +175,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -183,6 +187,8 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // An empty stream stays: its last ID and groups live on.
+            Value::Stream(_) => false,
         }
     }
 
@@ -197,6 +203,7 @@ impl Value {
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
+            Value::Stream(s) => s.heap_size() + std::mem::size_of::<Stream>(),
         }
     }
 }

@@ -49,9 +49,10 @@ impl State {
                 };
                 for id in queue.clone() {
                     let has_data = match self.dbs[db].get(&key) {
-                        Some(Value::List(_)) => BlockKind::List,
-                        Some(Value::ZSet(_)) => BlockKind::ZSet,
-                        _ => break,
+                        Some(Value::List(_)) => Some(BlockKind::List),
+                        Some(Value::ZSet(_)) => Some(BlockKind::ZSet),
+                        Some(Value::Stream(_)) => Some(BlockKind::Stream),
+                        _ => None,
                     };
                     let Some(mut cl) = self.clients.remove(&id) else {
                         continue;
@@ -61,7 +62,20 @@ impl State {
                         self.clients.insert(id, cl);
                         continue;
                     }
-                    let Some(b) = cl.blocked.take_if(|b| b.kind == has_data) else {
+                    if let Some(e) = self.stream_wait_gone(&cl, db, &key) {
+                        let b = cl.blocked.take().expect("blocked");
+                        self.unregister_blocked(id, &b);
+                        let mut out = ReplyBuf::new(cl.resp3);
+                        out.error(e);
+                        self.count_error(e);
+                        self.stats.cmd.entry("xreadgroup").or_default().failed += 1;
+                        cl.pending.extend_from_slice(&out.buf);
+                        cl.wake.notify_one();
+                        self.woken += 1;
+                        self.clients.insert(id, cl);
+                        continue;
+                    }
+                    let Some(b) = cl.blocked.take_if(|b| Some(b.kind) == has_data) else {
                         self.clients.insert(id, cl);
                         continue;
                     };
@@ -103,6 +117,28 @@ impl State {
                 }
             }
         }
+    }
+
+    /// Why a blocked XREADGROUP on `key` cannot go on: its stream or its
+    /// group went away (Redis 7.0 fails it then; XREAD keeps waiting).
+    fn stream_wait_gone(&self, cl: &Client, db: usize, key: &[u8]) -> Option<&'static str> {
+        let b = cl
+            .blocked
+            .as_ref()
+            .filter(|b| b.kind == BlockKind::Stream)?;
+        if !b.args[0].eq_ignore_ascii_case(b"xreadgroup") {
+            return None;
+        }
+        let Some(Value::Stream(s)) = self.dbs[db].get(key) else {
+            return Some("UNBLOCKED the stream key no longer exists");
+        };
+        let at = b
+            .args
+            .iter()
+            .position(|x| x.eq_ignore_ascii_case(b"group"))?;
+        let group = b.args.get(at + 1)?;
+        (!s.groups.contains_key(&group[..]))
+            .then_some("NOGROUP the consumer group this client was blocked on no longer exists")
     }
 
     /// CLIENT UNBLOCK: ends client `id`'s wait as if it timed out, or with

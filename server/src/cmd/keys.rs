@@ -708,6 +708,16 @@ fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
     c.st.touch_all_watched(db, None);
     let old = c.st.dbs[db].take();
     c.st.dirty += old.len() as u64;
+    // Blocked XREADGROUPs on its keys fail now.
+    let waiting: Vec<_> =
+        c.st.blocking
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .cloned()
+            .collect();
+    for (d, key) in waiting {
+        c.st.signal_ready(d, &key);
+    }
     if lazy && old.free_effort() > LAZYFREE_THRESHOLD {
         lazy_free(old);
     }

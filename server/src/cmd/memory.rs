@@ -140,6 +140,20 @@ pub fn value_size(v: &Value, samples: usize) -> usize {
             // zset + skiplist headers, the dict and its table, header node.
             ROBJ + 16 + 32 + DICT + buckets * 8 + je(32 + 32 * 16) + elems
         }
+        Value::Stream(s) => {
+            // Redis's estimate of a radix tree: its header, then per
+            // element a 16-byte ID, per node a node header and 30 words.
+            let rax = |elems: usize| 24 + elems * 16 + elems * (4 + 8 * 30);
+            let mut n = ROBJ + 80 + rax(s.node_count());
+            n += s.nodes().map(|(_, lp)| je(lp.lp_bytes())).sum::<usize>();
+            for (name, g) in &s.groups {
+                n += 56 + sds(name.len()) + rax(g.pel.len()) + 40 * g.pel.len();
+                for (cname, c) in &g.consumers {
+                    n += 32 + cname.len() + rax(c.pel.len()) + 8 * c.pel.len();
+                }
+            }
+            n
+        }
     }
 }
 

@@ -42,6 +42,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod string;
 mod table;
 pub mod transaction;

@@ -9,7 +9,7 @@ use crate::propagate::int;
 use bytes::Bytes;
 use storage::listpack::LpVal;
 use storage::rdb::{self, RestoreError};
-use storage::Value;
+use storage::{StreamId, Value};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("save", save),
@@ -232,6 +232,7 @@ fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     };
     mix(d, &t.to_be_bytes());
     let mut buf = itoa::Buffer::new();
@@ -262,6 +263,15 @@ fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
                 xor(d, &e);
             }
         }
+        Value::Stream(s) => s.range(StreamId::MIN, StreamId::MAX, false, |e| {
+            mix(d, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
+            let mut b2 = itoa::Buffer::new();
+            e.for_each(|f, v| {
+                mix(d, lp_bytes(&f, &mut buf));
+                mix(d, lp_bytes(&v, &mut b2));
+            });
+            true
+        }),
     }
     if has_ttl {
         xor(d, b"!!expire!!");

@@ -216,6 +216,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     migrate::HANDLERS,
     aof::HANDLERS,
     memory::HANDLERS,
+    stream::HANDLERS,
 ];
 
 fn bindings() -> impl Iterator<Item = &'static (&'static str, Handler)> {
@@ -350,31 +351,6 @@ mod tests {
         "restore-asking",
         "slaveof",
         "sync",
-        "xack",
-        "xadd",
-        "xautoclaim",
-        "xclaim",
-        "xdel",
-        "xgroup",
-        "xgroup|create",
-        "xgroup|createconsumer",
-        "xgroup|delconsumer",
-        "xgroup|destroy",
-        "xgroup|help",
-        "xgroup|setid",
-        "xinfo",
-        "xinfo|consumers",
-        "xinfo|groups",
-        "xinfo|help",
-        "xinfo|stream",
-        "xlen",
-        "xpending",
-        "xrange",
-        "xread",
-        "xreadgroup",
-        "xrevrange",
-        "xsetid",
-        "xtrim",
     ];
 
     /// Every binding has a row, and every row is bound or listed as not

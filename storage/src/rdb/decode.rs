@@ -105,14 +105,14 @@ pub struct LoadSummary {
     pub end: usize,
 }
 
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     d: &'a [u8],
-    p: usize,
+    pub(super) p: usize,
 }
 
-type R<T> = Result<T, LoadError>;
+pub(super) type R<T> = Result<T, LoadError>;
 
-fn at<T>(msg: impl Into<String>, offset: usize) -> R<T> {
+pub(super) fn at<T>(msg: impl Into<String>, offset: usize) -> R<T> {
     Err(LoadError {
         msg: msg.into(),
         offset,
@@ -126,7 +126,7 @@ enum Len {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> R<&'a [u8]> {
+    pub(super) fn take(&mut self, n: usize) -> R<&'a [u8]> {
         match self.p.checked_add(n) {
             Some(e) if e <= self.d.len() => {
                 let s = &self.d[self.p..e];
@@ -137,7 +137,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn byte(&mut self) -> R<u8> {
+    pub(super) fn byte(&mut self) -> R<u8> {
         Ok(self.take(1)?[0])
     }
 
@@ -164,7 +164,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn len(&mut self) -> R<u64> {
+    pub(super) fn len(&mut self) -> R<u64> {
         let start = self.p;
         match self.len_or_enc()? {
             Len::Plain(n) => Ok(n),
@@ -174,7 +174,7 @@ impl<'a> Reader<'a> {
 
     /// A length that counts items each taking at least one byte: bounded by
     /// what is left, so it can size an allocation.
-    fn count(&mut self, per_item: usize) -> R<usize> {
+    pub(super) fn count(&mut self, per_item: usize) -> R<usize> {
         let start = self.p;
         let n = self.len()?;
         let left = (self.d.len() - self.p) as u64;
@@ -184,7 +184,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn string(&mut self) -> R<Cow<'a, [u8]>> {
+    pub(super) fn string(&mut self) -> R<Cow<'a, [u8]>> {
         let start = self.p;
         match self.len_or_enc()? {
             Len::Plain(n) => {
@@ -248,7 +248,7 @@ fn parse_f64_text(s: &[u8]) -> Option<f64> {
     std::str::from_utf8(s).ok()?.parse::<f64>().ok()
 }
 
-fn blob_err(e: BlobError, blob_start: usize) -> LoadError {
+pub(super) fn blob_err(e: BlobError, blob_start: usize) -> LoadError {
     LoadError {
         msg: format!("{} (blob offset {})", e.msg, e.at),
         offset: blob_start,
@@ -455,8 +455,8 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         TYPE_MODULE | TYPE_MODULE_2 => {
             return at("module values are not supported", start.saturating_sub(1))
         }
-        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
-            return at("stream values are not supported", start.saturating_sub(1))
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(super::stream::read(r, t)?))
         }
         _ => return at(format!("unknown value type {t}"), start.saturating_sub(1)),
     };

@@ -125,6 +125,7 @@ pub fn value_type(v: &Value) -> u8 {
                 TYPE_ZSET_2
             }
         }
+        Value::Stream(_) => TYPE_STREAM_LISTPACKS_2,
     }
 }
 
@@ -221,6 +222,7 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
                 }
             }
         }
+        Value::Stream(s) => super::stream::write(out, s, cz),
     }
 }
 
