@@ -23,6 +23,7 @@ pub mod os;
 pub mod persist;
 pub mod propagate;
 pub mod pubsub;
+pub mod repl;
 pub mod replybuf;
 pub mod round;
 pub mod server;

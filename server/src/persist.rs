@@ -657,6 +657,7 @@ fn bgsave_done(
     };
     let res = res.and_then(|()| std::fs::rename(tmp, path));
     st.rdb.last_bgsave_time_s = r.started.elapsed().as_secs() as i64;
+    let ok = res.is_ok();
     match res {
         Ok(()) => {
             info!("Background saving terminated with success");
@@ -672,6 +673,7 @@ fn bgsave_done(
             end_captures(st);
         }
     }
+    st.repl_bgsave_done(ok, path);
     AfterDone {
         sync_dir: Some(dir.to_path_buf()),
         remove: vec![],

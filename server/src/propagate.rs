@@ -50,6 +50,10 @@ pub struct Stream {
     rewrites: Vec<Op>,
     /// The innermost running command replaced its own arguments.
     decided: bool,
+    /// The innermost running command propagates even if it changed
+    /// nothing (FLUSHALL and FLUSHDB of empty databases, as Redis's
+    /// `forceCommandPropagation`).
+    forced: bool,
 }
 
 /// Where a command started: what [`Stream::end`] compares with.
@@ -88,7 +92,8 @@ impl Stream {
     /// join the unit if it changed data (`dirty` moved); the unit ends at
     /// top level.
     pub fn end(&mut self, m: Mark, dirty: u64, args: &[Bytes], cs: &mut Consumers) {
-        if dirty > m.dirty && wanted(cs) {
+        let forced = std::mem::take(&mut self.forced);
+        if (dirty > m.dirty || forced) && wanted(cs) {
             if self.decided {
                 let own = self.rewrites.drain(m.rewrites..).map(|op| (m.db, op));
                 self.ops.extend(own);
@@ -117,6 +122,11 @@ impl Stream {
     /// The running command propagates nothing of its own.
     pub fn decline(&mut self) {
         self.decided = true;
+    }
+
+    /// The running command propagates whether or not it changed data.
+    pub fn force(&mut self) {
+        self.forced = true;
     }
 
     /// Adds `op` to the running unit (or as a unit of its own outside any

@@ -225,6 +225,7 @@ async fn cron(shared: Arc<Shared>) {
             st.pause = None;
         }
         crate::persist::cron(&mut st);
+        crate::cmd::replication::cron(&mut st);
         drop(st);
         if now / 1000 != last_release / 1000 {
             last_release = now;

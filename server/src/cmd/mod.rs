@@ -34,6 +34,7 @@ pub mod memory;
 pub mod meta;
 pub mod persist;
 pub mod pubsub;
+pub mod replication;
 pub mod scan;
 pub mod scripting;
 pub mod server;

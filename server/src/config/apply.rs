@@ -34,6 +34,8 @@ pub enum Hook {
     AofFsync,
     /// `appendonly`: the AOF starts (with a rewrite) or stops.
     Appendonly,
+    /// `repl-backlog-size`: the backlog is trimmed at once.
+    ReplBacklog,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].
@@ -79,6 +81,7 @@ impl State {
             }
             Hook::AofFsync => self.apply_fsync(),
             Hook::Appendonly => return Ok(Some(Followup::Appendonly)),
+            Hook::ReplBacklog => self.repl.resize_backlog(self.cfg.repl_backlog_size),
         }
         Ok(None)
     }

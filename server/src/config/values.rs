@@ -208,7 +208,8 @@ values! {
     enable_protected_configs: Allow = "enable-protected-configs",
     databases: i64 = "databases",
     busy_reply_threshold: i64 = "busy-reply-threshold",
-    repl_backlog_size: i64 = "repl-backlog-size",
+    repl_backlog_size: i64 = "repl-backlog-size" => ReplBacklog,
+    repl_ping_replica_period: i64 = "repl-ping-replica-period",
     min_replicas_to_write: i64 = "min-replicas-to-write",
     min_replicas_max_lag: i64 = "min-replicas-max-lag",
     // Encodings.

@@ -1,0 +1,338 @@
+//! Replication commands, the master's side: SYNC, PSYNC, REPLCONF, WAIT,
+//! and the replication cron (full syncs waiting for the snapshot engine,
+//! keep-alives, PINGs in the stream). The stream and the replicas' state
+//! are in `crate::repl`.
+
+use super::{int_arg, is, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::persist;
+use crate::repl::{Link, Replica, Waiter};
+use crate::state::{now_ms, BlockKind, State};
+use bytes::Bytes;
+use protocol::ReplyBuf;
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("sync", sync),
+    ("psync", psync),
+    ("replconf", replconf),
+    ("wait", wait),
+];
+
+/// SYNC
+fn sync(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    full_sync(c, false);
+    Ok(())
+}
+
+/// PSYNC replicationid offset
+fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    int_arg(&a[2])?;
+    if c.cl.peer.replica {
+        return Ok(());
+    }
+    if a[1].as_ref() != b"?" {
+        c.st.repl.sync_partial_err += 1;
+    }
+    full_sync(c, true);
+    Ok(())
+}
+
+/// Makes the client a replica and gets it an RDB: it joins a BGSAVE
+/// started for replicas if one runs (with a copy of the stream another
+/// replica buffered since its start), else starts one, else waits for the
+/// snapshot engine (the cron starts it).
+fn full_sync(c: &mut Ctx, psync: bool) {
+    if c.cl.peer.replica || c.cl.monitor {
+        return;
+    }
+    let st = &mut *c.st;
+    if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
+        st.replid = crate::state::random_hex40();
+    }
+    c.cl.peer.replica = true;
+    st.repl.sync_full += 1;
+    let peer_ip =
+        c.cl.addr
+            .rsplit_once(':')
+            .map_or(&c.cl.addr[..], |(ip, _)| ip)
+            .trim_matches(|ch| ch == '[' || ch == ']');
+    let mut r = Replica {
+        id: c.cl.id,
+        link: Link::WaitBgsaveStart,
+        ip: c.cl.peer.ip.clone().unwrap_or_else(|| peer_ip.to_string()),
+        port: c.cl.peer.port,
+        rdb_only: c.cl.peer.rdb_only,
+        psync,
+        sync_offset: 0,
+        ack_offset: 0,
+        ack_time_s: now_ms() / 1000,
+        held: Vec::new(),
+    };
+    let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
+    if running {
+        let other = st.repl.replicas.iter().find_map(|o| match &o.link {
+            Link::WaitBgsaveEnd(buf) => Some((buf.clone(), o.sync_offset)),
+            _ => None,
+        });
+        if let Some((buf, offset)) = other {
+            r.link = Link::WaitBgsaveEnd(buf);
+            r.sync_offset = offset;
+            if psync {
+                c.out.raw(fullresync(st, offset).as_bytes());
+            }
+        }
+        st.repl.replicas.push(r);
+    } else {
+        st.repl.replicas.push(r);
+        if !persist::child_active(st) {
+            start_bgsave(st, Some((c.cl.id, &mut *c.out)));
+        }
+    }
+}
+
+fn fullresync(st: &State, offset: u64) -> String {
+    format!("+FULLRESYNC {} {offset}\r\n", st.replid)
+}
+
+/// Starts a BGSAVE for the replicas waiting for one: they buffer the
+/// stream from now on, and PSYNC replicas are told where it starts. The
+/// replica running the command (`current`) gets that in its reply.
+fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
+    tracing::info!("Starting BGSAVE for SYNC with target: disk");
+    persist::bgsave_start(st);
+    let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
+    if !persist::bgsave_in_progress(st) {
+        tracing::warn!("BGSAVE for replication failed");
+        let ids: Vec<u64> = st
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| waiting(r))
+            .map(|r| r.id)
+            .collect();
+        for id in ids {
+            let msg = b"-ERR BGSAVE failed, replication can't continue\r\n";
+            match current.as_mut().filter(|(cur, _)| *cur == id) {
+                Some((_, out)) => out.raw(msg),
+                None => st.repl_send(id, msg),
+            }
+            st.kill_client(id);
+        }
+        return;
+    }
+    st.repl.bgsave_for_replicas = true;
+    // The stream after the snapshot starts with a SELECT.
+    st.repl.sel_db = None;
+    let offset = st.repl.offset;
+    let line = fullresync(st, offset);
+    let mut told = Vec::new();
+    for r in st.repl.replicas.iter_mut().filter(|r| waiting(r)) {
+        r.link = Link::WaitBgsaveEnd(Vec::new());
+        r.sync_offset = offset;
+        if r.psync {
+            told.push(r.id);
+        }
+    }
+    for id in told {
+        match current.as_mut().filter(|(cur, _)| *cur == id) {
+            Some((_, out)) => out.raw(line.as_bytes()),
+            None => st.repl_send(id, line.as_bytes()),
+        }
+    }
+}
+
+/// REPLCONF option value [option value ...]
+fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(Error::Syntax);
+    }
+    for pair in a[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if is(opt, "listening-port") {
+            c.cl.peer.port = int_arg(val)?;
+        } else if is(opt, "ip-address") {
+            if val.len() >= 256 {
+                return Err(Error::other(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    val.len()
+                )));
+            }
+            c.cl.peer.ip = Some(String::from_utf8_lossy(val).into_owned());
+        } else if is(opt, "capa") {
+            // eof, psync2: what this master sends needs neither.
+        } else if is(opt, "ack") {
+            // Answered with nothing, as the replica reads no reply.
+            if let (true, Some(off)) = (c.cl.peer.replica, storage::num::parse_i64(val)) {
+                ack(c.st, c.cl.id, off.max(0) as u64);
+            }
+            return Ok(());
+        } else if is(opt, "getack") {
+            // Only a replica answers (with an ACK to its master).
+            return Ok(());
+        } else if is(opt, "rdb-filter-only") {
+            // `redis-cli --rdb` sends it empty; the functions-only image
+            // (`--functions-rdb`) is not written.
+            if let Some(w) = val.split(|ch| *ch == b' ').find(|w| !w.is_empty()) {
+                return Err(Error::other(format!(
+                    "ERR Unsupported rdb-filter-only option: {}",
+                    String::from_utf8_lossy(w)
+                )));
+            }
+        } else if is(opt, "rdb-only") {
+            let v = int_arg(val)?;
+            if !(0..=1).contains(&v) {
+                return Err(Error::other(
+                    "ERR value is out of range, value must between 0 and 1",
+                ));
+            }
+            c.cl.peer.rdb_only = v == 1;
+        } else {
+            return Err(Error::other(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    c.out.ok();
+    Ok(())
+}
+
+/// REPLCONF ACK from replica `id`: records it and answers the WAITs it
+/// satisfies.
+fn ack(st: &mut State, id: u64, offset: u64) {
+    let Some(r) = st.repl.replica_mut(id) else {
+        return;
+    };
+    r.ack_offset = r.ack_offset.max(offset);
+    r.ack_time_s = now_ms() / 1000;
+    let ready: Vec<(u64, i64)> = st
+        .repl
+        .waiters
+        .iter()
+        .map(|w| (w.id, st.repl.acked(w.offset), w.replicas))
+        .filter(|&(_, n, want)| n >= want)
+        .map(|(id, n, _)| (id, n))
+        .collect();
+    for (id, n) in ready {
+        st.repl.waiters.retain(|w| w.id != id);
+        let Some(cl) = st.clients.get_mut(&id) else {
+            continue;
+        };
+        if cl.blocked.take().is_some() {
+            cl.pending.extend_from_slice(format!(":{n}\r\n").as_bytes());
+            cl.wake.notify_one();
+            st.woken += 1;
+        }
+    }
+}
+
+/// WAIT numreplicas timeout
+fn wait(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let want = int_arg(&a[1])?;
+    let ms = storage::num::parse_i64(&a[2])
+        .ok_or_else(|| Error::other("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(Error::other("ERR timeout is negative"));
+    }
+    let offset = c.cl.woff;
+    let acked = c.st.repl.acked(offset);
+    if acked >= want || !c.may_block() {
+        c.out.int(acked);
+        return Ok(());
+    }
+    let deadline = (ms > 0).then(|| c.now.saturating_add(ms));
+    c.block(BlockKind::Wait, &[], deadline, a);
+    c.st.repl.waiters.push(Waiter {
+        id: c.cl.id,
+        offset,
+        replicas: want,
+    });
+    // Ask the replicas where they are.
+    c.st.repl.feed_plain(&[b("REPLCONF"), b("GETACK"), b("*")]);
+    c.st.repl_deliver();
+    Ok(())
+}
+
+fn b(s: &'static str) -> Bytes {
+    Bytes::from_static(s.as_bytes())
+}
+
+/// The replication cron, once a second: a BGSAVE for replicas that wait
+/// for the snapshot engine, newlines to replicas waiting for their RDB
+/// (they read them as keep-alives), a PING in the stream every
+/// `repl-ping-replica-period` seconds.
+pub fn cron(st: &mut State) {
+    let now_s = now_ms() / 1000;
+    if now_s == st.repl.cron_second {
+        return;
+    }
+    st.repl.cron_second = now_s;
+    let period = st.cfg.repl_ping_replica_period.max(1) as u64;
+    if st.repl.cron_loops.is_multiple_of(period) && !st.repl.replicas.is_empty() {
+        st.repl.feed_plain(&[b("PING")]);
+        st.repl_deliver();
+    }
+    st.repl.cron_loops += 1;
+    let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
+    if st.repl.replicas.iter().any(waiting) && !persist::child_active(st) {
+        start_bgsave(st, None);
+    }
+    let ids: Vec<(u64, bool)> = st
+        .repl
+        .replicas
+        .iter()
+        .map(|r| (r.id, !matches!(r.link, Link::Online)))
+        .collect();
+    for (id, pre_sync) in ids {
+        // A newline before the RDB; else any bytes held back.
+        st.repl_send(id, if pre_sync { b"\n" } else { b"" });
+    }
+}
+
+/// INFO replication, as a master.
+pub fn info(st: &State, now_ms: i64) -> String {
+    let r = &st.repl;
+    let mut s = String::from("role:master\r\n");
+    s += &format!("connected_slaves:{}\r\n", r.replicas.len());
+    for (i, x) in r.replicas.iter().enumerate() {
+        s += &format!(
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            x.ip,
+            x.port,
+            x.state_name(),
+            x.ack_offset,
+            now_ms / 1000 - x.ack_time_s
+        );
+    }
+    let (first, histlen) = r.backlog_span();
+    s += "master_failover_state:no-failover\r\n";
+    s += &format!("master_replid:{}\r\n", st.replid);
+    s += "master_replid2:0000000000000000000000000000000000000000\r\n";
+    s += &format!("master_repl_offset:{}\r\n", r.offset);
+    s += "second_repl_offset:-1\r\n";
+    s += &format!("repl_backlog_active:{}\r\n", r.backlog_active() as u8);
+    s += &format!("repl_backlog_size:{}\r\n", st.cfg.repl_backlog_size);
+    s += &format!("repl_backlog_first_byte_offset:{first}\r\n");
+    s += &format!("repl_backlog_histlen:{histlen}\r\n");
+    s
+}
+
+/// ROLE, as a master: its offset and its online replicas.
+pub fn role(st: &State, out: &mut ReplyBuf) {
+    let online: Vec<&Replica> = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.link, Link::Online))
+        .collect();
+    out.array(3);
+    out.bulk(b"master");
+    out.int(st.repl.offset as i64);
+    out.array(online.len());
+    for r in online {
+        out.array(3);
+        out.bulk(r.ip.as_bytes());
+        out.bulk(r.port.to_string().as_bytes());
+        out.bulk(r.ack_offset.to_string().as_bytes());
+    }
+}

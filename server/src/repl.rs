@@ -1,0 +1,269 @@
+//! Replication, the master's side: the replication stream, its backlog and
+//! offsets, and the replicas attached (their link state, what they
+//! announced and acknowledged).
+//!
+//! [`Repl`] is the second consumer of the propagation stream
+//! (`crate::propagate`), beside the AOF. Each finished unit is serialized
+//! as Redis sends it to its replicas: `SELECT` when the database differs
+//! from the last one sent, a unit of more than one op wrapped in
+//! MULTI/EXEC. The bytes go to the backlog (the master offset counts them)
+//! and to `fresh`, which `State` hands to each replica (`repl_deliver`):
+//! buffered while the replica waits for its RDB, sent once it is online.
+//!
+//! A full sync is a BGSAVE (as Redis's disk-based sync): the replicas
+//! waiting for it buffer the stream from its start, and get the file and
+//! then their buffer when it ends. The stream exists only once a replica
+//! has attached (Redis creates its backlog then), and nothing is collected
+//! before.
+
+use crate::propagate::{Consumer, Op};
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// Where a replica's link is.
+pub enum Link {
+    /// Waits for a BGSAVE the snapshot engine cannot start yet.
+    WaitBgsaveStart,
+    /// Its BGSAVE runs; the stream since its start is kept here.
+    WaitBgsaveEnd(Vec<u8>),
+    /// It has its RDB and follows the stream.
+    Online,
+}
+
+/// What a connection announced with REPLCONF (kept on its client, from
+/// before it asks for a sync).
+#[derive(Default, Clone)]
+pub struct Peer {
+    /// REPLCONF listening-port.
+    pub port: i64,
+    /// REPLCONF ip-address.
+    pub ip: Option<String>,
+    /// REPLCONF rdb-only 1: it wants the RDB and nothing after
+    /// (`redis-cli --rdb`).
+    pub rdb_only: bool,
+    /// It asked for a sync: a replica from then on.
+    pub replica: bool,
+}
+
+/// A replica attached to this master.
+pub struct Replica {
+    pub id: u64,
+    pub link: Link,
+    /// The address INFO and ROLE show: its announced IP, else its peer's.
+    pub ip: String,
+    pub port: i64,
+    pub rdb_only: bool,
+    /// Asked with PSYNC: told `+FULLRESYNC` when its BGSAVE starts.
+    pub psync: bool,
+    /// The offset its RDB corresponds to.
+    pub sync_offset: u64,
+    /// The offset it acknowledged (REPLCONF ACK), and when (unix s).
+    pub ack_offset: u64,
+    pub ack_time_s: i64,
+    /// Stream bytes for it while its connection was running (not in the
+    /// client map); sent with the next bytes.
+    pub held: Vec<u8>,
+}
+
+impl Replica {
+    pub fn state_name(&self) -> &'static str {
+        match self.link {
+            Link::WaitBgsaveStart | Link::WaitBgsaveEnd(_) => "wait_bgsave",
+            Link::Online => "online",
+        }
+    }
+}
+
+/// A client blocked in WAIT.
+pub struct Waiter {
+    pub id: u64,
+    /// The master offset its writes reached.
+    pub offset: u64,
+    pub replicas: i64,
+}
+
+/// The replication state of this server as a master.
+#[derive(Default)]
+pub struct Repl {
+    /// `master_repl_offset`: stream bytes produced since start.
+    pub offset: u64,
+    /// The last `repl-backlog-size` bytes of the stream; `None` until a
+    /// replica first attaches.
+    backlog: Option<VecDeque<u8>>,
+    backlog_size: usize,
+    /// The database the stream last selected; `None` makes the next op
+    /// select again (after a full sync starts).
+    pub sel_db: Option<usize>,
+    /// Stream bytes not yet handed to the replicas.
+    pub fresh: Vec<u8>,
+    pub replicas: Vec<Replica>,
+    /// The running BGSAVE was started for replicas.
+    pub bgsave_for_replicas: bool,
+    pub waiters: Vec<Waiter>,
+    /// Seconds counted by the cron (PING period), and the second it last
+    /// ran in.
+    pub cron_loops: u64,
+    pub cron_second: i64,
+    /// INFO stats: full syncs served, partial ones served and refused.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+}
+
+fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
+    let mut ib = itoa::Buffer::new();
+    buf.push(b'*');
+    buf.extend_from_slice(ib.format(args.len()).as_bytes());
+    buf.extend_from_slice(b"\r\n");
+    for a in args {
+        buf.push(b'$');
+        buf.extend_from_slice(ib.format(a.len()).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        buf.extend_from_slice(a);
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Repl {
+    /// Creates the backlog if there is none; true when it did (the
+    /// replication ID then changes, as Redis's).
+    pub fn ensure_backlog(&mut self, size: i64) -> bool {
+        self.backlog_size = size.max(1) as usize;
+        if self.backlog.is_some() {
+            return false;
+        }
+        self.backlog = Some(VecDeque::new());
+        true
+    }
+
+    /// `repl-backlog-size` changed.
+    pub fn resize_backlog(&mut self, size: i64) {
+        self.backlog_size = size.max(1) as usize;
+        if let Some(b) = &mut self.backlog {
+            let excess = b.len().saturating_sub(self.backlog_size);
+            b.drain(..excess);
+        }
+    }
+
+    pub fn backlog_active(&self) -> bool {
+        self.backlog.is_some()
+    }
+
+    /// (first byte offset, bytes held) as INFO shows them.
+    pub fn backlog_span(&self) -> (u64, u64) {
+        match &self.backlog {
+            Some(b) => (self.offset + 1 - b.len() as u64, b.len() as u64),
+            None => (0, 0),
+        }
+    }
+
+    fn emit(&mut self, db: Option<usize>, args: &[Bytes]) {
+        if let Some(db) = db.filter(|&d| self.sel_db != Some(d)) {
+            let n = Bytes::copy_from_slice(itoa::Buffer::new().format(db).as_bytes());
+            resp(&mut self.fresh, &[Bytes::from_static(b"SELECT"), n]);
+            self.sel_db = Some(db);
+        }
+        resp(&mut self.fresh, args);
+    }
+
+    /// Adds the bytes `fresh` gained since `before` to the backlog.
+    fn account(&mut self, before: usize) {
+        let new = &self.fresh[before..];
+        self.offset += new.len() as u64;
+        if let Some(b) = &mut self.backlog {
+            b.extend(new);
+            let excess = b.len().saturating_sub(self.backlog_size);
+            b.drain(..excess);
+        }
+    }
+
+    /// An op outside any database (PING, REPLCONF GETACK): no SELECT.
+    pub fn feed_plain(&mut self, args: &[Bytes]) {
+        if !self.wants() {
+            return;
+        }
+        let before = self.fresh.len();
+        self.emit(None, args);
+        self.account(before);
+    }
+
+    pub fn replica_mut(&mut self, id: u64) -> Option<&mut Replica> {
+        self.replicas.iter_mut().find(|r| r.id == id)
+    }
+
+    /// Replicas that acknowledged `offset`.
+    pub fn acked(&self, offset: u64) -> i64 {
+        self.replicas
+            .iter()
+            .filter(|r| matches!(r.link, Link::Online) && r.ack_offset >= offset)
+            .count() as i64
+    }
+
+    /// A closed connection: no longer a replica, nor waiting.
+    pub fn forget(&mut self, id: u64) {
+        self.replicas.retain(|r| r.id != id);
+        self.waiters.retain(|w| w.id != id);
+    }
+
+    /// The WAIT of client `id` ends (timeout): the replicas that acked.
+    pub fn end_wait(&mut self, id: u64) -> i64 {
+        let Some(i) = self.waiters.iter().position(|w| w.id == id) else {
+            return 0;
+        };
+        let w = self.waiters.remove(i);
+        self.acked(w.offset)
+    }
+}
+
+impl Consumer for Repl {
+    fn wants(&self) -> bool {
+        self.backlog.is_some()
+    }
+
+    fn feed(&mut self, unit: &[(usize, Op)]) {
+        let before = self.fresh.len();
+        if unit.len() > 1 {
+            self.emit(Some(unit[0].0), &[Bytes::from_static(b"MULTI")]);
+            for (db, a) in unit {
+                self.emit(Some(*db), a);
+            }
+            self.emit(None, &[Bytes::from_static(b"EXEC")]);
+        } else if let Some((db, a)) = unit.first() {
+            self.emit(Some(*db), a);
+        }
+        self.account(before);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(s: &str) -> Op {
+        s.split(' ')
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn units_as_redis_sends_them() {
+        let mut r = Repl::default();
+        assert!(!r.wants(), "nothing before a replica attaches");
+        r.ensure_backlog(1 << 20);
+        r.feed(&[(0, op("set a 1"))]);
+        r.feed(&[(3, op("set x 1")), (0, op("set y 2"))]);
+        r.feed_plain(&[Bytes::from_static(b"PING")]);
+        let s = String::from_utf8(r.fresh.clone())
+            .unwrap()
+            .replace("\r\n", " ");
+        assert_eq!(
+            s,
+            "*2 $6 SELECT $1 0 *3 $3 set $1 a $1 1 *2 $6 SELECT $1 3 *1 $5 MULTI \
+             *3 $3 set $1 x $1 1 *2 $6 SELECT $1 0 *3 $3 set $1 y $1 2 *1 $4 EXEC *1 $4 PING "
+        );
+        assert_eq!(r.offset, r.fresh.len() as u64);
+        assert_eq!(r.backlog_span(), (1, r.offset));
+        r.resize_backlog(10);
+        assert_eq!(r.backlog_span(), (r.offset - 9, 10));
+    }
+}
