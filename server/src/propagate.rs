@@ -10,7 +10,8 @@
 //! [`Stream::decline`] (containers: EXEC and scripts propagate only what
 //! the commands they run propagate). A rewrite counts only if the command
 //! did change data. Deletions the server makes by itself (expired and
-//! evicted keys) go in as `DEL` ([`Stream::add`], as `State::propagate_del`).
+//! evicted keys) go out at once as `DEL`, a unit of their own ([`Stream::add`],
+//! as `State::propagate_del`).
 //!
 //! Commands nested in one top-level command (EXEC, scripts, served
 //! blocked clients are top-level) form one unit: the ops it collected,
@@ -129,15 +130,16 @@ impl Stream {
         self.forced = true;
     }
 
-    /// Adds `op` to the running unit (or as a unit of its own outside any
-    /// command).
+    /// Hands `op` to the consumers at once, as a unit of its own even
+    /// inside a command: a key the server deletes by itself is never part
+    /// of the command's MULTI/EXEC (Redis 7.0's `propagateNow` for
+    /// deletions).
     pub fn add(&mut self, db: usize, op: Op, cs: &mut Consumers) {
-        if !wanted(cs) {
-            return;
-        }
-        self.ops.push((db, op));
-        if self.depth == 0 {
-            self.end_unit(cs);
+        let unit = [(db, op)];
+        for c in cs.iter_mut() {
+            if c.wants() {
+                c.feed(&unit);
+            }
         }
     }
 

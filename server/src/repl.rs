@@ -41,6 +41,8 @@ pub struct Peer {
     /// REPLCONF rdb-only 1: it wants the RDB and nothing after
     /// (`redis-cli --rdb`).
     pub rdb_only: bool,
+    /// REPLCONF capa psync2: `+CONTINUE` names the replication ID.
+    pub psync2: bool,
     /// It asked for a sync: a replica from then on.
     pub replica: bool,
 }
@@ -100,6 +102,8 @@ pub struct Repl {
     /// The running BGSAVE was started for replicas.
     pub bgsave_for_replicas: bool,
     pub waiters: Vec<Waiter>,
+    /// Since when (unix s) no replica is attached, for `repl-backlog-ttl`.
+    pub no_replicas_since_s: i64,
     /// Seconds counted by the cron (PING period), and the second it last
     /// ran in.
     pub cron_loops: u64,
@@ -147,6 +151,22 @@ impl Repl {
 
     pub fn backlog_active(&self) -> bool {
         self.backlog.is_some()
+    }
+
+    /// Frees the backlog (`repl-backlog-ttl` passed without replicas).
+    pub fn free_backlog(&mut self) {
+        self.backlog = None;
+    }
+
+    /// The stream from `offset` on (PSYNC's offset: the next byte the
+    /// replica wants), if the backlog still holds it.
+    pub fn backlog_from(&self, offset: u64) -> Option<Vec<u8>> {
+        let b = self.backlog.as_ref()?;
+        let first = self.offset + 1 - b.len() as u64;
+        if offset < first || offset > self.offset + 1 {
+            return None;
+        }
+        Some(b.range((offset - first) as usize..).copied().collect())
     }
 
     /// (first byte offset, bytes held) as INFO shows them.

@@ -36,6 +36,12 @@ fn stream(c: &mut RawClient, want: &str) -> String {
     String::from_utf8_lossy(&v).replace("\r\n", " ")
 }
 
+/// The replication cron's first second (a PING is due then, with a
+/// replica attached, whatever the period).
+fn past_the_first_ping() {
+    std::thread::sleep(Duration::from_millis(1100));
+}
+
 fn cli(s: &Server, args: &[&str]) -> String {
     s.cli_out(args)
 }
@@ -43,6 +49,7 @@ fn cli(s: &Server, args: &[&str]) -> String {
 #[test]
 fn the_stream_selects_and_wraps_as_redis_does() {
     let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
     let mut r = attach(&s);
     let mut c = s.raw();
     c.cmd(&["SET", "a", "1"]);
@@ -69,7 +76,8 @@ fn the_stream_selects_and_wraps_as_redis_does() {
 
 #[test]
 fn info_role_and_client_list_show_the_replica() {
-    let s = Server::start(&[]);
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
     let before = cli(&s, &["INFO", "replication"]);
     assert!(before.contains("connected_slaves:0"), "{before}");
     assert!(before.contains("repl_backlog_active:0"), "{before}");
@@ -223,4 +231,61 @@ fn a_real_redis_replica_follows() {
     }
     let info = rep.cli_out(&["INFO", "replication"]);
     assert!(info.contains("master_link_status:up"), "{info}");
+    // A dropped link resumes from the backlog.
+    cli(&s, &["CLIENT", "KILL", "TYPE", "replica"]);
+    for i in 0..100 {
+        c.cmd(&["INCR", &format!("n{i}")]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = cli(&s, &["DEBUG", "DIGEST"]);
+        let r = rep.cli_out(&["DEBUG", "DIGEST"]);
+        if m == r {
+            break;
+        }
+        assert!(Instant::now() < deadline, "digests differ: {m} {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("sync_full:1"), "{stats}");
+    assert!(stats.contains("sync_partial_ok:1"), "{stats}");
+}
+
+#[test]
+fn psync_continues_from_the_backlog() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    let first = attach(&s);
+    let mut c = s.raw();
+    c.cmd(&["SET", "a", "1"]);
+    let info = cli(&s, &["INFO", "replication"]);
+    let id = info
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap()
+        .to_string();
+    drop(first);
+    let mut r = s.raw();
+    r.cmd(&["REPLCONF", "capa", "psync2"]);
+    // From byte 1: the whole stream so far.
+    r.send_cmd(&["PSYNC", &id, "1"]);
+    let mut line = vec![0u8; 52];
+    r.sock.read_exact(&mut line).unwrap();
+    assert_eq!(line, format!("+CONTINUE {id}\r\n").into_bytes());
+    let want = "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 ";
+    assert_eq!(stream(&mut r, want), want);
+    // It follows the stream from there.
+    c.cmd(&["SET", "b", "2"]);
+    let want = "*3 $3 SET $1 b $1 2 ";
+    assert_eq!(stream(&mut r, want), want);
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("sync_partial_ok:1"), "{stats}");
+    // An unknown ID or an offset past the stream: a full sync.
+    let mut x = s.raw();
+    x.send_cmd(&["PSYNC", &id, "100000"]);
+    let mut head = [0u8; 12];
+    x.sock.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"+FULLRESYNC ");
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("sync_partial_err:1"), "{stats}");
 }

@@ -26,37 +26,51 @@ fn sync(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// PSYNC replicationid offset
 fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    int_arg(&a[2])?;
-    if c.cl.peer.replica {
+    let offset = int_arg(&a[2])?;
+    if c.cl.peer.replica || c.cl.monitor {
         return Ok(());
     }
     if a[1].as_ref() != b"?" {
+        let ours = a[1].as_ref() == c.st.replid.as_bytes();
+        let held = u64::try_from(offset)
+            .ok()
+            .filter(|_| ours)
+            .and_then(|o| c.st.repl.backlog_from(o));
+        if let Some(bytes) = held {
+            partial_sync(c, &bytes);
+            return Ok(());
+        }
         c.st.repl.sync_partial_err += 1;
     }
     full_sync(c, true);
     Ok(())
 }
 
-/// Makes the client a replica and gets it an RDB: it joins a BGSAVE
-/// started for replicas if one runs (with a copy of the stream another
-/// replica buffered since its start), else starts one, else waits for the
-/// snapshot engine (the cron starts it).
-fn full_sync(c: &mut Ctx, psync: bool) {
-    if c.cl.peer.replica || c.cl.monitor {
-        return;
-    }
-    let st = &mut *c.st;
-    if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
-        st.replid = crate::state::random_hex40();
-    }
+/// `+CONTINUE`, then the stream from where the replica stopped: it is
+/// online at once.
+fn partial_sync(c: &mut Ctx, bytes: &[u8]) {
+    let mut r = new_replica(c, true);
+    r.link = Link::Online;
     c.cl.peer.replica = true;
-    st.repl.sync_full += 1;
+    c.st.repl.sync_partial_ok += 1;
+    c.st.repl.replicas.push(r);
+    let line = if c.cl.peer.psync2 {
+        format!("+CONTINUE {}\r\n", c.st.replid)
+    } else {
+        "+CONTINUE\r\n".to_string()
+    };
+    c.out.raw(line.as_bytes());
+    c.out.raw(bytes);
+}
+
+/// The replica entry for the running client, before its sync.
+fn new_replica(c: &Ctx, psync: bool) -> Replica {
     let peer_ip =
         c.cl.addr
             .rsplit_once(':')
             .map_or(&c.cl.addr[..], |(ip, _)| ip)
             .trim_matches(|ch| ch == '[' || ch == ']');
-    let mut r = Replica {
+    Replica {
         id: c.cl.id,
         link: Link::WaitBgsaveStart,
         ip: c.cl.peer.ip.clone().unwrap_or_else(|| peer_ip.to_string()),
@@ -67,7 +81,24 @@ fn full_sync(c: &mut Ctx, psync: bool) {
         ack_offset: 0,
         ack_time_s: now_ms() / 1000,
         held: Vec::new(),
-    };
+    }
+}
+
+/// Makes the client a replica and gets it an RDB: it joins a BGSAVE
+/// started for replicas if one runs (with a copy of the stream another
+/// replica buffered since its start), else starts one, else waits for the
+/// snapshot engine (the cron starts it).
+fn full_sync(c: &mut Ctx, psync: bool) {
+    if c.cl.peer.replica || c.cl.monitor {
+        return;
+    }
+    let mut r = new_replica(c, psync);
+    let st = &mut *c.st;
+    if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
+        st.replid = crate::state::random_hex40();
+    }
+    c.cl.peer.replica = true;
+    st.repl.sync_full += 1;
     let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
     if running {
         let other = st.repl.replicas.iter().find_map(|o| match &o.link {
@@ -159,7 +190,10 @@ fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
             c.cl.peer.ip = Some(String::from_utf8_lossy(val).into_owned());
         } else if is(opt, "capa") {
-            // eof, psync2: what this master sends needs neither.
+            // eof: the RDB is always sent with its length.
+            if is(val, "psync2") {
+                c.cl.peer.psync2 = true;
+            }
         } else if is(opt, "ack") {
             // Answered with nothing, as the replica reads no reply.
             if let (true, Some(off)) = (c.cl.peer.replica, storage::num::parse_i64(val)) {
@@ -273,6 +307,23 @@ pub fn cron(st: &mut State) {
         st.repl_deliver();
     }
     st.repl.cron_loops += 1;
+    if !st.repl.replicas.is_empty() {
+        st.repl.no_replicas_since_s = 0;
+    } else if st.repl.no_replicas_since_s == 0 {
+        st.repl.no_replicas_since_s = now_s;
+    } else if st.cfg.repl_backlog_ttl > 0
+        && st.repl.backlog_active()
+        && now_s - st.repl.no_replicas_since_s > st.cfg.repl_backlog_ttl
+    {
+        // As Redis: a new ID, so no replica resumes from a stream it
+        // can no longer get.
+        tracing::info!(
+            "Replication backlog freed after {} seconds without connected replicas.",
+            st.cfg.repl_backlog_ttl
+        );
+        st.repl.free_backlog();
+        st.replid = crate::state::random_hex40();
+    }
     let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
     if st.repl.replicas.iter().any(waiting) && !persist::child_active(st) {
         start_bgsave(st, None);

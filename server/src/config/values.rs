@@ -210,6 +210,7 @@ values! {
     busy_reply_threshold: i64 = "busy-reply-threshold",
     repl_backlog_size: i64 = "repl-backlog-size" => ReplBacklog,
     repl_ping_replica_period: i64 = "repl-ping-replica-period",
+    repl_backlog_ttl: i64 = "repl-backlog-ttl",
     min_replicas_to_write: i64 = "min-replicas-to-write",
     min_replicas_max_lag: i64 = "min-replicas-max-lag",
     // Encodings.
