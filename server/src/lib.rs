@@ -24,6 +24,7 @@ pub mod persist;
 pub mod propagate;
 pub mod pubsub;
 pub mod repl;
+pub mod replica;
 pub mod replybuf;
 pub mod round;
 pub mod server;

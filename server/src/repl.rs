@@ -45,6 +45,43 @@ pub struct Peer {
     pub psync2: bool,
     /// It asked for a sync: a replica from then on.
     pub replica: bool,
+    /// It is this server's master (its stream is applied).
+    pub master: bool,
+}
+
+/// Where the link to this server's master is (ROLE's words).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum MasterState {
+    Connect,
+    Connecting,
+    Sync,
+    Connected,
+}
+
+/// This server's master (REPLICAOF host port).
+pub struct Master {
+    pub host: String,
+    pub port: u16,
+    /// Which REPLICAOF this is: a link task of an older one stops.
+    pub gen: u64,
+    /// The link task was started (by the server's cron).
+    pub started: bool,
+    pub state: MasterState,
+    /// When the master was last heard from, and when the link went down
+    /// (unix s).
+    pub last_io_s: i64,
+    pub down_since_s: i64,
+}
+
+impl MasterState {
+    pub fn role_name(self) -> &'static str {
+        match self {
+            MasterState::Connect => "connect",
+            MasterState::Connecting => "connecting",
+            MasterState::Sync => "sync",
+            MasterState::Connected => "connected",
+        }
+    }
 }
 
 /// A replica attached to this master.
@@ -102,6 +139,12 @@ pub struct Repl {
     /// The running BGSAVE was started for replicas.
     pub bgsave_for_replicas: bool,
     pub waiters: Vec<Waiter>,
+    /// This server's master, when it is a replica.
+    pub master: Option<Master>,
+    /// REPLICAOF calls so far (`Master::gen`).
+    pub gens: u64,
+    /// `replicaof` from the config was acted on (at the first cron).
+    pub configured: bool,
     /// Since when (unix s) no replica is attached, for `repl-backlog-ttl`.
     pub no_replicas_since_s: i64,
     /// Seconds counted by the cron (PING period), and the second it last
@@ -211,6 +254,15 @@ impl Repl {
         self.replicas.iter_mut().find(|r| r.id == id)
     }
 
+    /// Online replicas heard from within `max_lag` seconds
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, now_s: i64, max_lag: i64) -> i64 {
+        self.replicas
+            .iter()
+            .filter(|r| matches!(r.link, Link::Online) && now_s - r.ack_time_s <= max_lag)
+            .count() as i64
+    }
+
     /// Replicas that acknowledged `offset`.
     pub fn acked(&self, offset: u64) -> i64 {
         self.replicas
@@ -236,8 +288,10 @@ impl Repl {
 }
 
 impl Consumer for Repl {
+    /// A replica sends its replicas nothing of its own (as Redis, whose
+    /// replicas only relay their master's stream).
     fn wants(&self) -> bool {
-        self.backlog.is_some()
+        self.backlog.is_some() && self.master.is_none()
     }
 
     fn feed(&mut self, unit: &[(usize, Op)]) {

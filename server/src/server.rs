@@ -226,6 +226,7 @@ async fn cron(shared: Arc<Shared>) {
         }
         crate::persist::cron(&mut st);
         crate::cmd::replication::cron(&mut st);
+        crate::replica::cron(&shared, &mut st);
         drop(st);
         if now / 1000 != last_release / 1000 {
             last_release = now;

@@ -289,3 +289,93 @@ fn psync_continues_from_the_backlog() {
     let stats = cli(&s, &["INFO", "stats"]);
     assert!(stats.contains("sync_partial_err:1"), "{stats}");
 }
+
+/// Waits until both servers' DEBUG DIGEST agree.
+fn same_digest(a: &Server, b: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let x = a.cli_out(&["DEBUG", "DIGEST"]);
+        let y = b.cli_out(&["DEBUG", "DIGEST"]);
+        if x == y {
+            return;
+        }
+        assert!(Instant::now() < deadline, "digests differ: {x} {y}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn cinnabar_follows_a_real_redis_master() {
+    let Some(redis) = tool("redis-server") else {
+        eprintln!("skipped: no redis-server");
+        return;
+    };
+    let m = Server::start_bin(&redis, &[("enable-debug-command", "yes")]);
+    let mut c = m.raw();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("pre{i}"), "v"]);
+    }
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let port = m.port.to_string();
+    assert_eq!(cli(&s, &["REPLICAOF", "127.0.0.1", &port]), "OK");
+    assert_eq!(
+        cli(&s, &["REPLICAOF", "127.0.0.1", &port]),
+        "OK Already connected to specified master"
+    );
+    for i in 0..300 {
+        let k = format!("k{i}");
+        c.cmd(&["SET", &k, "v", "EX", "1000"]);
+        c.cmd(&["HSET", "h", &k, "1"]);
+        c.cmd(&["EVAL", "redis.call('incr','a') redis.call('incr','b')", "0"]);
+        c.cmd(&["SELECT", "2"]);
+        c.cmd(&["LPUSH", "l", &k]);
+        c.cmd(&["SELECT", "0"]);
+    }
+    same_digest(&m, &s);
+    let info = cli(&s, &["INFO", "replication"]);
+    assert!(info.contains("role:slave"), "{info}");
+    assert!(info.contains("master_link_status:up"), "{info}");
+    assert!(info.contains(&format!("master_port:{port}")), "{info}");
+    assert_eq!(
+        cli(&s, &["SET", "x", "1"]),
+        "READONLY You can't write against a read only replica."
+    );
+    // A dropped link resumes from the master's backlog.
+    m.cli_out(&["CLIENT", "KILL", "TYPE", "replica"]);
+    for i in 0..50 {
+        c.cmd(&["INCR", &format!("n{i}")]);
+    }
+    same_digest(&m, &s);
+    assert!(m.cli_out(&["INFO", "stats"]).contains("sync_partial_ok:1"));
+    // Promoted, it keeps its data and takes writes.
+    assert_eq!(cli(&s, &["REPLICAOF", "NO", "ONE"]), "OK");
+    assert_eq!(cli(&s, &["GET", "pre1"]), "v");
+    assert_eq!(cli(&s, &["SET", "x", "1"]), "OK");
+    assert!(cli(&s, &["ROLE"]).starts_with("master"));
+}
+
+#[test]
+fn cinnabar_follows_cinnabar() {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+    ]);
+    let mut c = m.raw();
+    for i in 0..300 {
+        c.cmd(&["RPUSH", "l", &i.to_string()]);
+        c.cmd(&["ZADD", "z", &i.to_string(), &format!("m{i}")]);
+    }
+    same_digest(&m, &s);
+    let mut w = m.raw();
+    assert_eq!(
+        w.cmd(&["SET", "k", "v"]),
+        protocol::Frame::Simple("OK".into())
+    );
+    assert_eq!(w.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    let role = cli(&s, &["ROLE"]);
+    assert!(
+        role.starts_with(&format!("slave\n127.0.0.1\n{}\nconnected", m.port)),
+        "{role}"
+    );
+}

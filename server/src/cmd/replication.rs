@@ -6,7 +6,7 @@
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;
-use crate::repl::{Link, Replica, Waiter};
+use crate::repl::{Link, Master, MasterState, Replica, Waiter};
 use crate::state::{now_ms, BlockKind, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -16,6 +16,8 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("psync", psync),
     ("replconf", replconf),
     ("wait", wait),
+    ("replicaof", replicaof),
+    ("slaveof", replicaof),
 ];
 
 /// SYNC
@@ -170,6 +172,55 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
             None => st.repl_send(id, line.as_bytes()),
         }
     }
+}
+
+/// Makes this server a replica of `host:port`: its own replicas are
+/// dropped (they must resync), the link task starts at the next cron.
+pub fn set_master(st: &mut State, host: &str, port: u16) {
+    st.repl.gens += 1;
+    let now_s = now_ms() / 1000;
+    st.repl.master = Some(Master {
+        host: host.to_string(),
+        port,
+        gen: st.repl.gens,
+        started: false,
+        state: MasterState::Connect,
+        last_io_s: now_s,
+        down_since_s: now_s,
+    });
+    let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
+    for id in ids {
+        st.kill_client(id);
+    }
+    tracing::info!("Connecting to MASTER {host}:{port}");
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF)
+fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if is(&a[1], "no") && is(&a[2], "one") {
+        if c.st.repl.master.take().is_some() {
+            // Its data stays; its history is its own from here.
+            c.st.replid = crate::state::random_hex40();
+            tracing::info!("MASTER MODE enabled (user request from '{}')", c.cl.addr);
+        }
+        c.out.ok();
+        return Ok(());
+    }
+    let port = int_arg(&a[2])?;
+    let port = u16::try_from(port).map_err(|_| Error::other("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(&a[1]).into_owned();
+    if c.st
+        .repl
+        .master
+        .as_ref()
+        .is_some_and(|m| m.host.eq_ignore_ascii_case(&host) && m.port == port)
+    {
+        c.out.simple("OK Already connected to specified master");
+        return Ok(());
+    }
+    set_master(c.st, &host, port);
+    c.out.ok();
+    Ok(())
 }
 
 /// REPLCONF option value [option value ...]
@@ -340,10 +391,39 @@ pub fn cron(st: &mut State) {
     }
 }
 
-/// INFO replication, as a master.
+/// INFO replication.
 pub fn info(st: &State, now_ms: i64) -> String {
     let r = &st.repl;
-    let mut s = String::from("role:master\r\n");
+    let mut s = String::new();
+    match &r.master {
+        None => s += "role:master\r\n",
+        Some(m) => {
+            let up = m.state == MasterState::Connected;
+            s += "role:slave\r\n";
+            s += &format!("master_host:{}\r\n", m.host);
+            s += &format!("master_port:{}\r\n", m.port);
+            s += &format!("master_link_status:{}\r\n", if up { "up" } else { "down" });
+            s += &format!(
+                "master_last_io_seconds_ago:{}\r\n",
+                if up { now_ms / 1000 - m.last_io_s } else { -1 }
+            );
+            s += &format!(
+                "master_sync_in_progress:{}\r\n",
+                (m.state == MasterState::Sync) as u8
+            );
+            s += &format!("slave_read_repl_offset:{}\r\n", r.offset);
+            s += &format!("slave_repl_offset:{}\r\n", r.offset);
+            if !up {
+                s += &format!(
+                    "master_link_down_since_seconds:{}\r\n",
+                    now_ms / 1000 - m.down_since_s
+                );
+            }
+            s += "slave_priority:100\r\n";
+            s += &format!("slave_read_only:{}\r\n", st.cfg.replica_read_only as u8);
+            s += "replica_announced:1\r\n";
+        }
+    }
     s += &format!("connected_slaves:{}\r\n", r.replicas.len());
     for (i, x) in r.replicas.iter().enumerate() {
         s += &format!(
@@ -368,8 +448,18 @@ pub fn info(st: &State, now_ms: i64) -> String {
     s
 }
 
-/// ROLE, as a master: its offset and its online replicas.
+/// ROLE: a replica's master and link; a master's offset and its online
+/// replicas.
 pub fn role(st: &State, out: &mut ReplyBuf) {
+    if let Some(m) = &st.repl.master {
+        out.array(5);
+        out.bulk(b"slave");
+        out.bulk(m.host.as_bytes());
+        out.int(m.port as i64);
+        out.bulk(m.state.role_name().as_bytes());
+        out.int(st.repl.offset as i64);
+        return;
+    }
     let online: Vec<&Replica> = st
         .repl
         .replicas

@@ -211,6 +211,11 @@ values! {
     repl_backlog_size: i64 = "repl-backlog-size" => ReplBacklog,
     repl_ping_replica_period: i64 = "repl-ping-replica-period",
     repl_backlog_ttl: i64 = "repl-backlog-ttl",
+    replica_read_only: bool = "replica-read-only",
+    replica_serve_stale_data: bool = "replica-serve-stale-data",
+    masterauth: String = "masterauth",
+    masteruser: String = "masteruser",
+    replicaof: String = "replicaof",
     min_replicas_to_write: i64 = "min-replicas-to-write",
     min_replicas_max_lag: i64 = "min-replicas-max-lag",
     // Encodings.
