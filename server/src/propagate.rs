@@ -24,6 +24,10 @@ use bytes::Bytes;
 /// One op: a command's arguments.
 pub type Op = Vec<Bytes>;
 
+/// Set in an op's database number: the op is for replicas only, not the
+/// AOF (PUBLISH, as Redis's `forceCommandPropagation(PROPAGATE_REPL)`).
+pub const REPL_ONLY: usize = 1 << (usize::BITS - 1);
+
 /// A reader of the stream: the AOF (replicas would be a second one).
 pub trait Consumer {
     /// Whether ops are wanted now.
@@ -55,6 +59,8 @@ pub struct Stream {
     /// nothing (FLUSHALL and FLUSHDB of empty databases, as Redis's
     /// `forceCommandPropagation`).
     forced: bool,
+    /// The same, for replicas only (see [`REPL_ONLY`]).
+    forced_repl: bool,
 }
 
 /// Where a command started: what [`Stream::end`] compares with.
@@ -94,12 +100,15 @@ impl Stream {
     /// top level.
     pub fn end(&mut self, m: Mark, dirty: u64, args: &[Bytes], cs: &mut Consumers) {
         let forced = std::mem::take(&mut self.forced);
-        if (dirty > m.dirty || forced) && wanted(cs) {
+        let forced_repl = std::mem::take(&mut self.forced_repl);
+        let changed = dirty > m.dirty || forced;
+        if (changed || forced_repl) && wanted(cs) {
+            let db = if changed { m.db } else { m.db | REPL_ONLY };
             if self.decided {
-                let own = self.rewrites.drain(m.rewrites..).map(|op| (m.db, op));
+                let own = self.rewrites.drain(m.rewrites..).map(|op| (db, op));
                 self.ops.extend(own);
             } else {
-                self.ops.push((m.db, args.to_vec()));
+                self.ops.push((db, args.to_vec()));
             }
         }
         self.rewrites.truncate(m.rewrites);
@@ -128,6 +137,12 @@ impl Stream {
     /// The running command propagates whether or not it changed data.
     pub fn force(&mut self) {
         self.forced = true;
+    }
+
+    /// The running command propagates to replicas (not the AOF) even if
+    /// it changed nothing.
+    pub fn force_repl(&mut self) {
+        self.forced_repl = true;
     }
 
     /// Hands `op` to the consumers at once, as a unit of its own even

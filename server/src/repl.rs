@@ -221,6 +221,7 @@ impl Repl {
     }
 
     fn emit(&mut self, db: Option<usize>, args: &[Bytes]) {
+        let db = db.map(|d| d & !crate::propagate::REPL_ONLY);
         if let Some(db) = db.filter(|&d| self.sel_db != Some(d)) {
             let n = Bytes::copy_from_slice(itoa::Buffer::new().format(db).as_bytes());
             resp(&mut self.fresh, &[Bytes::from_static(b"SELECT"), n]);

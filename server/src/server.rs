@@ -187,7 +187,8 @@ async fn cron(shared: Arc<Shared>) {
         }
         let now = now_ms();
         st.clock_base = (std::time::Instant::now(), crate::state::now_us());
-        if st.active_expire && st.pause.is_none() {
+        // A replica's keys expire through its master's DELs.
+        if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();

@@ -673,6 +673,12 @@ impl State {
         self.prop.force();
     }
 
+    /// The running command propagates to replicas even if it changed
+    /// nothing (PUBLISH).
+    pub fn force_propagate_repl(&mut self) {
+        self.prop.force_repl();
+    }
+
     /// A key the server deleted by itself (expired, evicted), as `DEL`.
     pub fn propagate_del(&mut self, db: usize, key: &[u8]) {
         if self.propagating() {

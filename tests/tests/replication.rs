@@ -67,10 +67,12 @@ fn the_stream_selects_and_wraps_as_redis_does() {
     c.cmd(&["EXEC"]);
     c.cmd(&["FLUSHALL"]);
     c.cmd(&["FLUSHALL"]);
+    // PUBLISH goes to replicas (not the AOF).
+    c.cmd(&["PUBLISH", "ch", "m"]);
     let want = "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 \
                 *2 $6 SELECT $1 3 *1 $5 MULTI *3 $3 SET $1 x $1 1 \
                 *2 $6 SELECT $1 0 *3 $3 SET $1 y $1 2 *1 $4 EXEC \
-                *2 $4 INCR $1 n *1 $8 FLUSHALL *1 $8 FLUSHALL ";
+                *2 $4 INCR $1 n *1 $8 FLUSHALL *1 $8 FLUSHALL *3 $7 PUBLISH $2 ch $1 m ";
     assert_eq!(stream(&mut r, want), want);
 }
 
