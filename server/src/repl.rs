@@ -122,7 +122,6 @@ pub struct Waiter {
 }
 
 /// The replication state of this server as a master.
-#[derive(Default)]
 pub struct Repl {
     /// `master_repl_offset`: stream bytes produced since start.
     pub offset: u64,
@@ -141,6 +140,10 @@ pub struct Repl {
     pub waiters: Vec<Waiter>,
     /// This server's master, when it is a replica.
     pub master: Option<Master>,
+    /// PSYNC2: the replication ID this server had before its last change
+    /// of history (a promotion), valid up to `second_offset`.
+    pub replid2: Option<String>,
+    pub second_offset: i64,
     /// REPLICAOF calls so far (`Master::gen`).
     pub gens: u64,
     /// `replicaof` from the config was acted on (at the first cron).
@@ -171,6 +174,32 @@ fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
     }
 }
 
+impl Default for Repl {
+    fn default() -> Self {
+        Repl {
+            offset: 0,
+            backlog: None,
+            backlog_size: 1 << 20,
+            sel_db: None,
+            fresh: Vec::new(),
+            replicas: Vec::new(),
+            bgsave_for_replicas: false,
+            waiters: Vec::new(),
+            master: None,
+            replid2: None,
+            second_offset: -1,
+            gens: 0,
+            configured: false,
+            no_replicas_since_s: 0,
+            cron_loops: 0,
+            cron_second: 0,
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+        }
+    }
+}
+
 impl Repl {
     /// Creates the backlog if there is none; true when it did (the
     /// replication ID then changes, as Redis's).
@@ -181,6 +210,41 @@ impl Repl {
         }
         self.backlog = Some(VecDeque::new());
         true
+    }
+
+    /// A new, empty backlog (a replica's full sync): the stream goes on
+    /// from the master's offset.
+    pub fn reset_backlog(&mut self, size: i64, offset: u64) {
+        self.backlog_size = size.max(1) as usize;
+        self.backlog = Some(VecDeque::new());
+        self.offset = offset;
+        self.replid2 = None;
+        self.second_offset = -1;
+    }
+
+    /// A replica relays its master's stream as it applies it: into its
+    /// backlog and to its own replicas.
+    pub fn proxy(&mut self, bytes: &[u8]) {
+        let before = self.fresh.len();
+        self.fresh.extend_from_slice(bytes);
+        self.account(before);
+    }
+
+    /// The history changes ID (a promotion, or a master that did): the
+    /// old one stays valid for PSYNC up to the current offset.
+    pub fn shift_id(&mut self, old: String) {
+        self.replid2 = Some(old);
+        self.second_offset = self.offset as i64 + 1;
+    }
+
+    /// Whether PSYNC's `replid` at `offset` is this server's history.
+    pub fn knows(&self, ours: &str, replid: &[u8], offset: i64) -> bool {
+        replid == ours.as_bytes()
+            || (self
+                .replid2
+                .as_ref()
+                .is_some_and(|r| replid == r.as_bytes())
+                && offset <= self.second_offset)
     }
 
     /// `repl-backlog-size` changed.

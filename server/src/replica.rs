@@ -180,13 +180,18 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
         }
         st.replid = id.to_string();
-        st.repl.offset = off;
+        let size = st.cfg.repl_backlog_size;
+        st.repl.reset_backlog(size, off);
         info!("MASTER <-> REPLICA sync: Finished with success");
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let mut st = shared.lock_eventually().await;
-        if let Some(id) = rest.split_whitespace().next() {
-            st.replid = id.to_string();
+        if let Some(id) = rest.split_whitespace().next().filter(|id| *id != st.replid) {
+            // The master's history changed ID (it was promoted).
+            let old = std::mem::replace(&mut st.replid, id.to_string());
+            st.repl.shift_id(old);
         }
+        let size = st.cfg.repl_backlog_size;
+        st.repl.ensure_backlog(size);
         info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
     } else {
         return Err(io::Error::other(format!(
@@ -227,6 +232,9 @@ async fn follow(
             }
             st.last_tick = std::time::Instant::now();
             let mut out = ReplyBuf::new(false);
+            // What the master sent, relayed as applied.
+            let sent = buf.clone().freeze();
+            let mut pos = 0;
             loop {
                 let before = buf.len();
                 let args: Vec<Bytes> = match dec.decode(&mut buf) {
@@ -246,7 +254,11 @@ async fn follow(
                     crate::cmd::execute(st, &mut master, &mut out, &args);
                     out.buf.clear();
                 }
-                st.repl.offset += used;
+                st.repl.proxy(&sent[pos..pos + used as usize]);
+                pos += used as usize;
+            }
+            if !st.repl.fresh.is_empty() {
+                st.repl_deliver();
             }
             if let Some(m) = st.repl.master.as_mut() {
                 m.last_io_s = now_ms() / 1000;

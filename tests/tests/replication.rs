@@ -381,3 +381,38 @@ fn cinnabar_follows_cinnabar() {
         "{role}"
     );
 }
+
+#[test]
+fn a_promoted_replica_takes_its_old_master_back_partially() {
+    let a = Server::start(&[("enable-debug-command", "yes")]);
+    let b = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("replicaof", &format!("127.0.0.1 {}", a.port)),
+    ]);
+    let mut c = a.raw();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    same_digest(&a, &b);
+    let mut w = a.raw();
+    w.cmd(&["SET", "last", "1"]);
+    assert_eq!(w.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    assert_eq!(cli(&b, &["REPLICAOF", "NO", "ONE"]), "OK");
+    let info = cli(&b, &["INFO", "replication"]);
+    let old = cli(&a, &["INFO", "replication"]);
+    let old_id = old
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap();
+    assert!(info.contains(&format!("master_replid2:{old_id}")), "{info}");
+    assert_eq!(cli(&b, &["SET", "after", "1"]), "OK");
+    assert_eq!(
+        cli(&a, &["REPLICAOF", "127.0.0.1", &b.port.to_string()]),
+        "OK"
+    );
+    same_digest(&a, &b);
+    let stats = cli(&b, &["INFO", "stats"]);
+    assert!(stats.contains("sync_partial_ok:1"), "{stats}");
+    assert!(stats.contains("sync_full:0"), "{stats}");
+    assert_eq!(cli(&a, &["GET", "after"]), "1");
+}

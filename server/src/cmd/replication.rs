@@ -22,8 +22,21 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 
 /// SYNC
 fn sync(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    if !linked(c.st) {
+        return Err(Error::other(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
     full_sync(c, false);
     Ok(())
+}
+
+/// A master, or a replica whose link is up: it can feed replicas.
+fn linked(st: &State) -> bool {
+    st.repl
+        .master
+        .as_ref()
+        .is_none_or(|m| m.state == MasterState::Connected)
 }
 
 /// PSYNC replicationid offset
@@ -32,8 +45,13 @@ fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if c.cl.peer.replica || c.cl.monitor {
         return Ok(());
     }
+    if !linked(c.st) {
+        return Err(Error::other(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
     if a[1].as_ref() != b"?" {
-        let ours = a[1].as_ref() == c.st.replid.as_bytes();
+        let ours = c.st.repl.knows(&c.st.replid, &a[1], offset);
         let held = u64::try_from(offset)
             .ok()
             .filter(|_| ours)
@@ -199,8 +217,11 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
 fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if is(&a[1], "no") && is(&a[2], "one") {
         if c.st.repl.master.take().is_some() {
-            // Its data stays; its history is its own from here.
-            c.st.replid = crate::state::random_hex40();
+            // Its data stays; its history is its own from here, and the
+            // master's so far stays valid for PSYNC.
+            let old = std::mem::replace(&mut c.st.replid, crate::state::random_hex40());
+            c.st.repl.shift_id(old);
+            c.st.repl.sel_db = None;
             tracing::info!("MASTER MODE enabled (user request from '{}')", c.cl.addr);
         }
         c.out.ok();
@@ -363,6 +384,7 @@ pub fn cron(st: &mut State) {
     } else if st.repl.no_replicas_since_s == 0 {
         st.repl.no_replicas_since_s = now_s;
     } else if st.cfg.repl_backlog_ttl > 0
+        && st.repl.master.is_none()
         && st.repl.backlog_active()
         && now_s - st.repl.no_replicas_since_s > st.cfg.repl_backlog_ttl
     {
@@ -438,9 +460,13 @@ pub fn info(st: &State, now_ms: i64) -> String {
     let (first, histlen) = r.backlog_span();
     s += "master_failover_state:no-failover\r\n";
     s += &format!("master_replid:{}\r\n", st.replid);
-    s += "master_replid2:0000000000000000000000000000000000000000\r\n";
+    let none = "0000000000000000000000000000000000000000";
+    s += &format!(
+        "master_replid2:{}\r\n",
+        r.replid2.as_deref().unwrap_or(none)
+    );
     s += &format!("master_repl_offset:{}\r\n", r.offset);
-    s += "second_repl_offset:-1\r\n";
+    s += &format!("second_repl_offset:{}\r\n", r.second_offset);
     s += &format!("repl_backlog_active:{}\r\n", r.backlog_active() as u8);
     s += &format!("repl_backlog_size:{}\r\n", st.cfg.repl_backlog_size);
     s += &format!("repl_backlog_first_byte_offset:{first}\r\n");
