@@ -196,10 +196,16 @@ pub fn load_bytes_mode(
     let lim = limits(st);
     let verify = st.cfg.rdbchecksum;
     let now = now_ms();
+    // A replica keeps keys already expired: its master's DELs remove them.
+    let cutoff = if st.repl.master.is_some() {
+        i64::MIN
+    } else {
+        now
+    };
     rdb::load_into(
         data,
         &lim,
-        now,
+        cutoff,
         verify,
         Loader {
             dbs: &mut st.dbs,

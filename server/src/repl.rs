@@ -144,6 +144,9 @@ pub struct Repl {
     /// of history (a promotion), valid up to `second_offset`.
     pub replid2: Option<String>,
     pub second_offset: i64,
+    /// The master's stream is being applied (its commands see expired
+    /// keys as present).
+    pub applying: bool,
     /// REPLICAOF calls so far (`Master::gen`).
     pub gens: u64,
     /// `replicaof` from the config was acted on (at the first cron).
@@ -188,6 +191,7 @@ impl Default for Repl {
             master: None,
             replid2: None,
             second_offset: -1,
+            applying: false,
             gens: 0,
             configured: false,
             no_replicas_since_s: 0,

@@ -251,7 +251,9 @@ async fn follow(
                 {
                     acks.push(st.repl.offset);
                 } else if !args.is_empty() {
+                    st.repl.applying = true;
                     crate::cmd::execute(st, &mut master, &mut out, &args);
+                    st.repl.applying = false;
                     out.buf.clear();
                 }
                 st.repl.proxy(&sent[pos..pos + used as usize]);

@@ -416,3 +416,26 @@ fn a_promoted_replica_takes_its_old_master_back_partially() {
     assert!(stats.contains("sync_full:0"), "{stats}");
     assert_eq!(cli(&a, &["GET", "after"]), "1");
 }
+
+#[test]
+fn a_replica_leaves_expiry_to_its_master() {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+    ]);
+    let mut c = m.raw();
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.cmd(&["SET", "k", "v", "PX", "100"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    std::thread::sleep(Duration::from_millis(300));
+    // Expired: missing to readers, still there until the master's DEL.
+    assert_eq!(cli(&s, &["GET", "k"]), "");
+    assert_eq!(cli(&s, &["DBSIZE"]), "1");
+    assert_eq!(cli(&m, &["GET", "k"]), "");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cli(&s, &["DBSIZE"]) != "0" {
+        assert!(Instant::now() < deadline, "the master's DEL never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
