@@ -28,7 +28,7 @@ pub type Op = Vec<Bytes>;
 /// AOF (PUBLISH, as Redis's `forceCommandPropagation(PROPAGATE_REPL)`).
 pub const REPL_ONLY: usize = 1 << (usize::BITS - 1);
 
-/// A reader of the stream: the AOF (replicas would be a second one).
+/// A reader of the stream: the AOF, and the replication stream (`repl`).
 pub trait Consumer {
     /// Whether ops are wanted now.
     fn wants(&self) -> bool;

@@ -631,7 +631,7 @@ impl Client {
 
 /// The propagation stream (`crate::propagate`) wired to the server: the
 /// dirty counter says whether a command changed data, and the AOF reads
-/// the stream (replicas will too).
+/// the stream, and so does the replication stream (`repl`).
 impl State {
     fn consumers(&mut self) -> (&mut crate::propagate::Stream, [&mut dyn Consumer; 2]) {
         (&mut self.prop, [&mut self.aof, &mut self.repl])
