@@ -226,7 +226,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
             st.stats.net_output_bytes += out.len() as u64;
             cl.rbuf.used(out.len());
             timeout_s = st.tun.timeout_s;
-            monitor = cl.monitor;
+            monitor = cl.monitor || cl.peer.replica;
             busy_tx.in_multi = cl.multi.is_some();
             dec.unauthenticated = !cl.authenticated;
             let close = cl.close_after_reply;

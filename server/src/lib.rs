@@ -26,6 +26,8 @@ pub mod os;
 pub mod persist;
 pub mod propagate;
 pub mod pubsub;
+pub mod repl;
+pub mod replica;
 pub mod replybuf;
 pub mod round;
 pub mod server;

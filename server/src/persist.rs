@@ -206,6 +206,7 @@ pub struct LoadOpts {
     merge: bool,
     key_delay: i64,
     script_run: Arc<scripting::RunFlags>,
+    replica: bool,
 }
 
 pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
@@ -215,6 +216,7 @@ pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
         merge,
         key_delay: st.cfg.key_load_delay,
         script_run: st.script_run.clone(),
+        replica: st.repl.master.is_some(),
     }
 }
 
@@ -228,10 +230,12 @@ pub fn load_dbs(
     progress: Option<&LoadProgress>,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let now = now_ms();
+    // A replica keeps keys already expired: its master's DELs remove them.
+    let cutoff = if opts.replica { i64::MIN } else { now };
     rdb::load_into(
         data,
         &opts.lim,
-        now,
+        cutoff,
         opts.verify,
         Loader {
             dbs,
@@ -777,6 +781,7 @@ fn bgsave_done(
     };
     let res = res.and_then(|()| std::fs::rename(tmp, path));
     st.rdb.last_bgsave_time_s = r.started.elapsed().as_secs() as i64;
+    let ok = res.is_ok();
     match res {
         Ok(()) => {
             info!("Background saving terminated with success");
@@ -792,6 +797,7 @@ fn bgsave_done(
             end_captures(st);
         }
     }
+    st.repl_bgsave_done(ok, path);
     AfterDone {
         sync_dir: Some(dir.to_path_buf()),
         remove: vec![],

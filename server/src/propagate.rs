@@ -10,7 +10,8 @@
 //! [`Stream::decline`] (containers: EXEC and scripts propagate only what
 //! the commands they run propagate). A rewrite counts only if the command
 //! did change data. Deletions the server makes by itself (expired and
-//! evicted keys) go in as `DEL` ([`Stream::add`], as `State::propagate_del`).
+//! evicted keys) go out at once as `DEL`, a unit of their own ([`Stream::add`],
+//! as `State::propagate_del`).
 //!
 //! Commands nested in one top-level command (EXEC, scripts, served
 //! blocked clients are top-level) form one unit: the ops it collected,
@@ -23,7 +24,11 @@ use bytes::Bytes;
 /// One op: a command's arguments.
 pub type Op = Vec<Bytes>;
 
-/// A reader of the stream: the AOF (replicas would be a second one).
+/// Set in an op's database number: the op is for replicas only, not the
+/// AOF (PUBLISH, as Redis's `forceCommandPropagation(PROPAGATE_REPL)`).
+pub const REPL_ONLY: usize = 1 << (usize::BITS - 1);
+
+/// A reader of the stream: the AOF, and the replication stream (`repl`).
 pub trait Consumer {
     /// Whether ops are wanted now.
     fn wants(&self) -> bool;
@@ -50,6 +55,12 @@ pub struct Stream {
     rewrites: Vec<Op>,
     /// The innermost running command replaced its own arguments.
     decided: bool,
+    /// The innermost running command propagates even if it changed
+    /// nothing (FLUSHALL and FLUSHDB of empty databases, as Redis's
+    /// `forceCommandPropagation`).
+    forced: bool,
+    /// The same, for replicas only (see [`REPL_ONLY`]).
+    forced_repl: bool,
 }
 
 /// Where a command started: what [`Stream::end`] compares with.
@@ -88,12 +99,16 @@ impl Stream {
     /// join the unit if it changed data (`dirty` moved); the unit ends at
     /// top level.
     pub fn end(&mut self, m: Mark, dirty: u64, args: &[Bytes], cs: &mut Consumers) {
-        if dirty > m.dirty && wanted(cs) {
+        let forced = std::mem::take(&mut self.forced);
+        let forced_repl = std::mem::take(&mut self.forced_repl);
+        let changed = dirty > m.dirty || forced;
+        if (changed || forced_repl) && wanted(cs) {
+            let db = if changed { m.db } else { m.db | REPL_ONLY };
             if self.decided {
-                let own = self.rewrites.drain(m.rewrites..).map(|op| (m.db, op));
+                let own = self.rewrites.drain(m.rewrites..).map(|op| (db, op));
                 self.ops.extend(own);
             } else {
-                self.ops.push((m.db, args.to_vec()));
+                self.ops.push((db, args.to_vec()));
             }
         }
         self.rewrites.truncate(m.rewrites);
@@ -119,15 +134,27 @@ impl Stream {
         self.decided = true;
     }
 
-    /// Adds `op` to the running unit (or as a unit of its own outside any
-    /// command).
+    /// The running command propagates whether or not it changed data.
+    pub fn force(&mut self) {
+        self.forced = true;
+    }
+
+    /// The running command propagates to replicas (not the AOF) even if
+    /// it changed nothing.
+    pub fn force_repl(&mut self) {
+        self.forced_repl = true;
+    }
+
+    /// Hands `op` to the consumers at once, as a unit of its own even
+    /// inside a command: a key the server deletes by itself is never part
+    /// of the command's MULTI/EXEC (Redis 7.0's `propagateNow` for
+    /// deletions).
     pub fn add(&mut self, db: usize, op: Op, cs: &mut Consumers) {
-        if !wanted(cs) {
-            return;
-        }
-        self.ops.push((db, op));
-        if self.depth == 0 {
-            self.end_unit(cs);
+        let unit = [(db, op)];
+        for c in cs.iter_mut() {
+            if c.wants() {
+                c.feed(&unit);
+            }
         }
     }
 

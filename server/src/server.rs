@@ -203,7 +203,8 @@ async fn cron(shared: Arc<Shared>) {
         let now = now_ms();
         crate::crash::beat();
         st.clock_base = (std::time::Instant::now(), crate::state::now_us());
-        if st.active_expire && st.pause.is_none() {
+        // A replica's keys expire through its master's DELs.
+        if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();
@@ -242,6 +243,8 @@ async fn cron(shared: Arc<Shared>) {
             st.pause = None;
         }
         crate::persist::cron(&mut st);
+        crate::cmd::replication::cron(&mut st);
+        crate::replica::cron(&shared, &mut st);
         drop(st);
         if now / 1000 != last_release / 1000 {
             last_release = now;

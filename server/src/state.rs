@@ -106,6 +106,11 @@ pub struct Client {
     pub obuf_soft_since: Option<i64>,
     /// CLIENT TRACKING (see `tracking`).
     pub tracking: crate::tracking::Mode,
+    /// What it announced with REPLCONF; whether it is a replica.
+    pub peer: crate::repl::Peer,
+    /// The master replication offset after its last command (what its
+    /// WAIT waits for).
+    pub woff: u64,
 }
 
 /// What a blocked client waits for.
@@ -180,6 +185,8 @@ impl Client {
             out_unsent: Default::default(),
             obuf_soft_since: None,
             tracking: Default::default(),
+            peer: Default::default(),
+            woff: 0,
         }
     }
 }
@@ -349,6 +356,8 @@ pub struct State {
     pub loading: Option<crate::persist::Loading>,
     /// Client-side caching (see `tracking`).
     pub tracking: crate::tracking::Tracking,
+    /// The replication stream and the replicas (see `repl`).
+    pub repl: crate::repl::Repl,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -413,6 +422,7 @@ impl State {
             rdb: Default::default(),
             loading: None,
             tracking: Default::default(),
+            repl: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
         st.apply_all();
@@ -460,7 +470,11 @@ impl State {
             self.unwatch_all(&mut c);
             self.unsubscribe_all(&mut c);
             self.tracking_off(&mut c);
+            if c.peer.replica {
+                self.repl.forget(id);
+            }
         }
+        self.repl.waiters.retain(|w| w.id != id);
     }
 
     /// Registers client `id` as waiting on each of `b`'s keys, keeping its
@@ -546,6 +560,7 @@ impl Client {
         };
         // Redis's letters, in its order.
         let mut flags: String = [
+            (cl.peer.replica, 'S'),
             (cl.monitor, 'O'),
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
@@ -623,7 +638,7 @@ impl Client {
     /// The type CLIENT LIST/KILL TYPE filters on.
     pub fn kind(&self) -> &'static str {
         let cl = self;
-        if cl.monitor {
+        if cl.monitor || cl.peer.replica {
             "replica"
         } else if cl.subs.any() {
             "pubsub"
@@ -635,15 +650,15 @@ impl Client {
 
 /// The propagation stream (`crate::propagate`) wired to the server: the
 /// dirty counter says whether a command changed data, and the AOF reads
-/// the stream (replicas will too).
+/// the stream, and so does the replication stream (`repl`).
 impl State {
-    fn consumers(&mut self) -> (&mut crate::propagate::Stream, [&mut dyn Consumer; 1]) {
-        (&mut self.prop, [&mut self.aof])
+    fn consumers(&mut self) -> (&mut crate::propagate::Stream, [&mut dyn Consumer; 2]) {
+        (&mut self.prop, [&mut self.aof, &mut self.repl])
     }
 
     /// Whether the stream is read: a handler builds a rewrite only then.
     pub fn propagating(&mut self) -> bool {
-        self.aof.wants()
+        self.aof.wants() || self.repl.wants()
     }
 
     /// Before a command's handler runs in database `db`.
@@ -656,6 +671,9 @@ impl State {
         let dirty = self.dirty;
         let (prop, mut cs) = self.consumers();
         prop.end(m, dirty, args, &mut cs);
+        if !self.repl.fresh.is_empty() {
+            self.repl_deliver();
+        }
     }
 
     /// The running command propagates `op` instead of its arguments.
@@ -669,12 +687,26 @@ impl State {
         self.prop.decline();
     }
 
+    /// The running command propagates even if it changed nothing.
+    pub fn force_propagate(&mut self) {
+        self.prop.force();
+    }
+
+    /// The running command propagates to replicas even if it changed
+    /// nothing (PUBLISH).
+    pub fn force_propagate_repl(&mut self) {
+        self.prop.force_repl();
+    }
+
     /// A key the server deleted by itself (expired, evicted), as `DEL`.
     pub fn propagate_del(&mut self, db: usize, key: &[u8]) {
         if self.propagating() {
             let op = vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)];
             let (prop, mut cs) = self.consumers();
             prop.add(db, op, &mut cs);
+            if !self.repl.fresh.is_empty() {
+                self.repl_deliver();
+            }
         }
     }
 }
@@ -724,5 +756,85 @@ impl Shared {
             }
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
+    }
+}
+
+/// The replication stream (`crate::repl`) wired to the clients: what the
+/// replicas' connections send.
+impl State {
+    /// Hands the stream's new bytes to each replica: kept while it waits
+    /// for its RDB, queued on its connection once it is online.
+    pub fn repl_deliver(&mut self) {
+        let mut fresh = std::mem::take(&mut self.repl.fresh);
+        for r in self.repl.replicas.iter_mut() {
+            match &mut r.link {
+                crate::repl::Link::WaitBgsaveStart => {}
+                crate::repl::Link::WaitBgsaveEnd(buf) => buf.extend_from_slice(&fresh),
+                crate::repl::Link::Online => send_to(&mut self.clients, r, &fresh),
+            }
+        }
+        fresh.clear();
+        self.repl.fresh = fresh;
+    }
+
+    /// Queues `bytes` on replica `id`'s connection.
+    pub fn repl_send(&mut self, id: u64, bytes: &[u8]) {
+        if let Some(r) = self.repl.replica_mut(id) {
+            send_to(&mut self.clients, r, bytes);
+        }
+    }
+
+    /// A BGSAVE ended (`ok`: its file is at `path`): the replicas waiting
+    /// for it get the file, then the stream since it started; they are
+    /// dropped if it failed.
+    pub fn repl_bgsave_done(&mut self, ok: bool, path: &std::path::Path) {
+        if !std::mem::take(&mut self.repl.bgsave_for_replicas) {
+            return;
+        }
+        let data = if ok { std::fs::read(path).ok() } else { None };
+        let now_s = now_ms() / 1000;
+        let mut failed = Vec::new();
+        for r in self.repl.replicas.iter_mut() {
+            let crate::repl::Link::WaitBgsaveEnd(buf) = &mut r.link else {
+                continue;
+            };
+            let Some(d) = &data else {
+                failed.push(r.id);
+                continue;
+            };
+            let mut out = format!("${}\r\n", d.len()).into_bytes();
+            out.extend_from_slice(d);
+            if !r.rdb_only {
+                out.extend_from_slice(buf);
+            }
+            r.link = crate::repl::Link::Online;
+            r.ack_time_s = now_s;
+            send_to(&mut self.clients, r, &out);
+            if r.rdb_only {
+                // `redis-cli --rdb` wants the file only.
+                if let Some(cl) = self.clients.get_mut(&r.id) {
+                    cl.close_after_reply = true;
+                }
+            }
+        }
+        for id in failed {
+            tracing::warn!("SYNC failed. BGSAVE child returned an error");
+            self.kill_client(id);
+        }
+    }
+}
+
+/// Queues `bytes` on replica `r`'s connection, or holds them while the
+/// connection runs (its client is out of the map).
+fn send_to(clients: &mut BTreeMap<u64, Box<Client>>, r: &mut crate::repl::Replica, bytes: &[u8]) {
+    match clients.get_mut(&r.id) {
+        Some(cl) => {
+            if !r.held.is_empty() {
+                cl.pending.extend_from_slice(&std::mem::take(&mut r.held));
+            }
+            cl.pending.extend_from_slice(bytes);
+            cl.wake.notify_one();
+        }
+        None => r.held.extend_from_slice(bytes),
     }
 }

@@ -227,7 +227,17 @@ fn write_sample(c: &mut RawClient) {
         vec!["XADD", "st", "1-1", "a", "1"],
         vec!["XADD", "st", "2-1", "b", "2"],
         vec!["XGROUP", "CREATE", "st", "g", "0"],
-        vec!["XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "st", ">"],
+        vec![
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "st",
+            ">",
+        ],
         vec!["XGROUP", "CREATECONSUMER", "st", "g", "bob"],
     ] {
         let r = c.cmd(&args);

@@ -327,6 +327,18 @@ impl crate::propagate::Consumer for Aof {
 
     /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
     fn feed(&mut self, ops: &[(usize, Vec<Bytes>)]) {
+        use crate::propagate::REPL_ONLY;
+        if ops.iter().any(|(db, _)| db & REPL_ONLY != 0) {
+            let ours: Vec<_> = ops
+                .iter()
+                .filter(|(db, _)| db & REPL_ONLY == 0)
+                .cloned()
+                .collect();
+            if !ours.is_empty() {
+                self.feed(&ours);
+            }
+            return;
+        }
         self.annotate_time();
         if ops.len() > 1 {
             self.emit(ops[0].0, &[b("MULTI")]);

@@ -166,7 +166,7 @@ impl State {
     }
 
     /// Ends a client's wait with its timeout reply (a null array; WAIT's
-    /// is the number of replicas reached, always 0 here).
+    /// is the number of replicas that acknowledged its writes).
     pub fn unblock_timed_out(&mut self, cl: &mut Client, out: &mut ReplyBuf) {
         if let Some(b) = cl.blocked.take() {
             self.unregister_blocked(cl.id, &b);
@@ -175,7 +175,7 @@ impl State {
             }
             out.resp3 = cl.resp3;
             match b.kind {
-                BlockKind::Wait => out.int(0),
+                BlockKind::Wait => out.int(self.repl.end_wait(cl.id)),
                 _ => out.null_array(),
             }
         }

@@ -53,6 +53,7 @@ pub(super) fn call(
     let res = handler(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
     st.command_end(prop, args);
+    cl.woff = st.repl.offset;
     if !st.pubsub.self_out.is_empty() {
         let mine = std::mem::take(&mut st.pubsub.self_out);
         let reply = out.buf.split_off(mark);

@@ -80,12 +80,42 @@ fn check(
     if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
-    // With no replica ever good, any minimum refuses every write.
     if st.cfg.min_replicas_to_write > 0
         && st.cfg.min_replicas_max_lag > 0
+        && st.repl.master.is_none()
+        && st
+            .repl
+            .good_replicas(crate::state::now_ms() / 1000, st.cfg.min_replicas_max_lag)
+            < st.cfg.min_replicas_to_write
         && (writes(cl, cmd) || script_writes(st, cmd, args))
     {
         return Err((Some(cmd), Error::other(NOREPLICAS)));
+    }
+    // A read-only replica takes writes from its master only. What EXEC
+    // runs was admitted with the EXEC (REPLICAOF inside it changes
+    // nothing for the rest).
+    if st.repl.master.is_some()
+        && st.cfg.replica_read_only
+        && !cl.peer.master
+        && !cl.deny_blocking
+        && (writes(cl, cmd) || script_writes(st, cmd, args))
+    {
+        return Err((
+            Some(cmd),
+            Error::other("READONLY You can't write against a read only replica."),
+        ));
+    }
+    // Without its master, a replica that must not serve stale data runs
+    // only the commands flagged `stale` (EXEC: if all it queued are).
+    if !st.cfg.replica_serve_stale_data
+        && st
+            .repl
+            .master
+            .as_ref()
+            .is_some_and(|m| m.state != crate::repl::MasterState::Connected)
+        && denies_stale(cl, cmd)
+    {
+        return Err((Some(cmd), Error::other(MASTERDOWN)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
@@ -100,6 +130,19 @@ fn check(
 const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Whether `cmd` is refused on a stale replica: not flagged `stale`, or an
+/// EXEC that queued such a command.
+fn denies_stale(cl: &Client, cmd: &Command) -> bool {
+    !cmd.has(flags::STALE)
+        || (cmd.name == "exec"
+            && cl.multi.as_ref().is_some_and(|q| {
+                q.iter()
+                    .any(|a| resolve(a).is_ok_and(|c| !c.has(flags::STALE)))
+            }))
+}
 
 /// Evicts as needed before a command (maxmemory set); true if the command
 /// must be refused: over the limit with nothing left to evict, and the

@@ -161,7 +161,10 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         "clients" => {
             let max_in = st.clients.values().map(|c| c.qbuf).max().unwrap_or(0);
             f!("# Clients");
-            f!("connected_clients:{}", st.clients.len() + 1);
+            f!(
+                "connected_clients:{}",
+                st.clients.len() + 1 - st.repl.replicas.len()
+            );
             f!("cluster_connections:0");
             f!("maxclients:{}", st.tun.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");
@@ -317,9 +320,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("instantaneous_input_repl_kbps:0.00");
             f!("instantaneous_output_repl_kbps:0.00");
             f!("rejected_connections:{}", s.rejected_connections);
-            f!("sync_full:0");
-            f!("sync_partial_ok:0");
-            f!("sync_partial_err:0");
+            f!("sync_full:{}", st.repl.sync_full);
+            f!("sync_partial_ok:{}", st.repl.sync_partial_ok);
+            f!("sync_partial_err:{}", st.repl.sync_partial_err);
             f!("expired_keys:{}", s.expired_keys);
             f!("expired_stale_perc:{:.2}", s.expired_stale_perc * 100.0);
             f!(
@@ -369,17 +372,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "replication" => {
             f!("# Replication");
-            f!("role:master");
-            f!("connected_slaves:0");
-            f!("master_failover_state:no-failover");
-            f!("master_replid:{}", st.replid);
-            f!("master_replid2:0000000000000000000000000000000000000000");
-            f!("master_repl_offset:0");
-            f!("second_repl_offset:-1");
-            f!("repl_backlog_active:0");
-            f!("repl_backlog_size:{}", st.cfg.repl_backlog_size);
-            f!("repl_backlog_first_byte_offset:0");
-            f!("repl_backlog_histlen:0");
+            o.push_str(&super::replication::info(st, crate::state::now_ms()));
         }
         "cpu" => {
             let (ss, su) = rusage(libc::RUSAGE_SELF);

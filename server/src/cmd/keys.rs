@@ -7,7 +7,6 @@ use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::propagate::int;
-use crate::state::BlockKind;
 use crate::state::State;
 use bytes::Bytes;
 use std::sync::mpsc::{channel, Sender};
@@ -45,7 +44,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("flushdb", flushdb),
     ("flushall", flushall),
     ("swapdb", swapdb),
-    ("wait", wait),
 ];
 
 impl State {
@@ -727,6 +725,7 @@ fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
 fn flushdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let lazy = flush_async(c, a)?;
     flush_db(c, c.cl.db, lazy);
+    c.st.force_propagate();
     c.st.invalidate_all();
     c.out.ok();
     Ok(())
@@ -738,26 +737,9 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     for db in 0..c.st.dbs.len() {
         flush_db(c, db, lazy);
     }
+    c.st.force_propagate();
     c.st.invalidate_all();
     c.out.ok();
-    Ok(())
-}
-
-/// WAIT numreplicas timeout: with no replicas, 0 at once when none are
-/// asked for; otherwise 0 once the timeout (ms, 0 = forever) passes.
-fn wait(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let want = int_arg(&a[1])?;
-    let ms = storage::num::parse_i64(&a[2])
-        .ok_or_else(|| Error::other("ERR timeout is not an integer or out of range"))?;
-    if ms < 0 {
-        return Err(Error::other("ERR timeout is negative"));
-    }
-    if want <= 0 || !c.may_block() {
-        c.out.int(0);
-    } else {
-        let deadline = (ms > 0).then(|| c.now.saturating_add(ms));
-        c.block(BlockKind::Wait, &[], deadline, a);
-    }
     Ok(())
 }
 

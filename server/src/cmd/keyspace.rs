@@ -22,6 +22,12 @@ impl State {
         if self.pause.is_some() {
             return self.dbs[db].is_expired(key, now);
         }
+        // A replica's keys expire through its master's DELs: an expired key
+        // reads as missing to its clients and stays for its master's
+        // commands, as in Redis.
+        if self.repl.master.is_some() {
+            return !self.repl.applying && self.dbs[db].is_expired(key, now);
+        }
         if self.dbs[db].expire_if_needed(key, now) {
             self.expired(db, key);
             true

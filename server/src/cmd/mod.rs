@@ -37,6 +37,7 @@ pub mod meta;
 pub mod migrate;
 pub mod persist;
 pub mod pubsub;
+pub mod replication;
 pub mod scan;
 pub mod scripting;
 pub mod server;

@@ -111,6 +111,7 @@ fn sunsubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// PUBLISH channel message
 fn publish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let n = c.st.publish(false, &a[1], &a[2]);
+    c.st.force_propagate_repl();
     c.out.int(n as i64);
     Ok(())
 }
@@ -118,6 +119,7 @@ fn publish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// SPUBLISH shardchannel message
 fn spublish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let n = c.st.publish(true, &a[1], &a[2]);
+    c.st.force_propagate_repl();
     c.out.int(n as i64);
     Ok(())
 }

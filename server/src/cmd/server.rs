@@ -36,12 +36,9 @@ fn lastsave(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// ROLE: always a master with no replicas.
+/// ROLE
 fn role(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    c.out.array(3);
-    c.out.bulk(b"master");
-    c.out.int(0);
-    c.out.array(0);
+    super::replication::role(c.st, c.out);
     Ok(())
 }
 

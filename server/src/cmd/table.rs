@@ -212,6 +212,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     transaction::HANDLERS,
     scripting::HANDLERS,
     pubsub::HANDLERS,
+    replication::HANDLERS,
     persist::HANDLERS,
     migrate::HANDLERS,
     aof::HANDLERS,
@@ -345,12 +346,7 @@ mod tests {
         "pfdebug",
         "pfmerge",
         "pfselftest",
-        "psync",
-        "replconf",
-        "replicaof",
         "restore-asking",
-        "slaveof",
-        "sync",
     ];
 
     /// Every binding has a row, and every row is bound or listed as not

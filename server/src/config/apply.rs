@@ -38,6 +38,8 @@ pub enum Hook {
     Oom,
     /// `use-exit-on-panic`, `watchdog-period`.
     Crash,
+    /// `repl-backlog-size`: the backlog is trimmed at once.
+    ReplBacklog,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].
@@ -87,6 +89,7 @@ impl State {
             Hook::Crash => {
                 crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
             }
+            Hook::ReplBacklog => self.repl.resize_backlog(self.cfg.repl_backlog_size),
         }
         Ok(None)
     }
@@ -146,7 +149,7 @@ impl State {
     /// Sets the OOM score for the current settings and role.
     pub fn apply_oom(&mut self) -> Result<(), String> {
         let (mode, values) = (self.cfg.oom_score_adj, &self.cfg.oom_score_adj_values);
-        self.oom.apply(mode, values, false)
+        self.oom.apply(mode, values, self.repl.master.is_some())
     }
 
     fn apply_fsync(&mut self) {

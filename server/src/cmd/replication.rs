@@ -1,0 +1,514 @@
+//! Replication commands, the master's side: SYNC, PSYNC, REPLCONF, WAIT,
+//! and the replication cron (full syncs waiting for the snapshot engine,
+//! keep-alives, PINGs in the stream). The stream and the replicas' state
+//! are in `crate::repl`.
+
+use super::{int_arg, is, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::persist;
+use crate::repl::{Link, Master, MasterState, Replica, Waiter};
+use crate::state::{now_ms, BlockKind, State};
+use bytes::Bytes;
+use protocol::ReplyBuf;
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("sync", sync),
+    ("psync", psync),
+    ("replconf", replconf),
+    ("wait", wait),
+    ("replicaof", replicaof),
+    ("slaveof", replicaof),
+];
+
+/// SYNC
+fn sync(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    if !linked(c.st) {
+        return Err(Error::other(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    full_sync(c, false);
+    Ok(())
+}
+
+/// A master, or a replica whose link is up: it can feed replicas.
+fn linked(st: &State) -> bool {
+    st.repl
+        .master
+        .as_ref()
+        .is_none_or(|m| m.state == MasterState::Connected)
+}
+
+/// PSYNC replicationid offset
+fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let offset = int_arg(&a[2])?;
+    if c.cl.peer.replica || c.cl.monitor {
+        return Ok(());
+    }
+    if !linked(c.st) {
+        return Err(Error::other(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    if a[1].as_ref() != b"?" {
+        let ours = c.st.repl.knows(&c.st.replid, &a[1], offset);
+        let held = u64::try_from(offset)
+            .ok()
+            .filter(|_| ours)
+            .and_then(|o| c.st.repl.backlog_from(o));
+        if let Some(bytes) = held {
+            partial_sync(c, &bytes);
+            return Ok(());
+        }
+        c.st.repl.sync_partial_err += 1;
+    }
+    full_sync(c, true);
+    Ok(())
+}
+
+/// `+CONTINUE`, then the stream from where the replica stopped: it is
+/// online at once.
+fn partial_sync(c: &mut Ctx, bytes: &[u8]) {
+    let mut r = new_replica(c, true);
+    r.link = Link::Online;
+    c.cl.peer.replica = true;
+    c.st.repl.sync_partial_ok += 1;
+    c.st.repl.replicas.push(r);
+    let line = if c.cl.peer.psync2 {
+        format!("+CONTINUE {}\r\n", c.st.replid)
+    } else {
+        "+CONTINUE\r\n".to_string()
+    };
+    c.out.raw(line.as_bytes());
+    c.out.raw(bytes);
+}
+
+/// The replica entry for the running client, before its sync.
+fn new_replica(c: &Ctx, psync: bool) -> Replica {
+    let peer_ip =
+        c.cl.addr
+            .rsplit_once(':')
+            .map_or(&c.cl.addr[..], |(ip, _)| ip)
+            .trim_matches(|ch| ch == '[' || ch == ']');
+    Replica {
+        id: c.cl.id,
+        link: Link::WaitBgsaveStart,
+        ip: c.cl.peer.ip.clone().unwrap_or_else(|| peer_ip.to_string()),
+        port: c.cl.peer.port,
+        rdb_only: c.cl.peer.rdb_only,
+        psync,
+        sync_offset: 0,
+        ack_offset: 0,
+        ack_time_s: now_ms() / 1000,
+        held: Vec::new(),
+    }
+}
+
+/// Makes the client a replica and gets it an RDB: it joins a BGSAVE
+/// started for replicas if one runs (with a copy of the stream another
+/// replica buffered since its start), else starts one, else waits for the
+/// snapshot engine (the cron starts it).
+fn full_sync(c: &mut Ctx, psync: bool) {
+    if c.cl.peer.replica || c.cl.monitor {
+        return;
+    }
+    let mut r = new_replica(c, psync);
+    let st = &mut *c.st;
+    if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
+        st.replid = crate::state::random_hex40();
+    }
+    c.cl.peer.replica = true;
+    st.repl.sync_full += 1;
+    let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
+    if running {
+        let other = st.repl.replicas.iter().find_map(|o| match &o.link {
+            Link::WaitBgsaveEnd(buf) => Some((buf.clone(), o.sync_offset)),
+            _ => None,
+        });
+        if let Some((buf, offset)) = other {
+            r.link = Link::WaitBgsaveEnd(buf);
+            r.sync_offset = offset;
+            if psync {
+                c.out.raw(fullresync(st, offset).as_bytes());
+            }
+        }
+        st.repl.replicas.push(r);
+    } else {
+        st.repl.replicas.push(r);
+        if !persist::child_active(st) {
+            start_bgsave(st, Some((c.cl.id, &mut *c.out)));
+        }
+    }
+}
+
+fn fullresync(st: &State, offset: u64) -> String {
+    format!("+FULLRESYNC {} {offset}\r\n", st.replid)
+}
+
+/// Starts a BGSAVE for the replicas waiting for one: they buffer the
+/// stream from now on, and PSYNC replicas are told where it starts. The
+/// replica running the command (`current`) gets that in its reply.
+fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
+    tracing::info!("Starting BGSAVE for SYNC with target: disk");
+    persist::bgsave_start(st);
+    let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
+    if !persist::bgsave_in_progress(st) {
+        tracing::warn!("BGSAVE for replication failed");
+        let ids: Vec<u64> = st
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| waiting(r))
+            .map(|r| r.id)
+            .collect();
+        for id in ids {
+            let msg = b"-ERR BGSAVE failed, replication can't continue\r\n";
+            match current.as_mut().filter(|(cur, _)| *cur == id) {
+                Some((_, out)) => out.raw(msg),
+                None => st.repl_send(id, msg),
+            }
+            st.kill_client(id);
+        }
+        return;
+    }
+    st.repl.bgsave_for_replicas = true;
+    // The stream after the snapshot starts with a SELECT.
+    st.repl.sel_db = None;
+    let offset = st.repl.offset;
+    let line = fullresync(st, offset);
+    let mut told = Vec::new();
+    for r in st.repl.replicas.iter_mut().filter(|r| waiting(r)) {
+        r.link = Link::WaitBgsaveEnd(Vec::new());
+        r.sync_offset = offset;
+        if r.psync {
+            told.push(r.id);
+        }
+    }
+    for id in told {
+        match current.as_mut().filter(|(cur, _)| *cur == id) {
+            Some((_, out)) => out.raw(line.as_bytes()),
+            None => st.repl_send(id, line.as_bytes()),
+        }
+    }
+}
+
+/// Makes this server a replica of `host:port`: its own replicas are
+/// dropped (they must resync), the link task starts at the next cron.
+pub fn set_master(st: &mut State, host: &str, port: u16) {
+    st.repl.gens += 1;
+    let now_s = now_ms() / 1000;
+    st.repl.master = Some(Master {
+        host: host.to_string(),
+        port,
+        gen: st.repl.gens,
+        started: false,
+        state: MasterState::Connect,
+        last_io_s: now_s,
+        down_since_s: now_s,
+    });
+    let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
+    for id in ids {
+        st.kill_client(id);
+    }
+    tracing::info!("Connecting to MASTER {host}:{port}");
+    apply_oom(st);
+}
+
+/// `oom-score-adj` follows the role.
+fn apply_oom(st: &mut State) {
+    if let Err(e) = st.apply_oom() {
+        tracing::warn!("{e}");
+    }
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF)
+fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if is(&a[1], "no") && is(&a[2], "one") {
+        if c.st.repl.master.take().is_some() {
+            // Its data stays; its history is its own from here, and the
+            // master's so far stays valid for PSYNC.
+            let old = std::mem::replace(&mut c.st.replid, crate::state::random_hex40());
+            c.st.repl.shift_id(old);
+            c.st.repl.sel_db = None;
+            tracing::info!("MASTER MODE enabled (user request from '{}')", c.cl.addr);
+            apply_oom(c.st);
+        }
+        c.out.ok();
+        return Ok(());
+    }
+    let port = int_arg(&a[2])?;
+    let port = u16::try_from(port).map_err(|_| Error::other("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(&a[1]).into_owned();
+    if c.st
+        .repl
+        .master
+        .as_ref()
+        .is_some_and(|m| m.host.eq_ignore_ascii_case(&host) && m.port == port)
+    {
+        c.out.simple("OK Already connected to specified master");
+        return Ok(());
+    }
+    set_master(c.st, &host, port);
+    c.out.ok();
+    Ok(())
+}
+
+/// REPLCONF option value [option value ...]
+fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(Error::Syntax);
+    }
+    for pair in a[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if is(opt, "listening-port") {
+            c.cl.peer.port = int_arg(val)?;
+        } else if is(opt, "ip-address") {
+            if val.len() >= 256 {
+                return Err(Error::other(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    val.len()
+                )));
+            }
+            c.cl.peer.ip = Some(String::from_utf8_lossy(val).into_owned());
+        } else if is(opt, "capa") {
+            // eof: the RDB is always sent with its length.
+            if is(val, "psync2") {
+                c.cl.peer.psync2 = true;
+            }
+        } else if is(opt, "ack") {
+            // Answered with nothing, as the replica reads no reply.
+            if let (true, Some(off)) = (c.cl.peer.replica, storage::num::parse_i64(val)) {
+                ack(c.st, c.cl.id, off.max(0) as u64);
+            }
+            return Ok(());
+        } else if is(opt, "getack") {
+            // Only a replica answers (with an ACK to its master).
+            return Ok(());
+        } else if is(opt, "rdb-filter-only") {
+            // `redis-cli --rdb` sends it empty; the functions-only image
+            // (`--functions-rdb`) is not written.
+            if let Some(w) = val.split(|ch| *ch == b' ').find(|w| !w.is_empty()) {
+                return Err(Error::other(format!(
+                    "ERR Unsupported rdb-filter-only option: {}",
+                    String::from_utf8_lossy(w)
+                )));
+            }
+        } else if is(opt, "rdb-only") {
+            let v = int_arg(val)?;
+            if !(0..=1).contains(&v) {
+                return Err(Error::other(
+                    "ERR value is out of range, value must between 0 and 1",
+                ));
+            }
+            c.cl.peer.rdb_only = v == 1;
+        } else {
+            return Err(Error::other(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    c.out.ok();
+    Ok(())
+}
+
+/// REPLCONF ACK from replica `id`: records it and answers the WAITs it
+/// satisfies.
+fn ack(st: &mut State, id: u64, offset: u64) {
+    let Some(r) = st.repl.replica_mut(id) else {
+        return;
+    };
+    r.ack_offset = r.ack_offset.max(offset);
+    r.ack_time_s = now_ms() / 1000;
+    let ready: Vec<(u64, i64)> = st
+        .repl
+        .waiters
+        .iter()
+        .map(|w| (w.id, st.repl.acked(w.offset), w.replicas))
+        .filter(|&(_, n, want)| n >= want)
+        .map(|(id, n, _)| (id, n))
+        .collect();
+    for (id, n) in ready {
+        st.repl.waiters.retain(|w| w.id != id);
+        let Some(cl) = st.clients.get_mut(&id) else {
+            continue;
+        };
+        if cl.blocked.take().is_some() {
+            cl.pending.extend_from_slice(format!(":{n}\r\n").as_bytes());
+            cl.wake.notify_one();
+            st.woken += 1;
+        }
+    }
+}
+
+/// WAIT numreplicas timeout
+fn wait(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let want = int_arg(&a[1])?;
+    let ms = storage::num::parse_i64(&a[2])
+        .ok_or_else(|| Error::other("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(Error::other("ERR timeout is negative"));
+    }
+    let offset = c.cl.woff;
+    let acked = c.st.repl.acked(offset);
+    if acked >= want || !c.may_block() {
+        c.out.int(acked);
+        return Ok(());
+    }
+    let deadline = (ms > 0).then(|| c.now.saturating_add(ms));
+    c.block(BlockKind::Wait, &[], deadline, a);
+    c.st.repl.waiters.push(Waiter {
+        id: c.cl.id,
+        offset,
+        replicas: want,
+    });
+    // Ask the replicas where they are.
+    c.st.repl.feed_plain(&[b("REPLCONF"), b("GETACK"), b("*")]);
+    c.st.repl_deliver();
+    Ok(())
+}
+
+fn b(s: &'static str) -> Bytes {
+    Bytes::from_static(s.as_bytes())
+}
+
+/// The replication cron, once a second: a BGSAVE for replicas that wait
+/// for the snapshot engine, newlines to replicas waiting for their RDB
+/// (they read them as keep-alives), a PING in the stream every
+/// `repl-ping-replica-period` seconds.
+pub fn cron(st: &mut State) {
+    let now_s = now_ms() / 1000;
+    if now_s == st.repl.cron_second {
+        return;
+    }
+    st.repl.cron_second = now_s;
+    let period = st.cfg.repl_ping_replica_period.max(1) as u64;
+    if st.repl.cron_loops.is_multiple_of(period) && !st.repl.replicas.is_empty() {
+        st.repl.feed_plain(&[b("PING")]);
+        st.repl_deliver();
+    }
+    st.repl.cron_loops += 1;
+    if !st.repl.replicas.is_empty() {
+        st.repl.no_replicas_since_s = 0;
+    } else if st.repl.no_replicas_since_s == 0 {
+        st.repl.no_replicas_since_s = now_s;
+    } else if st.cfg.repl_backlog_ttl > 0
+        && st.repl.master.is_none()
+        && st.repl.backlog_active()
+        && now_s - st.repl.no_replicas_since_s > st.cfg.repl_backlog_ttl
+    {
+        // As Redis: a new ID, so no replica resumes from a stream it
+        // can no longer get.
+        tracing::info!(
+            "Replication backlog freed after {} seconds without connected replicas.",
+            st.cfg.repl_backlog_ttl
+        );
+        st.repl.free_backlog();
+        st.replid = crate::state::random_hex40();
+    }
+    let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
+    if st.repl.replicas.iter().any(waiting) && !persist::child_active(st) {
+        start_bgsave(st, None);
+    }
+    let ids: Vec<(u64, bool)> = st
+        .repl
+        .replicas
+        .iter()
+        .map(|r| (r.id, !matches!(r.link, Link::Online)))
+        .collect();
+    for (id, pre_sync) in ids {
+        // A newline before the RDB; else any bytes held back.
+        st.repl_send(id, if pre_sync { b"\n" } else { b"" });
+    }
+}
+
+/// INFO replication.
+pub fn info(st: &State, now_ms: i64) -> String {
+    let r = &st.repl;
+    let mut s = String::new();
+    match &r.master {
+        None => s += "role:master\r\n",
+        Some(m) => {
+            let up = m.state == MasterState::Connected;
+            s += "role:slave\r\n";
+            s += &format!("master_host:{}\r\n", m.host);
+            s += &format!("master_port:{}\r\n", m.port);
+            s += &format!("master_link_status:{}\r\n", if up { "up" } else { "down" });
+            s += &format!(
+                "master_last_io_seconds_ago:{}\r\n",
+                if up { now_ms / 1000 - m.last_io_s } else { -1 }
+            );
+            s += &format!(
+                "master_sync_in_progress:{}\r\n",
+                (m.state == MasterState::Sync) as u8
+            );
+            s += &format!("slave_read_repl_offset:{}\r\n", r.offset);
+            s += &format!("slave_repl_offset:{}\r\n", r.offset);
+            if !up {
+                s += &format!(
+                    "master_link_down_since_seconds:{}\r\n",
+                    now_ms / 1000 - m.down_since_s
+                );
+            }
+            s += "slave_priority:100\r\n";
+            s += &format!("slave_read_only:{}\r\n", st.cfg.replica_read_only as u8);
+            s += "replica_announced:1\r\n";
+        }
+    }
+    s += &format!("connected_slaves:{}\r\n", r.replicas.len());
+    for (i, x) in r.replicas.iter().enumerate() {
+        s += &format!(
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            x.ip,
+            x.port,
+            x.state_name(),
+            x.ack_offset,
+            now_ms / 1000 - x.ack_time_s
+        );
+    }
+    let (first, histlen) = r.backlog_span();
+    s += "master_failover_state:no-failover\r\n";
+    s += &format!("master_replid:{}\r\n", st.replid);
+    let none = "0000000000000000000000000000000000000000";
+    s += &format!(
+        "master_replid2:{}\r\n",
+        r.replid2.as_deref().unwrap_or(none)
+    );
+    s += &format!("master_repl_offset:{}\r\n", r.offset);
+    s += &format!("second_repl_offset:{}\r\n", r.second_offset);
+    s += &format!("repl_backlog_active:{}\r\n", r.backlog_active() as u8);
+    s += &format!("repl_backlog_size:{}\r\n", st.cfg.repl_backlog_size);
+    s += &format!("repl_backlog_first_byte_offset:{first}\r\n");
+    s += &format!("repl_backlog_histlen:{histlen}\r\n");
+    s
+}
+
+/// ROLE: a replica's master and link; a master's offset and its online
+/// replicas.
+pub fn role(st: &State, out: &mut ReplyBuf) {
+    if let Some(m) = &st.repl.master {
+        out.array(5);
+        out.bulk(b"slave");
+        out.bulk(m.host.as_bytes());
+        out.int(m.port as i64);
+        out.bulk(m.state.role_name().as_bytes());
+        out.int(st.repl.offset as i64);
+        return;
+    }
+    let online: Vec<&Replica> = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.link, Link::Online))
+        .collect();
+    out.array(3);
+    out.bulk(b"master");
+    out.int(st.repl.offset as i64);
+    out.array(online.len());
+    for r in online {
+        out.array(3);
+        out.bulk(r.ip.as_bytes());
+        out.bulk(r.port.to_string().as_bytes());
+        out.bulk(r.ack_offset.to_string().as_bytes());
+    }
+}

@@ -1,0 +1,412 @@
+//! Replication, the master's side: the replication stream, its backlog and
+//! offsets, and the replicas attached (their link state, what they
+//! announced and acknowledged).
+//!
+//! [`Repl`] is the second consumer of the propagation stream
+//! (`crate::propagate`), beside the AOF. Each finished unit is serialized
+//! as Redis sends it to its replicas: `SELECT` when the database differs
+//! from the last one sent, a unit of more than one op wrapped in
+//! MULTI/EXEC. The bytes go to the backlog (the master offset counts them)
+//! and to `fresh`, which `State` hands to each replica (`repl_deliver`):
+//! buffered while the replica waits for its RDB, sent once it is online.
+//!
+//! A full sync is a BGSAVE (as Redis's disk-based sync): the replicas
+//! waiting for it buffer the stream from its start, and get the file and
+//! then their buffer when it ends. The stream exists only once a replica
+//! has attached (Redis creates its backlog then), and nothing is collected
+//! before.
+
+use crate::propagate::{Consumer, Op};
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// Where a replica's link is.
+pub enum Link {
+    /// Waits for a BGSAVE the snapshot engine cannot start yet.
+    WaitBgsaveStart,
+    /// Its BGSAVE runs; the stream since its start is kept here.
+    WaitBgsaveEnd(Vec<u8>),
+    /// It has its RDB and follows the stream.
+    Online,
+}
+
+/// What a connection announced with REPLCONF (kept on its client, from
+/// before it asks for a sync).
+#[derive(Default, Clone)]
+pub struct Peer {
+    /// REPLCONF listening-port.
+    pub port: i64,
+    /// REPLCONF ip-address.
+    pub ip: Option<String>,
+    /// REPLCONF rdb-only 1: it wants the RDB and nothing after
+    /// (`redis-cli --rdb`).
+    pub rdb_only: bool,
+    /// REPLCONF capa psync2: `+CONTINUE` names the replication ID.
+    pub psync2: bool,
+    /// It asked for a sync: a replica from then on.
+    pub replica: bool,
+    /// It is this server's master (its stream is applied).
+    pub master: bool,
+}
+
+/// Where the link to this server's master is (ROLE's words).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum MasterState {
+    Connect,
+    Connecting,
+    Sync,
+    Connected,
+}
+
+/// This server's master (REPLICAOF host port).
+pub struct Master {
+    pub host: String,
+    pub port: u16,
+    /// Which REPLICAOF this is: a link task of an older one stops.
+    pub gen: u64,
+    /// The link task was started (by the server's cron).
+    pub started: bool,
+    pub state: MasterState,
+    /// When the master was last heard from, and when the link went down
+    /// (unix s).
+    pub last_io_s: i64,
+    pub down_since_s: i64,
+}
+
+impl MasterState {
+    pub fn role_name(self) -> &'static str {
+        match self {
+            MasterState::Connect => "connect",
+            MasterState::Connecting => "connecting",
+            MasterState::Sync => "sync",
+            MasterState::Connected => "connected",
+        }
+    }
+}
+
+/// A replica attached to this master.
+pub struct Replica {
+    pub id: u64,
+    pub link: Link,
+    /// The address INFO and ROLE show: its announced IP, else its peer's.
+    pub ip: String,
+    pub port: i64,
+    pub rdb_only: bool,
+    /// Asked with PSYNC: told `+FULLRESYNC` when its BGSAVE starts.
+    pub psync: bool,
+    /// The offset its RDB corresponds to.
+    pub sync_offset: u64,
+    /// The offset it acknowledged (REPLCONF ACK), and when (unix s).
+    pub ack_offset: u64,
+    pub ack_time_s: i64,
+    /// Stream bytes for it while its connection was running (not in the
+    /// client map); sent with the next bytes.
+    pub held: Vec<u8>,
+}
+
+impl Replica {
+    pub fn state_name(&self) -> &'static str {
+        match self.link {
+            Link::WaitBgsaveStart | Link::WaitBgsaveEnd(_) => "wait_bgsave",
+            Link::Online => "online",
+        }
+    }
+}
+
+/// A client blocked in WAIT.
+pub struct Waiter {
+    pub id: u64,
+    /// The master offset its writes reached.
+    pub offset: u64,
+    pub replicas: i64,
+}
+
+/// The replication state of this server as a master.
+pub struct Repl {
+    /// `master_repl_offset`: stream bytes produced since start.
+    pub offset: u64,
+    /// The last `repl-backlog-size` bytes of the stream; `None` until a
+    /// replica first attaches.
+    backlog: Option<VecDeque<u8>>,
+    backlog_size: usize,
+    /// The database the stream last selected; `None` makes the next op
+    /// select again (after a full sync starts).
+    pub sel_db: Option<usize>,
+    /// Stream bytes not yet handed to the replicas.
+    pub fresh: Vec<u8>,
+    pub replicas: Vec<Replica>,
+    /// The running BGSAVE was started for replicas.
+    pub bgsave_for_replicas: bool,
+    pub waiters: Vec<Waiter>,
+    /// This server's master, when it is a replica.
+    pub master: Option<Master>,
+    /// PSYNC2: the replication ID this server had before its last change
+    /// of history (a promotion), valid up to `second_offset`.
+    pub replid2: Option<String>,
+    pub second_offset: i64,
+    /// The master's stream is being applied (its commands see expired
+    /// keys as present).
+    pub applying: bool,
+    /// REPLICAOF calls so far (`Master::gen`).
+    pub gens: u64,
+    /// `replicaof` from the config was acted on (at the first cron).
+    pub configured: bool,
+    /// Since when (unix s) no replica is attached, for `repl-backlog-ttl`.
+    pub no_replicas_since_s: i64,
+    /// Seconds counted by the cron (PING period), and the second it last
+    /// ran in.
+    pub cron_loops: u64,
+    pub cron_second: i64,
+    /// INFO stats: full syncs served, partial ones served and refused.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+}
+
+fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
+    let mut ib = itoa::Buffer::new();
+    buf.push(b'*');
+    buf.extend_from_slice(ib.format(args.len()).as_bytes());
+    buf.extend_from_slice(b"\r\n");
+    for a in args {
+        buf.push(b'$');
+        buf.extend_from_slice(ib.format(a.len()).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        buf.extend_from_slice(a);
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Default for Repl {
+    fn default() -> Self {
+        Repl {
+            offset: 0,
+            backlog: None,
+            backlog_size: 1 << 20,
+            sel_db: None,
+            fresh: Vec::new(),
+            replicas: Vec::new(),
+            bgsave_for_replicas: false,
+            waiters: Vec::new(),
+            master: None,
+            replid2: None,
+            second_offset: -1,
+            applying: false,
+            gens: 0,
+            configured: false,
+            no_replicas_since_s: 0,
+            cron_loops: 0,
+            cron_second: 0,
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+        }
+    }
+}
+
+impl Repl {
+    /// Creates the backlog if there is none; true when it did (the
+    /// replication ID then changes, as Redis's).
+    pub fn ensure_backlog(&mut self, size: i64) -> bool {
+        self.backlog_size = size.max(1) as usize;
+        if self.backlog.is_some() {
+            return false;
+        }
+        self.backlog = Some(VecDeque::new());
+        true
+    }
+
+    /// A new, empty backlog (a replica's full sync): the stream goes on
+    /// from the master's offset.
+    pub fn reset_backlog(&mut self, size: i64, offset: u64) {
+        self.backlog_size = size.max(1) as usize;
+        self.backlog = Some(VecDeque::new());
+        self.offset = offset;
+        self.replid2 = None;
+        self.second_offset = -1;
+    }
+
+    /// A replica relays its master's stream as it applies it: into its
+    /// backlog and to its own replicas.
+    pub fn proxy(&mut self, bytes: &[u8]) {
+        let before = self.fresh.len();
+        self.fresh.extend_from_slice(bytes);
+        self.account(before);
+    }
+
+    /// The history changes ID (a promotion, or a master that did): the
+    /// old one stays valid for PSYNC up to the current offset.
+    pub fn shift_id(&mut self, old: String) {
+        self.replid2 = Some(old);
+        self.second_offset = self.offset as i64 + 1;
+    }
+
+    /// Whether PSYNC's `replid` at `offset` is this server's history.
+    pub fn knows(&self, ours: &str, replid: &[u8], offset: i64) -> bool {
+        replid == ours.as_bytes()
+            || (self
+                .replid2
+                .as_ref()
+                .is_some_and(|r| replid == r.as_bytes())
+                && offset <= self.second_offset)
+    }
+
+    /// `repl-backlog-size` changed.
+    pub fn resize_backlog(&mut self, size: i64) {
+        self.backlog_size = size.max(1) as usize;
+        if let Some(b) = &mut self.backlog {
+            let excess = b.len().saturating_sub(self.backlog_size);
+            b.drain(..excess);
+        }
+    }
+
+    pub fn backlog_active(&self) -> bool {
+        self.backlog.is_some()
+    }
+
+    /// Frees the backlog (`repl-backlog-ttl` passed without replicas).
+    pub fn free_backlog(&mut self) {
+        self.backlog = None;
+    }
+
+    /// The stream from `offset` on (PSYNC's offset: the next byte the
+    /// replica wants), if the backlog still holds it.
+    pub fn backlog_from(&self, offset: u64) -> Option<Vec<u8>> {
+        let b = self.backlog.as_ref()?;
+        let first = self.offset + 1 - b.len() as u64;
+        if offset < first || offset > self.offset + 1 {
+            return None;
+        }
+        Some(b.range((offset - first) as usize..).copied().collect())
+    }
+
+    /// (first byte offset, bytes held) as INFO shows them.
+    pub fn backlog_span(&self) -> (u64, u64) {
+        match &self.backlog {
+            Some(b) => (self.offset + 1 - b.len() as u64, b.len() as u64),
+            None => (0, 0),
+        }
+    }
+
+    fn emit(&mut self, db: Option<usize>, args: &[Bytes]) {
+        let db = db.map(|d| d & !crate::propagate::REPL_ONLY);
+        if let Some(db) = db.filter(|&d| self.sel_db != Some(d)) {
+            let n = Bytes::copy_from_slice(itoa::Buffer::new().format(db).as_bytes());
+            resp(&mut self.fresh, &[Bytes::from_static(b"SELECT"), n]);
+            self.sel_db = Some(db);
+        }
+        resp(&mut self.fresh, args);
+    }
+
+    /// Adds the bytes `fresh` gained since `before` to the backlog.
+    fn account(&mut self, before: usize) {
+        let new = &self.fresh[before..];
+        self.offset += new.len() as u64;
+        if let Some(b) = &mut self.backlog {
+            b.extend(new);
+            let excess = b.len().saturating_sub(self.backlog_size);
+            b.drain(..excess);
+        }
+    }
+
+    /// An op outside any database (PING, REPLCONF GETACK): no SELECT.
+    pub fn feed_plain(&mut self, args: &[Bytes]) {
+        if !self.wants() {
+            return;
+        }
+        let before = self.fresh.len();
+        self.emit(None, args);
+        self.account(before);
+    }
+
+    pub fn replica_mut(&mut self, id: u64) -> Option<&mut Replica> {
+        self.replicas.iter_mut().find(|r| r.id == id)
+    }
+
+    /// Online replicas heard from within `max_lag` seconds
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, now_s: i64, max_lag: i64) -> i64 {
+        self.replicas
+            .iter()
+            .filter(|r| matches!(r.link, Link::Online) && now_s - r.ack_time_s <= max_lag)
+            .count() as i64
+    }
+
+    /// Replicas that acknowledged `offset`.
+    pub fn acked(&self, offset: u64) -> i64 {
+        self.replicas
+            .iter()
+            .filter(|r| matches!(r.link, Link::Online) && r.ack_offset >= offset)
+            .count() as i64
+    }
+
+    /// A closed connection: no longer a replica, nor waiting.
+    pub fn forget(&mut self, id: u64) {
+        self.replicas.retain(|r| r.id != id);
+        self.waiters.retain(|w| w.id != id);
+    }
+
+    /// The WAIT of client `id` ends (timeout): the replicas that acked.
+    pub fn end_wait(&mut self, id: u64) -> i64 {
+        let Some(i) = self.waiters.iter().position(|w| w.id == id) else {
+            return 0;
+        };
+        let w = self.waiters.remove(i);
+        self.acked(w.offset)
+    }
+}
+
+impl Consumer for Repl {
+    /// A replica sends its replicas nothing of its own (as Redis, whose
+    /// replicas only relay their master's stream).
+    fn wants(&self) -> bool {
+        self.backlog.is_some() && self.master.is_none()
+    }
+
+    fn feed(&mut self, unit: &[(usize, Op)]) {
+        let before = self.fresh.len();
+        if unit.len() > 1 {
+            self.emit(Some(unit[0].0), &[Bytes::from_static(b"MULTI")]);
+            for (db, a) in unit {
+                self.emit(Some(*db), a);
+            }
+            self.emit(None, &[Bytes::from_static(b"EXEC")]);
+        } else if let Some((db, a)) = unit.first() {
+            self.emit(Some(*db), a);
+        }
+        self.account(before);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(s: &str) -> Op {
+        s.split(' ')
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn units_as_redis_sends_them() {
+        let mut r = Repl::default();
+        assert!(!r.wants(), "nothing before a replica attaches");
+        r.ensure_backlog(1 << 20);
+        r.feed(&[(0, op("set a 1"))]);
+        r.feed(&[(3, op("set x 1")), (0, op("set y 2"))]);
+        r.feed_plain(&[Bytes::from_static(b"PING")]);
+        let s = String::from_utf8(r.fresh.clone())
+            .unwrap()
+            .replace("\r\n", " ");
+        assert_eq!(
+            s,
+            "*2 $6 SELECT $1 0 *3 $3 set $1 a $1 1 *2 $6 SELECT $1 3 *1 $5 MULTI \
+             *3 $3 set $1 x $1 1 *2 $6 SELECT $1 0 *3 $3 set $1 y $1 2 *1 $4 EXEC *1 $4 PING "
+        );
+        assert_eq!(r.offset, r.fresh.len() as u64);
+        assert_eq!(r.backlog_span(), (1, r.offset));
+        r.resize_backlog(10);
+        assert_eq!(r.backlog_span(), (r.offset - 9, 10));
+    }
+}

@@ -1,0 +1,441 @@
+//! Replication, the master's side: the stream a SYNC replica reads (as
+//! Redis's own test helper `attach_to_replication_stream` reads it), INFO
+//! replication, ROLE, WAIT, `redis-cli --rdb`, and a real redis-server
+//! following cinnabar (DEBUG DIGEST equal).
+
+use cinnabar_tests::{tool, RawClient, Server};
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+/// A SYNC replica that has read its RDB: what comes next is the stream.
+fn attach(s: &Server) -> RawClient {
+    let mut c = s.raw();
+    c.send(b"SYNC\r\n");
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    loop {
+        c.sock.read_exact(&mut b).expect("bulk header");
+        match b[0] {
+            b'\n' if head.is_empty() => {}
+            b'\n' => break,
+            x => head.push(x),
+        }
+    }
+    let head = String::from_utf8(head).unwrap();
+    let len: usize = head.trim_end().strip_prefix('$').unwrap().parse().unwrap();
+    let mut rdb = vec![0u8; len];
+    c.sock.read_exact(&mut rdb).expect("rdb");
+    assert_eq!(&rdb[..5], b"REDIS");
+    c
+}
+
+/// Reads as much of the stream as `want` shows (CRLF shown as a space).
+fn stream(c: &mut RawClient, want: &str) -> String {
+    let mut v = vec![0u8; want.len() + want.matches(' ').count()];
+    c.sock.read_exact(&mut v).expect("stream bytes");
+    String::from_utf8_lossy(&v).replace("\r\n", " ")
+}
+
+/// The replication cron's first second (a PING is due then, with a
+/// replica attached, whatever the period).
+fn past_the_first_ping() {
+    std::thread::sleep(Duration::from_millis(1100));
+}
+
+fn cli(s: &Server, args: &[&str]) -> String {
+    s.cli_out(args)
+}
+
+#[test]
+fn the_stream_selects_and_wraps_as_redis_does() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    let mut r = attach(&s);
+    let mut c = s.raw();
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["SELECT", "3"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "x", "1"]);
+    c.cmd(&["SELECT", "0"]);
+    c.cmd(&["SET", "y", "2"]);
+    c.cmd(&["EXEC"]);
+    // One write in a transaction is not wrapped; FLUSHALL of nothing is
+    // still sent.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["GET", "a"]);
+    c.cmd(&["INCR", "n"]);
+    c.cmd(&["EXEC"]);
+    c.cmd(&["FLUSHALL"]);
+    c.cmd(&["FLUSHALL"]);
+    // PUBLISH goes to replicas (not the AOF).
+    c.cmd(&["PUBLISH", "ch", "m"]);
+    let want = "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 \
+                *2 $6 SELECT $1 3 *1 $5 MULTI *3 $3 SET $1 x $1 1 \
+                *2 $6 SELECT $1 0 *3 $3 SET $1 y $1 2 *1 $4 EXEC \
+                *2 $4 INCR $1 n *1 $8 FLUSHALL *1 $8 FLUSHALL *3 $7 PUBLISH $2 ch $1 m ";
+    assert_eq!(stream(&mut r, want), want);
+}
+
+#[test]
+fn info_role_and_client_list_show_the_replica() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    let before = cli(&s, &["INFO", "replication"]);
+    assert!(before.contains("connected_slaves:0"), "{before}");
+    assert!(before.contains("repl_backlog_active:0"), "{before}");
+    let old_id = before
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap()
+        .to_string();
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["REPLCONF", "listening-port", "7777"]),
+        protocol::Frame::Simple("OK".into())
+    );
+    c.send(b"PSYNC ? -1\r\n");
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while b[0] != b'\n' {
+        c.sock.read_exact(&mut b).unwrap();
+        line.push(b[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    assert!(line.starts_with("+FULLRESYNC "), "{line}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let info = loop {
+        let info = cli(&s, &["INFO", "replication"]);
+        if info.contains("state=online") || Instant::now() > deadline {
+            break info;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(info.contains("connected_slaves:1"), "{info}");
+    assert!(
+        info.contains("slave0:ip=127.0.0.1,port=7777,state=online,offset=0,lag="),
+        "{info}"
+    );
+    assert!(info.contains("repl_backlog_active:1"), "{info}");
+    assert!(info.contains("repl_backlog_first_byte_offset:1"), "{info}");
+    let new_id = info
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap();
+    assert_ne!(new_id, old_id, "a new backlog gets a new replication ID");
+    assert!(line.contains(new_id), "{line}");
+    assert_eq!(cli(&s, &["ROLE"]), "master\n0\n127.0.0.1\n7777\n0");
+    assert!(cli(&s, &["CLIENT", "LIST"]).contains("flags=S"));
+    assert_eq!(
+        cli(&s, &["CLIENT", "LIST", "TYPE", "replica"])
+            .lines()
+            .count(),
+        1
+    );
+    assert!(cli(&s, &["INFO", "clients"]).contains("connected_clients:1"));
+    // Its acknowledgement answers WAIT.
+    let mut w = s.raw();
+    w.cmd(&["SET", "k", "v"]);
+    w.send_cmd(&["WAIT", "1", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    c.send_cmd(&["REPLCONF", "ACK", "1000"]);
+    assert_eq!(w.read(), protocol::Frame::Integer(1));
+    assert_eq!(
+        w.cmd(&["WAIT", "2", "50"]),
+        protocol::Frame::Integer(1),
+        "the timeout answers how many acknowledged"
+    );
+}
+
+#[test]
+fn replconf_errors_as_redis() {
+    let s = Server::start(&[]);
+    assert_eq!(cli(&s, &["REPLCONF", "foo"]), "ERR syntax error");
+    assert_eq!(
+        cli(&s, &["REPLCONF", "foo", "bar"]),
+        "ERR Unrecognized REPLCONF option: foo"
+    );
+    assert_eq!(
+        cli(&s, &["REPLCONF", "listening-port", "x"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        cli(&s, &["REPLCONF", "rdb-only", "2"]),
+        "ERR value is out of range, value must between 0 and 1"
+    );
+    assert_eq!(
+        cli(&s, &["REPLCONF", "capa", "eof", "capa", "psync2"]),
+        "OK"
+    );
+}
+
+#[test]
+fn redis_cli_rdb_writes_a_file_redis_check_rdb_accepts() {
+    let Some(check) = tool("redis-check-rdb") else {
+        eprintln!("skipped: no redis-check-rdb");
+        return;
+    };
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    for i in 0..500 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+        c.cmd(&["RPUSH", "l", &i.to_string()]);
+    }
+    let file = s.dir.join("out.rdb");
+    let o = s.cli(&["--rdb", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{o:?}");
+    let o = std::process::Command::new(check)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("501 keys read"), "{text}");
+}
+
+#[test]
+fn a_real_redis_replica_follows() {
+    let Some(redis) = tool("redis-server") else {
+        eprintln!("skipped: no redis-server");
+        return;
+    };
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("pre{i}"), "v"]);
+    }
+    let port = s.port.to_string();
+    let rep = Server::start_bin(
+        &redis,
+        &[
+            ("replicaof", &format!("127.0.0.1 {port}")),
+            ("enable-debug-command", "yes"),
+        ],
+    );
+    for i in 0..300 {
+        let k = format!("k{i}");
+        c.cmd(&["SET", &k, "v", "EX", "1000"]);
+        c.cmd(&["HSET", "h", &k, "1"]);
+        c.cmd(&["ZADD", "z", &i.to_string(), &k]);
+        c.cmd(&["EVAL", "redis.call('incr','a') redis.call('incr','b')", "0"]);
+        c.cmd(&["SELECT", "2"]);
+        c.cmd(&["LPUSH", "l", &k]);
+        c.cmd(&["SELECT", "0"]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = cli(&s, &["DEBUG", "DIGEST"]);
+        let r = rep.cli_out(&["DEBUG", "DIGEST"]);
+        if m == r {
+            break;
+        }
+        assert!(Instant::now() < deadline, "digests differ: {m} {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let info = rep.cli_out(&["INFO", "replication"]);
+    assert!(info.contains("master_link_status:up"), "{info}");
+    // A dropped link resumes from the backlog.
+    cli(&s, &["CLIENT", "KILL", "TYPE", "replica"]);
+    for i in 0..100 {
+        c.cmd(&["INCR", &format!("n{i}")]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = cli(&s, &["DEBUG", "DIGEST"]);
+        let r = rep.cli_out(&["DEBUG", "DIGEST"]);
+        if m == r {
+            break;
+        }
+        assert!(Instant::now() < deadline, "digests differ: {m} {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("sync_full:1"), "{stats}");
+    assert!(stats.contains("sync_partial_ok:1"), "{stats}");
+}
+
+#[test]
+fn psync_continues_from_the_backlog() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    let first = attach(&s);
+    let mut c = s.raw();
+    c.cmd(&["SET", "a", "1"]);
+    let info = cli(&s, &["INFO", "replication"]);
+    let id = info
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap()
+        .to_string();
+    drop(first);
+    let mut r = s.raw();
+    r.cmd(&["REPLCONF", "capa", "psync2"]);
+    // From byte 1: the whole stream so far.
+    r.send_cmd(&["PSYNC", &id, "1"]);
+    let mut line = vec![0u8; 52];
+    r.sock.read_exact(&mut line).unwrap();
+    assert_eq!(line, format!("+CONTINUE {id}\r\n").into_bytes());
+    let want = "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 ";
+    assert_eq!(stream(&mut r, want), want);
+    // It follows the stream from there.
+    c.cmd(&["SET", "b", "2"]);
+    let want = "*3 $3 SET $1 b $1 2 ";
+    assert_eq!(stream(&mut r, want), want);
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("sync_partial_ok:1"), "{stats}");
+    // An unknown ID or an offset past the stream: a full sync.
+    let mut x = s.raw();
+    x.send_cmd(&["PSYNC", &id, "100000"]);
+    let mut head = [0u8; 12];
+    x.sock.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"+FULLRESYNC ");
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("sync_partial_err:1"), "{stats}");
+}
+
+/// Waits until both servers' DEBUG DIGEST agree.
+fn same_digest(a: &Server, b: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let x = a.cli_out(&["DEBUG", "DIGEST"]);
+        let y = b.cli_out(&["DEBUG", "DIGEST"]);
+        if x == y {
+            return;
+        }
+        assert!(Instant::now() < deadline, "digests differ: {x} {y}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn cinnabar_follows_a_real_redis_master() {
+    let Some(redis) = tool("redis-server") else {
+        eprintln!("skipped: no redis-server");
+        return;
+    };
+    let m = Server::start_bin(&redis, &[("enable-debug-command", "yes")]);
+    let mut c = m.raw();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("pre{i}"), "v"]);
+    }
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let port = m.port.to_string();
+    assert_eq!(cli(&s, &["REPLICAOF", "127.0.0.1", &port]), "OK");
+    assert_eq!(
+        cli(&s, &["REPLICAOF", "127.0.0.1", &port]),
+        "OK Already connected to specified master"
+    );
+    for i in 0..300 {
+        let k = format!("k{i}");
+        c.cmd(&["SET", &k, "v", "EX", "1000"]);
+        c.cmd(&["HSET", "h", &k, "1"]);
+        c.cmd(&["EVAL", "redis.call('incr','a') redis.call('incr','b')", "0"]);
+        c.cmd(&["SELECT", "2"]);
+        c.cmd(&["LPUSH", "l", &k]);
+        c.cmd(&["SELECT", "0"]);
+    }
+    same_digest(&m, &s);
+    let info = cli(&s, &["INFO", "replication"]);
+    assert!(info.contains("role:slave"), "{info}");
+    assert!(info.contains("master_link_status:up"), "{info}");
+    assert!(info.contains(&format!("master_port:{port}")), "{info}");
+    assert_eq!(
+        cli(&s, &["SET", "x", "1"]),
+        "READONLY You can't write against a read only replica."
+    );
+    // A dropped link resumes from the master's backlog.
+    m.cli_out(&["CLIENT", "KILL", "TYPE", "replica"]);
+    for i in 0..50 {
+        c.cmd(&["INCR", &format!("n{i}")]);
+    }
+    same_digest(&m, &s);
+    assert!(m.cli_out(&["INFO", "stats"]).contains("sync_partial_ok:1"));
+    // Promoted, it keeps its data and takes writes.
+    assert_eq!(cli(&s, &["REPLICAOF", "NO", "ONE"]), "OK");
+    assert_eq!(cli(&s, &["GET", "pre1"]), "v");
+    assert_eq!(cli(&s, &["SET", "x", "1"]), "OK");
+    assert!(cli(&s, &["ROLE"]).starts_with("master"));
+}
+
+#[test]
+fn cinnabar_follows_cinnabar() {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+    ]);
+    let mut c = m.raw();
+    for i in 0..300 {
+        c.cmd(&["RPUSH", "l", &i.to_string()]);
+        c.cmd(&["ZADD", "z", &i.to_string(), &format!("m{i}")]);
+    }
+    same_digest(&m, &s);
+    let mut w = m.raw();
+    assert_eq!(
+        w.cmd(&["SET", "k", "v"]),
+        protocol::Frame::Simple("OK".into())
+    );
+    assert_eq!(w.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    let role = cli(&s, &["ROLE"]);
+    assert!(
+        role.starts_with(&format!("slave\n127.0.0.1\n{}\nconnected", m.port)),
+        "{role}"
+    );
+}
+
+#[test]
+fn a_promoted_replica_takes_its_old_master_back_partially() {
+    let a = Server::start(&[("enable-debug-command", "yes")]);
+    let b = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("replicaof", &format!("127.0.0.1 {}", a.port)),
+    ]);
+    let mut c = a.raw();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    same_digest(&a, &b);
+    let mut w = a.raw();
+    w.cmd(&["SET", "last", "1"]);
+    assert_eq!(w.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    assert_eq!(cli(&b, &["REPLICAOF", "NO", "ONE"]), "OK");
+    let info = cli(&b, &["INFO", "replication"]);
+    let old = cli(&a, &["INFO", "replication"]);
+    let old_id = old
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .unwrap();
+    assert!(info.contains(&format!("master_replid2:{old_id}")), "{info}");
+    assert_eq!(cli(&b, &["SET", "after", "1"]), "OK");
+    assert_eq!(
+        cli(&a, &["REPLICAOF", "127.0.0.1", &b.port.to_string()]),
+        "OK"
+    );
+    same_digest(&a, &b);
+    let stats = cli(&b, &["INFO", "stats"]);
+    assert!(stats.contains("sync_partial_ok:1"), "{stats}");
+    assert!(stats.contains("sync_full:0"), "{stats}");
+    assert_eq!(cli(&a, &["GET", "after"]), "1");
+}
+
+#[test]
+fn a_replica_leaves_expiry_to_its_master() {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+    ]);
+    let mut c = m.raw();
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.cmd(&["SET", "k", "v", "PX", "100"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    std::thread::sleep(Duration::from_millis(300));
+    // Expired: missing to readers, still there until the master's DEL.
+    assert_eq!(cli(&s, &["GET", "k"]), "");
+    assert_eq!(cli(&s, &["DBSIZE"]), "1");
+    assert_eq!(cli(&m, &["GET", "k"]), "");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cli(&s, &["DBSIZE"]) != "0" {
+        assert!(Instant::now() < deadline, "the master's DEL never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
