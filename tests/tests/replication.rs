@@ -349,6 +349,17 @@ fn cinnabar_follows_a_real_redis_master() {
     }
     same_digest(&m, &s);
     assert!(m.cli_out(&["INFO", "stats"]).contains("sync_partial_ok:1"));
+    // So does a link the replica drops.
+    assert_eq!(cli(&s, &["CLIENT", "KILL", "TYPE", "master"]), "1");
+    for i in 0..50 {
+        c.cmd(&["INCR", &format!("n{i}")]);
+    }
+    same_digest(&m, &s);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !m.cli_out(&["INFO", "stats"]).contains("sync_partial_ok:2") {
+        assert!(Instant::now() < deadline, "no second partial sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Promoted, it keeps its data and takes writes.
     assert_eq!(cli(&s, &["REPLICAOF", "NO", "ONE"]), "OK");
     assert_eq!(cli(&s, &["GET", "pre1"]), "v");

@@ -228,6 +228,9 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     for v in victims {
         c.st.kill_client(v);
     }
+    if ty == Some("master") && id.is_none() && addr.is_none() && laddr.is_none() {
+        n += super::replication::drop_master_link(c.st) as i64;
+    }
     if !skipme && matches(c.cl) {
         c.cl.close_after_reply = true;
         n += 1;

@@ -221,6 +221,20 @@ fn apply_oom(st: &mut State) {
     }
 }
 
+/// CLIENT KILL TYPE master: the link to the master is dropped and made
+/// again (PSYNC, partial if the master still holds the offset). False
+/// when this server has no master.
+pub fn drop_master_link(st: &mut State) -> bool {
+    let Some(m) = st.repl.master.as_mut() else {
+        return false;
+    };
+    st.repl.gens += 1;
+    m.gen = st.repl.gens;
+    m.started = false;
+    m.state = MasterState::Connect;
+    true
+}
+
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
 fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if is(&a[1], "no") && is(&a[2], "one") {
