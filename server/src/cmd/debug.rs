@@ -148,6 +148,12 @@ fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
                 }
             }
         },
+        // The value's RDB bytes, as Redis measures it.
+        storage::Value::Stream(_) => {
+            let mut b = Vec::new();
+            storage::rdb::encode::put_value(&mut b, v, &storage::rdb::SaveOpts::default());
+            b.len()
+        }
         #[allow(unreachable_patterns)]
         _ => v.heap_size(),
     };

@@ -44,15 +44,16 @@ impl Group {
 
     /// The consumer `name`, created if missing; true if created.
     pub fn consumer(&mut self, name: &[u8], now: i64) -> (&mut Consumer, bool) {
-        let mut created = false;
-        let c = self.consumers.entry(name.to_vec()).or_insert_with(|| {
-            created = true;
-            Consumer {
+        // Looked up first: the name is copied only for a new consumer.
+        let created = !self.consumers.contains_key(name);
+        if created {
+            let c = Consumer {
                 seen_time: now,
                 pel: BTreeSet::new(),
-            }
-        });
-        (c, created)
+            };
+            self.consumers.insert(name.to_vec(), c);
+        }
+        (self.consumers.get_mut(name).expect("present"), created)
     }
 
     /// Deletes consumer `name`, dropping its pending entries; the number

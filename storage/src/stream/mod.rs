@@ -209,7 +209,7 @@ impl Stream {
         self.length == 0
     }
 
-    /// Number of nodes (DEBUG OBJECT-style introspection, tests).
+    /// Number of nodes (XINFO STREAM's `radix-tree-keys`, the RDB writer).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -598,24 +598,6 @@ impl Stream {
         }
         let read = self.estimate_entries_read(g.last_id);
         (read != ENTRIES_READ_INVALID).then(|| self.entries_added as i64 - read)
-    }
-
-    /// The first entry after `after` (XREAD, XREADGROUP `>`), bounded by
-    /// the nodes: used to see whether a reader has anything to get.
-    pub fn has_after(&self, after: StreamId) -> bool {
-        match after.incr() {
-            Some(s) => {
-                self.length > 0 && self.last_id >= s && {
-                    let mut any = false;
-                    self.range(s, StreamId::MAX, false, |_| {
-                        any = true;
-                        false
-                    });
-                    any
-                }
-            }
-            None => false,
-        }
     }
 }
 
