@@ -25,6 +25,7 @@ mod gate;
 pub mod geo;
 pub mod hash;
 pub mod help;
+pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod keyspace;

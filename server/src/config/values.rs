@@ -218,6 +218,7 @@ values! {
     zset_max_listpack_value: i64 = "zset-max-listpack-value" => Tune,
     list_max_listpack_size: i64 = "list-max-listpack-size" => Tune,
     set_max_intset_entries: i64 = "set-max-intset-entries" => Tune,
+    hll_sparse_max_bytes: u64 = "hll-sparse-max-bytes",
     // Memory and eviction.
     maxmemory: u64 = "maxmemory" => Memory,
     maxmemory_policy: Policy = "maxmemory-policy" => Eviction,
