@@ -141,7 +141,11 @@ fn files_move(from_redis: bool, aof: bool) {
     let Some(b) = start(!from_redis) else { return };
     let mut c = b.raw();
     for (k, v) in expect.iter().zip(values) {
-        assert_eq!(state(&mut c, k), v, "{k} (from redis: {from_redis}, aof: {aof})");
+        assert_eq!(
+            state(&mut c, k),
+            v,
+            "{k} (from redis: {from_redis}, aof: {aof})"
+        );
     }
 }
 
