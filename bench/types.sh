@@ -10,7 +10,9 @@
 # 1. Throughput: redis-benchmark -c 50 -n 100000 -r 100000 for LPUSH, RPOP,
 #    LRANGE_100, SADD, SPOP, HSET, ZADD, ZPOPMIN and the custom commands
 #    ZRANGEBYSCORE z 0 100 (1000-member z) and ZINTERSTORE of two
-#    100-member sets, at -P 1 and -P 16, cinnabar then Redis for each test;
+#    100-member sets, PFADD of random elements, PFCOUNT of one key (its
+#    cached count) and of three keys (two sparse, one dense: a merge per
+#    call), at -P 1 and -P 16, cinnabar then Redis for each test;
 #    prints requests/s, the ratio cinnabar/Redis (> 1: cinnabar faster) and
 #    the geometric mean of the ratios per pipeline level.
 # 2. Memory: each dataset goes into a freshly started server (one server at
@@ -18,7 +20,8 @@
 #    bench/types_gen.py; prints VmRSS minus the empty server's VmRSS, and
 #    the ratio. Datasets: 100,000 hashes of 10 fields, 100,000 intsets of
 #    20 integers, 100,000 sorted sets of 10 members (all in their compact
-#    encodings), and large sorted sets of 100,000 members: 100 of them by
+#    encodings), 100,000 HyperLogLogs of 1,000 elements (sparse), and
+#    large sorted sets of 100,000 members: 100 of them by
 #    default (the per-member cost is the same as with 1,000; --large-zsets
 #    sets the count, --large-members the size).
 # 3. Complexity: a sorted set of 10^4, 10^5 and 10^6 members m:<12 digits>;
@@ -142,6 +145,9 @@ ZADD|ZADD|zadd|ZADD
 ZPOPMIN|ZPOPMIN|zpopmin|ZPOPMIN
 ZRANGEBYSCORE z 0 100|-|ZRANGEBYSCORE z 0 100|ZRANGEBYSCORE
 ZINTERSTORE zd 2 za zb|-|ZINTERSTORE zd 2 za zb|ZINTERSTORE
+PFADD hll:r __rand_int__|-|PFADD hll:r __rand_int__|PFADD
+PFCOUNT hll:a|-|PFCOUNT hll:a|PFCOUNT
+PFCOUNT hll:a hll:b hll:c|-|PFCOUNT hll:a hll:b hll:c|PFCOUNT
 EOF
   done
   echo
@@ -177,6 +183,7 @@ load_one() {
     intsets) probe=s:0 ;;
     zsets) probe=z:0 ;;
     bigzsets) probe=bz:0 ;;
+    hlls) probe=hll:0 ;;
   esac
   enc=$(redis-cli -p "$port" OBJECT ENCODING "$probe" 2>/dev/null || true)
   case "$enc" in '' | *" "*) enc=n/a ;; esac
@@ -212,6 +219,7 @@ $SMALL_KEYS hashes x 10 fields|hashes|$SMALL_KEYS
 $SMALL_KEYS intsets x 20 ints|intsets|$SMALL_KEYS
 $SMALL_KEYS zsets x 10 members|zsets|$SMALL_KEYS
 $LARGE_ZSETS zsets x $LARGE_MEMBERS members|bigzsets|$LARGE_ZSETS $LARGE_MEMBERS
+$SMALL_KEYS hyperloglogs x 1000 elements|hlls|$SMALL_KEYS
 EOF
 }
 

@@ -10,9 +10,13 @@ to `redis-cli --pipe`. Both servers get byte-identical input.
   types_gen.py cxzset KEY N        one sorted set of N members m:<12 digits>
                                    (the form redis-benchmark's -r __rand_int__
                                    produces) with score = index
+  types_gen.py hlls N              N HyperLogLogs hll:<i> of 1000 elements
+                                   (sparse), one PFADD each
   types_gen.py custom              the keys of the custom throughput tests:
                                    z (1000 members, scores 0..999), za and zb
-                                   (100 members each, half shared)
+                                   (100 members each, half shared), the
+                                   HyperLogLogs hll:a and hll:b (1000
+                                   elements, sparse) and hll:c (20000, dense)
 """
 import sys
 
@@ -79,10 +83,16 @@ def main(argv):
     elif what == "cxzset":
         key, n = argv[2].encode(), int(argv[3])
         zadd_batches(key, [(b"%d" % j, b"m:%012d" % j) for j in range(n)])
+    elif what == "hlls":
+        for i in range(int(argv[2])):
+            cmd(b"PFADD", b"hll:%d" % i, *[b"%d" % (i * 1000 + j) for j in range(1000)])
     elif what == "custom":
         zadd_batches(b"z", [(b"%d" % j, b"m%d" % j) for j in range(1000)])
         zadd_batches(b"za", [(b"%d" % j, b"m%d" % j) for j in range(100)])
         zadd_batches(b"zb", [(b"%d" % j, b"m%d" % j) for j in range(50, 150)])
+        for key, n in ((b"hll:a", 1000), (b"hll:b", 1000), (b"hll:c", 20000)):
+            for i in range(0, n, 1000):
+                cmd(b"PFADD", key, *[b"%s:%d" % (key, j) for j in range(i, i + 1000)])
     else:
         sys.stderr.write(__doc__)
         return 2
