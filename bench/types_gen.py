@@ -14,10 +14,12 @@ to `redis-cli --pipe`. Both servers get byte-identical input.
                                    (sparse), one PFADD each
   types_gen.py custom              the keys of the custom throughput tests:
                                    z (1000 members, scores 0..999), za and zb
-                                   (100 members each, half shared), the
+                                   (100 members each, half shared), geo
+                                   (10,000 points in 4 x 3 degrees), the
                                    HyperLogLogs hll:a and hll:b (1000
                                    elements, sparse) and hll:c (20000, dense)
 """
+import random
 import sys
 
 OUT = sys.stdout.buffer
@@ -90,6 +92,13 @@ def main(argv):
         zadd_batches(b"z", [(b"%d" % j, b"m%d" % j) for j in range(1000)])
         zadd_batches(b"za", [(b"%d" % j, b"m%d" % j) for j in range(100)])
         zadd_batches(b"zb", [(b"%d" % j, b"m%d" % j) for j in range(50, 150)])
+        rng = random.Random(1)
+        pts = [(rng.uniform(12, 16), rng.uniform(36, 39)) for _ in range(10000)]
+        for i in range(0, len(pts), 500):
+            args = []
+            for j, (lon, lat) in enumerate(pts[i:i + 500], i):
+                args += [b"%.6f" % lon, b"%.6f" % lat, b"p%d" % j]
+            cmd(b"GEOADD", b"geo", *args)
         for key, n in ((b"hll:a", 1000), (b"hll:b", 1000), (b"hll:c", 20000)):
             for i in range(0, n, 1000):
                 cmd(b"PFADD", key, *[b"%s:%d" % (key, j) for j in range(i, i + 1000)])

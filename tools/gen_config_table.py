@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Probes a running real redis-server 7.0 (port in argv[1]) and prints the
 option table of server/src/config/table.rs: each option's name, type,
-range or choices, default and mutability, read from Redis's own replies."""
+range or choices, default and mutability, read from Redis's own replies.
+Further arguments name hidden options (CONFIG GET * omits them; Redis's
+test suite sets key-load-delay, loading-process-events-interval-bytes,
+rdb-key-save-delay, use-exit-on-panic, watchdog-period): they are probed by
+name and printed after a blank line, for the HIDDEN table."""
 import re, subprocess, sys
 
 port = sys.argv[1]
+hidden = sys.argv[2:]
 
 def cli(*args):
     r = subprocess.run(["redis-cli", "-p", port, *args], capture_output=True, text=True)
@@ -17,16 +22,25 @@ def err(name, value):
 lines = subprocess.run(["redis-cli", "-p", port, "--no-raw", "config", "get", "*"], capture_output=True, text=True).stdout
 vals = re.findall(r'^\s*\d+\) "((?:[^"\\]|\\.)*)"$', lines, re.M)
 pairs = dict(zip(vals[0::2], vals[1::2]))
-out = []
-for name in sorted(pairs):
-    cur = pairs[name].encode().decode("unicode_escape")
+def row(name, cur):
     r = err(name, cur)
     mutable = "true"
-    if "immutable" in r or "protected" in r:
+    # Protected options (dir, dbfilename) are mutable once
+    # enable-protected-configs allows it.
+    if "immutable" in r:
         mutable = "false"
     kind = None
     if mutable == "false":
-        kind = "Kind::Bool" if cur in ("yes", "no") else ("Kind::Int(i64::MIN, i64::MAX)" if re.fullmatch(r"-?\d+", cur) else "Kind::Str")
+        # CONFIG SET cannot probe these: a server started with a value
+        # that is no choice says which it accepts.
+        r2 = subprocess.run(["timeout", "5", "redis-server", "--port", "0", f"--{name}", "zz-not-a-choice"],
+                            capture_output=True, text=True).stderr
+        m = re.search(r"must be one of the following: (.*)$", r2, re.M)
+        if m:
+            choices = ", ".join(f'"{c}"' for c in m.group(1).strip().split(", "))
+            kind = f"Kind::Enum(&[{choices}])"
+        else:
+            kind = "Kind::Bool" if cur in ("yes", "no") else ("Kind::Int(i64::MIN, i64::MAX)" if re.fullmatch(r"-?\d+", cur) else "Kind::Str")
     if kind is None and name in ("requirepass", "masterauth"):
         kind = "Kind::Str"
     if kind is None and cur in ("yes", "no"):
@@ -54,5 +68,9 @@ for name in sorted(pairs):
         else:
             kind = "Kind::Str" if r2 == "OK" else "Kind::Special"
     cli("config", "set", name, cur)
-    out.append(f'    Opt {{ name: "{name}", kind: {kind}, default: {cur!r}, mutable: {mutable} }},'.replace("'", '"'))
-print("\n".join(out))
+    return f'    Opt {{ name: "{name}", kind: {kind}, default: {cur!r}, mutable: {mutable} }},'.replace("'", '"')
+
+print("\n".join(row(n, pairs[n].encode().decode("unicode_escape")) for n in sorted(pairs)))
+if hidden:
+    print()
+    print("\n".join(row(n, cli("config", "get", n).split("\n")[1]) for n in sorted(hidden)))

@@ -1,35 +1,77 @@
 //! Start-up loading: the dataset comes from the AOF (`appendonly yes`) or
 //! the RDB file. Replaying an AOF runs its commands through the
 //! dispatcher, so this sits above `cmd` with the rest of the orchestration.
+//!
+//! The server listens while it loads: the RDB is read into databases of
+//! its own outside the lock, and an AOF's commands run under the lock,
+//! which is let go every `loading-process-events-interval-bytes`. Clients
+//! meanwhile get -LOADING for what cannot run (`State::loading`, the gate).
 
 use crate::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
-use crate::persist::{describe, load_bytes, rdb_path};
-use crate::state::{Client, State};
+use crate::persist::{describe, load_dbs, load_opts, rdb_path, LoadProgress, Loading};
+use crate::state::{Client, Shared, State};
 use bytes::BytesMut;
+use parking_lot::MutexGuard;
 use protocol::{Decoder, ReplyBuf};
 use std::fs::File;
 use std::io;
+use std::ops::DerefMut;
 use std::path::Path;
-use std::time::Instant;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+use storage::Db;
 use tracing::{info, warn};
 
-/// Loads `dir/dbfilename` if it exists, logging as Redis does. An error
-/// names the problem and its byte offset; the server must not start.
-pub fn at_startup(st: &mut State) -> Result<(), String> {
+/// The state as a loader holds it: at start-up the lock's guard, let go
+/// now and then so clients are answered; DEBUG LOADAOF, the state itself
+/// for the whole command.
+trait Hold: DerefMut<Target = State> {
+    /// Lets waiting clients take the lock (start-up only).
+    fn let_clients_in(&mut self) {}
+    /// Runs `f` without the lock (start-up only).
+    fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        f()
+    }
+}
+
+impl Hold for &mut State {}
+
+impl Hold for MutexGuard<'_, State> {
+    fn let_clients_in(&mut self) {
+        MutexGuard::bump(self);
+    }
+    fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        MutexGuard::unlocked_fair(self, f)
+    }
+}
+
+/// Loads the dataset at start-up while clients are already connecting:
+/// the AOF with `appendonly yes`, else `dir/dbfilename` if it exists,
+/// logging as Redis does. An error names the problem and its byte offset;
+/// the server must not start.
+pub fn at_startup(shared: &Shared) -> Result<(), String> {
+    let mut st = shared.state.lock();
     // With the AOF on, it alone is the dataset.
     if st.cfg.appendonly {
-        return aof_at_startup(st);
+        let res = aof_at_startup(&mut st);
+        st.loading = None;
+        return res;
     }
     st.aof.ready = true;
-    read_manifest(st);
-    let path = rdb_path(st);
+    read_manifest(&mut st);
+    let path = rdb_path(&st);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
     };
     let start = Instant::now();
-    match load_bytes(st, &data) {
+    let loading = Loading::new(data.len() as u64);
+    let progress = loading.progress.clone();
+    st.loading = Some(loading);
+    let res = load_rdb(&mut st, &data, &progress);
+    st.loading = None;
+    match res {
         Ok(sum) => {
             for (k, v) in &sum.aux {
                 if k == b"redis-ver" {
@@ -59,6 +101,26 @@ pub fn at_startup(st: &mut State) -> Result<(), String> {
     }
 }
 
+/// Loads an RDB image into the (empty) databases, without the lock at
+/// start-up: they are taken out of the state meanwhile, and nothing that
+/// could reach them runs while loading.
+fn load_rdb<H: Hold>(
+    st: &mut H,
+    data: &[u8],
+    progress: &LoadProgress,
+) -> Result<storage::rdb::LoadSummary, storage::rdb::LoadError> {
+    let opts = load_opts(st, false);
+    let n = st.dbs.len();
+    let mut dbs = std::mem::replace(&mut st.dbs, (0..n).map(|_| Db::default()).collect());
+    let mut engine = st.engine.take();
+    let res = st.unlocked(|| load_dbs(&mut dbs, &mut engine, data, &opts, Some(progress)));
+    st.dbs = dbs;
+    st.engine = engine;
+    // Settings changed meanwhile reach the loaded databases.
+    st.apply_all();
+    res
+}
+
 /// Start-up with `appendonly yes` and no AOF: the base and the incr file
 /// are created synchronously (nobody is connected yet), as Redis does.
 fn create_at_start(st: &mut State) -> io::Result<()> {
@@ -68,15 +130,23 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let m = st.aof.manifest.clone();
     let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
     let incr_seq = next_incr_seq(&m);
-    let base = format!("{name}.{base_seq}.base.rdb");
+    let commands = !st.cfg.aof_use_rdb_preamble;
+    let base = crate::aof::base_name(&name, base_seq, commands);
     let incr = format!("{name}.{incr_seq}.incr.aof");
     info!("Creating AOF base file {base} on server start");
     info!("Creating AOF incr file {incr} on server start");
     let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let res = (|| {
-        let f = File::create(&tmp)?;
-        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
+        let w = io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
+        let w = if commands {
+            let image = crate::persist::write_snapshot(st, Vec::new(), true)?;
+            let ts = st.cfg.aof_timestamp_enabled;
+            storage::aofcmd::from_rdb(&image, crate::state::now_ms(), ts, w)
+                .map_err(io::Error::other)?
+        } else {
+            crate::persist::write_snapshot(st, w, true)?
+        };
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, dir.join(&base))
     })();
@@ -102,7 +172,15 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
 /// Replays RESP commands through the dispatcher. Returns the offset after
 /// the last complete command (before an unfinished MULTI) and whether the
 /// data ended in the middle of a command.
-fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
+fn replay<H: Hold>(
+    st: &mut H,
+    data: &[u8],
+    progress: &LoadProgress,
+) -> Result<(usize, bool), String> {
+    let interval = st.cfg.loading_process_events_interval_bytes.max(1) as usize;
+    let key_delay = st.cfg.key_load_delay;
+    let base = progress.loaded_bytes.load(Relaxed);
+    let mut next_yield = interval;
     let mut dec = Decoder::new(i64::MAX);
     let mut buf = BytesMut::from(data);
     let total = data.len();
@@ -152,6 +230,15 @@ fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
                     before_multi = None;
                 }
                 valid = at;
+                progress.loaded_bytes.store(base + at as u64, Relaxed);
+                if key_delay > 0 {
+                    st.unlocked(|| std::thread::sleep(Duration::from_micros(key_delay as u64)));
+                }
+                // Never inside a transaction: its commands apply together.
+                if at >= next_yield && cl.multi.is_none() {
+                    next_yield = at + interval;
+                    st.let_clients_in();
+                }
             }
             Ok(None) => break,
             Err(e) => return Err(format!("Bad file format reading the append only file: {e}")),
@@ -167,7 +254,13 @@ fn replay(st: &mut State, data: &[u8]) -> Result<(usize, bool), String> {
     Ok((valid, truncated))
 }
 
-fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), String> {
+fn load_file<H: Hold>(
+    st: &mut H,
+    dir: &Path,
+    (name, kind): &(String, &str),
+    last: bool,
+    progress: &LoadProgress,
+) -> Result<(), String> {
     let path = dir.join(name);
     let data = std::fs::read(&path).map_err(|e| {
         format!(
@@ -176,14 +269,11 @@ fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), S
         )
     })?;
     let start = Instant::now();
-    let kind = if name.contains(".base.") {
-        "base"
-    } else {
-        "incr"
-    };
+    let base = progress.loaded_bytes.load(Relaxed);
+    let mut commands = &data[..];
     if data.starts_with(b"REDIS") {
         info!("Reading RDB base file on AOF loading...");
-        let sum = crate::persist::load_bytes(st, &data).map_err(|e| {
+        let sum = load_rdb(st, &data, progress).map_err(|e| {
             format!(
                 "Bad file format reading the append only file {name}: {}",
                 crate::persist::describe(&e, &data)
@@ -194,8 +284,11 @@ fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), S
             "Done loading RDB, keys loaded: {}, keys expired: {}.",
             sum.keys, sum.expired
         );
-    } else {
-        let (valid, truncated) = replay(st, &data)?;
+        commands = &data[sum.end..];
+    }
+    if !commands.is_empty() {
+        let (valid, truncated) = replay(st, commands, progress)?;
+        let valid = valid + (data.len() - commands.len());
         if truncated {
             if !last || !st.cfg.aof_load_truncated {
                 return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
@@ -211,6 +304,9 @@ fn load_file(st: &mut State, dir: &Path, name: &str, last: bool) -> Result<(), S
             warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
         }
     }
+    progress
+        .loaded_bytes
+        .store(base + data.len() as u64, Relaxed);
     info!(
         "DB loaded from {kind} file {name}: {:.3} seconds",
         start.elapsed().as_secs_f64()
@@ -228,10 +324,11 @@ fn io_msg(e: &io::Error) -> String {
 /// Start-up with `appendonly yes`: the AOF is the dataset (the RDB file is
 /// not read). Without a manifest the server starts empty and creates a
 /// base and an incr file, as Redis does.
-fn aof_at_startup(st: &mut State) -> Result<(), String> {
+fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
     st.aof.policy = st.cfg.appendfsync;
     let dir = aof_dir(st);
     let name = fname(st);
+    upgrade_old_aof(st, &dir, &name)?;
     let mpath = dir.join(format!("{name}.manifest"));
     let text = match std::fs::read_to_string(&mpath) {
         Ok(t) => Some(t),
@@ -248,15 +345,21 @@ fn aof_at_startup(st: &mut State) -> Result<(), String> {
             let m = Manifest::parse(&t)?;
             let files = listed(&m);
             // Every file must be there before anything is loaded.
-            for f in &files {
-                std::fs::metadata(dir.join(f)).map_err(|e| {
-                    format!(
-                        "Unable to obtain the AOF file {f} length. stat: {}",
-                        io_msg(&e)
-                    )
-                })?;
+            let mut total = 0;
+            for (f, _) in &files {
+                total += std::fs::metadata(dir.join(f))
+                    .map_err(|e| {
+                        format!(
+                            "Unable to obtain the AOF file {f} length. stat: {}",
+                            io_msg(&e)
+                        )
+                    })?
+                    .len();
             }
-            load_files(st, &dir, &files)?;
+            let loading = Loading::new(total);
+            let progress = loading.progress.clone();
+            st.loading = Some(loading);
+            load_files(st, &dir, &files, &progress)?;
             info!(
                 "DB loaded from append only file: {:.3} seconds",
                 start.elapsed().as_secs_f64()
@@ -272,6 +375,41 @@ fn aof_at_startup(st: &mut State) -> Result<(), String> {
     };
     st.aof.ready = true;
     res
+}
+
+/// Redis 7.0's upgrade of an AOF from before 7.0 (one file,
+/// `dir/<appendfilename>`, maybe with an RDB preamble): a manifest names
+/// it as the base, then it moves into the AOF directory. An upgrade cut
+/// short between the two (the manifest names it, the server directory
+/// still has it) is finished the same way.
+fn upgrade_old_aof(st: &State, dir: &Path, name: &str) -> Result<(), String> {
+    let old = Path::new(&st.cfg.dir).join(name);
+    let moved = dir.join(name);
+    let fail = |e: io::Error| format!("Can't upgrade the old-style AOF file {name}: {e}");
+    match std::fs::read_to_string(dir.join(format!("{name}.manifest"))) {
+        Err(_) if old.is_file() => {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+            let m = Manifest {
+                base: Some((name.to_string(), 1)),
+                ..Default::default()
+            };
+            write_manifest(dir, name, &m).map_err(fail)?;
+        }
+        Ok(t) if old.is_file() && !moved.exists() => {
+            let m = Manifest::parse(&t)?;
+            if m.base.is_none_or(|(b, _)| b != name) {
+                return Ok(());
+            }
+        }
+        _ => return Ok(()),
+    }
+    std::fs::rename(&old, &moved).map_err(fail)?;
+    crate::aof::fsync_dir(dir);
+    info!(
+        "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+        st.cfg.appenddirname
+    );
+    Ok(())
 }
 
 /// DEBUG LOADAOF: writes what the AOF buffers (when on), empties the
@@ -292,7 +430,7 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
         st.touch_all_watched(db, None);
         drop(st.dbs[db].take());
     }
-    let res = load_files(st, &dir, &listed(&m));
+    let res = load_files(&mut &mut *st, &dir, &listed(&m), &LoadProgress::default());
     // What was loaded is already in the log.
     st.dirty = 0;
     res?;
@@ -300,25 +438,30 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
     Ok(())
 }
 
-/// The files a manifest lists, in loading order: the base, then the incr
-/// files.
-fn listed(m: &Manifest) -> Vec<String> {
-    m.base
-        .iter()
-        .chain(&m.incrs)
-        .map(|(n, _)| n.clone())
+/// The files a manifest lists, in loading order, with their kind: the
+/// base, then the incr files.
+fn listed(m: &Manifest) -> Vec<(String, &'static str)> {
+    let base = m.base.iter().map(|(n, _)| (n.clone(), "base"));
+    base.chain(m.incrs.iter().map(|(n, _)| (n.clone(), "incr")))
         .collect()
 }
 
 /// Loads `files` in order; only the last may end in a cut command.
-fn load_files(st: &mut State, dir: &Path, files: &[String]) -> Result<(), String> {
+fn load_files<H: Hold>(
+    st: &mut H,
+    dir: &Path,
+    files: &[(String, &str)],
+    progress: &LoadProgress,
+) -> Result<(), String> {
     st.aof.loading = true;
+    st.script_run.dataset_loading.store(true, Relaxed);
     let n = files.len();
     let res = files
         .iter()
         .enumerate()
-        .try_for_each(|(i, f)| load_file(st, dir, f, i + 1 == n));
+        .try_for_each(|(i, f)| load_file(st, dir, f, i + 1 == n, progress));
     st.aof.loading = false;
+    st.script_run.dataset_loading.store(false, Relaxed);
     res
 }
 

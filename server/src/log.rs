@@ -10,6 +10,25 @@ use tracing_subscriber::registry::LookupSpan;
 
 pub struct RedisFormat;
 
+/// The target of events logged without the `pid:M date mark` prefix.
+pub const RAW: &str = "raw";
+
+/// The facts of Redis's start-up logo, one a line, each with a leading
+/// space as Redis prints them (Redis's test suite waits for ` PID: <pid>`).
+/// Without the logo (`always-show-logo no` and no terminal), one line.
+pub fn startup_banner(show_logo: bool, port: i64) {
+    let pid = std::process::id();
+    if show_logo {
+        tracing::info!(
+            target: RAW,
+            "\n    Redis 7.0.15 (00000000/0) 64 bit (cinnabar {})\n    Running in standalone mode\n    Port: {port}\n    PID: {pid}\n",
+            env!("CARGO_PKG_VERSION")
+        );
+    } else {
+        tracing::info!("Running mode=standalone, port={port}.");
+    }
+}
+
 impl<S, N> FormatEvent<S, N> for RedisFormat
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -21,6 +40,11 @@ where
         mut w: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
+        // Redis's raw log lines (the start-up logo) carry no prefix.
+        if event.metadata().target() == RAW {
+            ctx.field_format().format_fields(w.by_ref(), event)?;
+            return writeln!(w);
+        }
         let mark = match *event.metadata().level() {
             Level::TRACE => '.',
             Level::DEBUG => '-',

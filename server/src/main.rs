@@ -33,6 +33,13 @@ fn main() {
         }
     };
     init_logging(&cfg);
+    cinnabar_server::crash::install_panic_hook();
+    tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
+    tracing::warn!(
+        "Redis version=7.0.15, bits=64, commit=00000000, modified=0, pid={}, just started",
+        std::process::id()
+    );
+    tracing::warn!("Configuration loaded");
     disable_thp(&cfg);
     // `io-threads` worker threads (default 1, as Redis's single thread): on
     // a machine whose other cores run the clients, one thread that never

@@ -8,7 +8,7 @@
 use crate::state::{now_ms, Shared, State};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::rdb::{self, Limits, LoadSummary, SaveOpts};
@@ -95,11 +95,40 @@ pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Resul
     let mut w = rdb::Writer::new(out, save_opts(st, aof_base));
     let used = crate::os::rss_bytes();
     w.header(REDIS_VER, now_ms() / 1000, used)?;
+    for code in function_codes(st) {
+        w.function(code)?;
+    }
     let meta = access_meta(st);
     for (i, db) in st.dbs.iter().enumerate() {
         write_db(&mut w, i, db, meta)?;
     }
     w.finish()
+}
+
+/// Rewrites the RDB image at `path` as commands, in place (through a
+/// second temporary file, fsynced).
+fn as_commands(path: &std::path::Path, timestamp: bool) -> io::Result<()> {
+    let data = std::fs::read(path)?;
+    let tmp = path.with_extension("cmds");
+    let res = (|| {
+        let w = io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        let w =
+            storage::aofcmd::from_rdb(&data, now_ms(), timestamp, w).map_err(io::Error::other)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// The function libraries' code, saved with the keys as Redis 7.0 does.
+fn function_codes(st: &State) -> impl Iterator<Item = &[u8]> {
+    st.engine
+        .iter()
+        .flat_map(|e| e.libraries.values())
+        .map(|l| &l.code[..])
 }
 
 /// Writes `st` to `path` through a temporary file: write, fsync, rename,
@@ -165,32 +194,146 @@ pub fn load_bytes_mode(
     data: &[u8],
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
-    let lim = limits(st);
-    let verify = st.cfg.rdbchecksum;
+    let opts = load_opts(st, merge);
+    load_dbs(&mut st.dbs, &mut st.engine, data, &opts, None)
+}
+
+/// What a load takes from the configuration, read before it starts (the
+/// start-up load runs without the lock).
+pub struct LoadOpts {
+    lim: Limits,
+    verify: bool,
+    merge: bool,
+    key_delay: i64,
+    script_run: Arc<scripting::RunFlags>,
+}
+
+pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
+    LoadOpts {
+        lim: limits(st),
+        verify: st.cfg.rdbchecksum,
+        merge,
+        key_delay: st.cfg.key_load_delay,
+        script_run: st.script_run.clone(),
+    }
+}
+
+/// Loads an RDB image into `dbs` (its function libraries into `engine`),
+/// reporting its progress to `progress`.
+pub fn load_dbs(
+    dbs: &mut [Db],
+    engine: &mut Option<scripting::Engine>,
+    data: &[u8],
+    opts: &LoadOpts,
+    progress: Option<&LoadProgress>,
+) -> Result<LoadSummary, rdb::LoadError> {
     let now = now_ms();
     rdb::load_into(
         data,
-        &lim,
+        &opts.lim,
         now,
-        verify,
+        opts.verify,
         Loader {
-            dbs: &mut st.dbs,
-            merge,
+            dbs,
+            engine,
+            script_run: &opts.script_run,
+            merge: opts.merge,
             now,
+            key_delay: opts.key_delay,
+            keys: 0,
+            progress,
         },
     )
+}
+
+/// A load at start-up in progress: INFO persistence shows it, and the
+/// gate answers -LOADING to the commands that cannot run meanwhile.
+pub struct Loading {
+    pub start_s: i64,
+    pub total_bytes: u64,
+    pub progress: Arc<LoadProgress>,
+}
+
+/// What the loader, which runs without the lock, has got to.
+#[derive(Default)]
+pub struct LoadProgress {
+    pub loaded_bytes: AtomicU64,
+    /// `used-mem` from the RDB's header.
+    pub rdb_used_mem: AtomicU64,
+}
+
+impl Loading {
+    pub fn new(total_bytes: u64) -> Loading {
+        Loading {
+            start_s: now_ms() / 1000,
+            total_bytes,
+            progress: Arc::default(),
+        }
+    }
+
+    /// INFO persistence's `loading_*` fields, with Redis's estimate.
+    pub fn info(&self) -> Vec<String> {
+        let loaded = self.progress.loaded_bytes.load(Relaxed);
+        let perc = loaded as f64 / (self.total_bytes + 1) as f64 * 100.0;
+        let elapsed = now_ms() / 1000 - self.start_s;
+        let eta = if elapsed <= 0 {
+            1
+        } else {
+            (elapsed as u64 * self.total_bytes / (loaded + 1)) as i64 - elapsed
+        };
+        vec![
+            format!("loading_start_time:{}", self.start_s),
+            format!("loading_total_bytes:{}", self.total_bytes),
+            format!(
+                "loading_rdb_used_mem:{}",
+                self.progress.rdb_used_mem.load(Relaxed)
+            ),
+            format!("loading_loaded_bytes:{loaded}"),
+            format!("loading_loaded_perc:{perc:.2}"),
+            format!("loading_eta_seconds:{eta}"),
+        ]
+    }
 }
 
 /// Puts loaded keys into the databases.
 struct Loader<'a> {
     dbs: &'a mut [Db],
+    engine: &'a mut Option<scripting::Engine>,
+    script_run: &'a Arc<scripting::RunFlags>,
     /// DEBUG RELOAD MERGE: a key already present is replaced.
     merge: bool,
     now: i64,
+    /// `key-load-delay`: µs to sleep after each key; a negative value
+    /// sleeps 1 µs once per that many keys.
+    key_delay: i64,
+    keys: u64,
+    progress: Option<&'a LoadProgress>,
 }
 
 impl rdb::Sink for Loader<'_> {
+    fn progress(&mut self, offset: usize) {
+        if let Some(p) = self.progress {
+            p.loaded_bytes.store(offset as u64, Relaxed);
+        }
+    }
+
+    fn aux(&mut self, key: &[u8], value: &[u8]) {
+        if let (Some(p), b"used-mem") = (self.progress, key) {
+            let n = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            p.rdb_used_mem.store(n.unwrap_or(0), Relaxed);
+        }
+    }
+
     fn key(&mut self, k: rdb::Loaded) -> Result<(), String> {
+        self.keys += 1;
+        match self.key_delay {
+            0 => {}
+            d if d > 0 => std::thread::sleep(Duration::from_micros(d as u64)),
+            d if self.keys.is_multiple_of(d.unsigned_abs()) => {
+                std::thread::sleep(Duration::from_micros(1))
+            }
+            _ => {}
+        }
         let ndbs = self.dbs.len();
         let Some(db) = self.dbs.get_mut(k.db) else {
             return Err(format!(
@@ -215,6 +358,21 @@ impl rdb::Sink for Loader<'_> {
         if k.idle_s.is_some() || k.freq.is_some() {
             db.set_access(&k.key, k.idle_s, k.freq);
         }
+        Ok(())
+    }
+
+    /// A library already loaded is an error, as in Redis, unless MERGE
+    /// replaces it.
+    fn function(&mut self, code: Vec<u8>) -> Result<(), String> {
+        let eng = match self.engine {
+            Some(e) => e,
+            None => self.engine.insert(
+                scripting::Engine::new(self.script_run.clone())
+                    .map_err(|e| format!("Lua initialization failed: {e}"))?,
+            ),
+        };
+        eng.load_library(&bytes::Bytes::from(code), self.merge)?;
+        crate::evict::set_vm_memory(eng.vm_memory());
         Ok(())
     }
 
@@ -270,7 +428,8 @@ pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool
         warn!("There is a child saving an .rdb. Killing it!");
         abort_bgsave(st);
     }
-    if shutdown_saves(st, save) {
+    // Nothing to save while the dataset is not all in memory yet.
+    if st.loading.is_none() && shutdown_saves(st, save) {
         info!("Saving the final RDB snapshot before exiting.");
         if self::save(st).is_err() {
             if !force {
@@ -369,9 +528,14 @@ fn end_captures(st: &mut State) {
 pub enum Target {
     /// BGSAVE: renamed over `path` (in `dir`).
     Rdb { path: PathBuf, dir: PathBuf },
-    /// BGREWRITEAOF: the new base of the AOF; `done` installs it.
+    /// BGREWRITEAOF: the new base of the AOF; `done` installs it. With
+    /// `commands` the image is rewritten as commands first
+    /// (`aof-use-rdb-preamble no`).
     AofBase {
         done: fn(&mut State, io::Result<()>, &std::path::Path) -> AfterDone,
+        commands: bool,
+        /// `aof-timestamp-enabled`: commands start with `#TS:`.
+        timestamps: bool,
     },
 }
 
@@ -472,6 +636,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
     let mut head = rdb::Writer::new(Vec::new(), opts);
     let header = head
         .header(REDIS_VER, now_ms() / 1000, crate::os::rss_bytes())
+        .and_then(|_| function_codes(st).try_for_each(|code| head.function(code)))
         .and_then(|_| head.finish())
         .map(|mut v| {
             // Without the EOF byte and checksum `finish` added.
@@ -491,6 +656,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         tmp: tmp.clone(),
         target,
         checksum: opts.checksum,
+        key_delay: st.cfg.rdb_key_save_delay,
     };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
@@ -537,7 +703,12 @@ struct StreamPos {
 /// One slice under the lock: the records writes captured, then the walk
 /// for up to [`SLICE`]. Returns the bytes and whether the snapshot is
 /// complete (then every database has stopped capturing).
-fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, bool) {
+fn slice(
+    st: &mut State,
+    pos: &mut StreamPos,
+    budget: Duration,
+    max_keys: usize,
+) -> (Vec<u8>, bool) {
     let start = Instant::now();
     let mut out = Vec::new();
     let n = st.dbs.len();
@@ -575,7 +746,7 @@ fn slice(st: &mut State, pos: &mut StreamPos, budget: Duration) -> (Vec<u8>, boo
         };
         pos.walking = i;
         let db = &mut st.dbs[i];
-        db.snapshot_step(256, SLICE_BYTES);
+        db.snapshot_step(max_keys, SLICE_BYTES);
         emit(db, &mut out, pos);
         if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
             break;
@@ -633,11 +804,25 @@ struct Job {
     tmp: PathBuf,
     target: Target,
     checksum: bool,
+    /// `rdb-key-save-delay` when the job started (µs per key), as a
+    /// forked child keeps its parent's configuration.
+    key_delay: i64,
 }
 
 impl Job {
     fn run(self, file: std::fs::File, header: Vec<u8>) {
-        let res = self.write(file, header);
+        let mut res = self.write(file, header);
+        if let (
+            Ok(()),
+            &Target::AofBase {
+                commands: true,
+                timestamps,
+                ..
+            },
+        ) = (&res, &self.target)
+        {
+            res = as_commands(&self.tmp, timestamps);
+        }
         if self.abort.load(Relaxed) {
             return;
         }
@@ -652,7 +837,7 @@ impl Job {
         }
         let after = match &self.target {
             Target::Rdb { path, dir } => bgsave_done(&mut st, res, &self.tmp, path, dir),
-            Target::AofBase { done } => done(&mut st, res, &self.tmp),
+            Target::AofBase { done, .. } => done(&mut st, res, &self.tmp),
         };
         drop(st);
         if let Some(d) = after.sync_dir.and_then(|d| std::fs::File::open(d).ok()) {
@@ -660,6 +845,21 @@ impl Job {
         }
         for f in after.remove {
             let _ = std::fs::remove_file(f);
+        }
+    }
+
+    /// `rdb-key-save-delay` after a key: that many µs (a negative value, 1 µs),
+    /// in steps that notice the job being abandoned.
+    fn delay(&self) {
+        let mut left = match self.key_delay {
+            0 => return,
+            d if d < 0 => Duration::from_micros(1),
+            d => Duration::from_micros(d as u64),
+        };
+        while !left.is_zero() && !self.abort.load(Relaxed) {
+            let step = left.min(Duration::from_millis(10));
+            std::thread::sleep(step);
+            left -= step;
         }
     }
 
@@ -685,7 +885,11 @@ impl Job {
             if self.abort.load(Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
-            let (bytes, complete) = slice(&mut st, &mut pos, SLICE);
+            // With a key delay, one key a slice and the sleep outside the lock.
+            let (bytes, complete) = match self.key_delay {
+                0 => slice(&mut st, &mut pos, SLICE, 256),
+                _ => slice(&mut st, &mut pos, Duration::ZERO, 1),
+            };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
             let d = t.elapsed();
@@ -715,6 +919,7 @@ impl Job {
             if complete {
                 break;
             }
+            self.delay();
         }
         put(&mut w, &[rdb::OP_EOF])?;
         let crc = if self.checksum { crc } else { 0 };
@@ -767,7 +972,7 @@ mod tests {
         }
         let mut pos = StreamPos::default();
         loop {
-            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO);
+            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO, 256);
             file.extend_from_slice(&bytes);
             if complete {
                 break;

@@ -33,10 +33,12 @@ fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
                 warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
             }
             Err(e) => {
+                // The suite retries on another port when it reads this.
+                warn!("Warning: Could not create server TCP listening socket {sock}: {e}");
                 return Err(std::io::Error::new(
                     e.kind(),
-                    format!("Could not create server TCP listening socket {sock}: {e}"),
-                ))
+                    format!("Failed listening on port {port} (TCP), aborting."),
+                ));
             }
         }
     }
@@ -70,11 +72,11 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
-    let mut state = State::new(cfg);
-    // The dataset is in memory before any client can connect.
-    crate::load::at_startup(&mut state)
-        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
+    let state = State::new(cfg);
     let listeners = listen(&state.cfg)?;
+    let show_logo = state.cfg.always_show_logo
+        || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    crate::log::startup_banner(show_logo, state.cfg.port);
     let shared = Arc::new(Shared::new(state));
     {
         let mut st = shared.state.lock();
@@ -91,14 +93,27 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         st.relisten = Some(relisten);
         st.shared = Arc::downgrade(&shared);
     }
-    tokio::spawn(cron(shared.clone()));
     let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
-    info!("Ready to accept connections tcp");
+    // Clients connecting meanwhile are answered, with -LOADING for what
+    // cannot run yet, as Redis does.
+    let mut loader = tokio::task::spawn_blocking({
+        let shared = shared.clone();
+        move || crate::load::at_startup(&shared)
+    });
+    let mut loading = true;
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
         tokio::select! {
+            res = &mut loader, if loading => {
+                loading = false;
+                res.map_err(std::io::Error::other)?
+                    .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
+                tokio::spawn(cron(shared.clone()));
+                info!("Ready to accept connections tcp");
+                continue;
+            }
             _ = shared.shutdown.notified() => {}
             _ = shutdown_cmd.notified() => {}
             _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
@@ -170,6 +185,7 @@ fn spawn_accept(
 /// Housekeeping `hz` times a second: active expiry, incremental rehashing,
 /// statistics samples, the end of CLIENT PAUSE.
 async fn cron(shared: Arc<Shared>) {
+    let mut last_release = 0;
     loop {
         // Never a blocking lock(): a long script holds it, and a blocked
         // worker would strand the tasks queued on it.
@@ -185,13 +201,25 @@ async fn cron(shared: Arc<Shared>) {
             continue;
         }
         let now = now_ms();
+        crate::crash::beat();
         st.clock_base = (std::time::Instant::now(), crate::state::now_us());
         if st.active_expire && st.pause.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();
+        st.migrate.close_idle(now);
         for db in st.dbs.iter_mut() {
             db.cron();
+        }
+        // A soft output limit must also close a client nobody writes to.
+        let limits = st.tun.obuf_limits;
+        for cl in st.clients.values_mut() {
+            if cl.obuf_soft_since.is_some()
+                && !cl.killed
+                && crate::pubsub::close_if_over_limit(cl, &limits, 0)
+            {
+                cl.wake.notify_one();
+            }
         }
         if st.rbuf_resizing {
             let reset = st.rbuf_peak_reset_ms;
@@ -214,6 +242,11 @@ async fn cron(shared: Arc<Shared>) {
             st.pause = None;
         }
         crate::persist::cron(&mut st);
+        drop(st);
+        if now / 1000 != last_release / 1000 {
+            last_release = now;
+            crate::evict::release_idle();
+        }
     }
 }
 

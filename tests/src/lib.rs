@@ -135,7 +135,17 @@ impl Server {
     }
 
     /// Starts `bin` (cinnabar-server or redis-server) with `opts`.
+    /// The server accepts connections while it loads its dataset; this
+    /// returns once it has loaded it.
     pub fn start_bin(bin: &Path, opts: &[(&str, &str)]) -> Server {
+        let s = Server::start_listening(bin, opts);
+        s.wait_loaded();
+        s
+    }
+
+    /// Starts `bin` and returns as soon as it accepts connections, which
+    /// may be while it still loads (commands then answer -LOADING).
+    pub fn start_listening(bin: &Path, opts: &[(&str, &str)]) -> Server {
         let mut last_log = String::new();
         for _ in 0..5 {
             match Server::try_start(bin, opts) {
@@ -144,6 +154,29 @@ impl Server {
             }
         }
         panic!("{} did not start:\n{last_log}", bin.display());
+    }
+
+    /// Waits until PING no longer answers -LOADING.
+    pub fn wait_loaded(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let Ok(mut c) = RawClient::try_connect(self.port) else {
+            return;
+        };
+        if let Some(p) = &self.password {
+            c.send_cmd(&["AUTH", p]);
+            if c.try_read().is_err() {
+                return;
+            }
+        }
+        while Instant::now() < deadline {
+            c.send_cmd(&["PING"]);
+            match c.try_read() {
+                Ok(Frame::Error(e)) if e.starts_with(b"LOADING") => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => return,
+            }
+        }
     }
 
     fn try_start(bin: &Path, opts: &[(&str, &str)]) -> Result<Server, String> {
@@ -216,6 +249,12 @@ impl Server {
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The exit code once the process has ended (`None` while it runs or
+    /// when a signal ended it).
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().and_then(|s| s.code())
     }
 
     /// The server's log so far.

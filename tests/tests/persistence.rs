@@ -81,6 +81,9 @@ fn populate(c: &mut RawClient) {
     a.extend(zset_big);
     run(a);
     run(s(&["ZADD", "zlong", "1.25", &long, "2", "short"]));
+    run(s(&"GEOADD geo 13.361389 38.115556 a -122.3 47.6 b"
+        .split(' ')
+        .collect::<Vec<_>>()));
     run(s(&["SET", "ttl1", "v", "PX", "3600000"]));
     run(s(&["RPUSH", "ttl2", "x"]));
     run(s(&["PEXPIREAT", "ttl2", "4102444800000"]));
@@ -92,6 +95,12 @@ fn populate(c: &mut RawClient) {
     run(s(&["SADD", "db5set", "x", "y"]));
     run(s(&["ZADD", "db5z", "1", "one"]));
     run(s(&["SELECT", "0"]));
+    // Function libraries are saved with the keys.
+    run(s(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=kept\nredis.register_function('kept', function() return 'still here' end)",
+    ]));
 }
 
 const KEYS: &[(usize, &str)] = &[
@@ -115,6 +124,7 @@ const KEYS: &[(usize, &str)] = &[
     (0, "zlp"),
     (0, "zbig"),
     (0, "zlong"),
+    (0, "geo"),
     (0, "ttl1"),
     (0, "ttl2"),
     (1, "db1key"),
@@ -138,6 +148,7 @@ fn fingerprint(c: &mut RawClient) -> (String, Vec<String>) {
         per_key.push(format!("{db}/{k}: {enc} ttl={ttl} {dv}"));
     }
     must(c, &["SELECT", "0"]);
+    per_key.push(format!("{:?}", cmd(c, &["FUNCTION", "LIST", "WITHCODE"])));
     (digest, per_key)
 }
 
@@ -781,5 +792,38 @@ fn failed_bgsave_stops_writes_with_misconf() {
         assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
         assert_eq!(cmd(&mut c, &["SET", "a", "6"]), ok());
         assert!(dir.join("dump.rdb").exists());
+    }
+}
+
+/// The changes the save points count (`rdb_changes_since_last_save`): one
+/// per element added, updated or removed, as Redis 7.0.15 counts them.
+#[test]
+fn changes_count_elements() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let changes = |c: &mut RawClient| -> i64 {
+        let info = text(&c.cmd(&["INFO", "persistence"]));
+        let v = info
+            .lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"));
+        v.unwrap().trim().parse().unwrap()
+    };
+    for (want, cmd) in [
+        (3, &["ZADD", "z", "1", "a", "2", "b", "3", "c"][..]),
+        (2, &["ZADD", "z", "5", "a", "2", "b", "9", "d"]),
+        (2, &["ZREM", "z", "a", "b", "zz"]),
+        (1, &["ZREMRANGEBYRANK", "z", "0", "0"]),
+        (3, &["SADD", "s", "a", "b", "c"]),
+        (2, &["SREM", "s", "a", "b", "zz"]),
+        (1, &["SPOP", "s", "5"]),
+        (3, &["HSET", "h", "a", "1", "b", "2", "c", "3"]),
+        (2, &["HSET", "h", "a", "5", "d", "4"]),
+        (2, &["HDEL", "h", "a", "b", "zz"]),
+        (3, &["RPUSH", "l", "a", "b", "c"]),
+        (2, &["GEOADD", "g", "1", "1", "a", "2", "2", "b"]),
+    ] {
+        let before = changes(&mut c);
+        c.cmd(cmd);
+        assert_eq!(changes(&mut c) - before, want, "{cmd:?}");
     }
 }

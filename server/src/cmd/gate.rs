@@ -1,7 +1,7 @@
 //! The gatekeeper (Redis's `processCommand`): the checks every request
 //! passes before it runs or is queued, in Redis's order — lookup, arity,
 //! authentication, no_multi inside MULTI, OOM, MISCONF, min-replicas,
-//! subscribed mode. A refused request is
+//! subscribed mode, loading. A refused request is
 //! answered here, its error counted; it marks an open transaction, or
 //! discards it when the refused command is EXEC.
 
@@ -90,10 +90,15 @@ fn check(
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
     }
+    // The AOF's own commands (a client without a connection) run, of course.
+    if st.loading.is_some() && !cmd.has(flags::LOADING) && cl.fd >= 0 {
+        return Err((Some(cmd), Error::other(LOADING)));
+    }
     Ok(cmd)
 }
 
 const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Evicts as needed before a command (maxmemory set); true if the command

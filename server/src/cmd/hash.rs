@@ -72,7 +72,7 @@ fn hset_generic(c: &mut Ctx, a: &[Bytes], name: &str) -> Result<i64, Error> {
     for p in a[2..].chunks_exact(2) {
         added += h.set(&p[0], &p[1], &lim) as i64;
     }
-    c.st.changed(CLASS, "hset", db, &a[1]);
+    c.st.changed_n(CLASS, "hset", db, &a[1], (a.len() as u64 - 2) / 2);
     Ok(added)
 }
 
@@ -167,7 +167,7 @@ fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed(CLASS, "hdel", db, &a[1]);
+        c.st.changed_n(CLASS, "hdel", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -327,6 +327,9 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         header(out, k);
         if let Some(d) = h.as_table() {
             for _ in 0..k {
+                if out.full() {
+                    break;
+                }
                 if let Some((f, v)) = d.fair_random(&mut rng) {
                     emit(out, LpVal::Str(f), LpVal::Str(v));
                 }
@@ -334,6 +337,9 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         } else {
             let e = h.entries();
             for _ in 0..k {
+                if out.full() {
+                    break;
+                }
                 let (f, v) = e[rng.gen_range(0..n)];
                 emit(out, f, v);
             }

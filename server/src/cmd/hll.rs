@@ -97,8 +97,7 @@ fn pfadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     if updated > 0 {
         hll::invalidate_cache(v);
-        c.st.changed(CLASS, "pfadd", c.cl.db, &a[1]);
-        c.st.dirty += updated - 1;
+        c.st.changed_n(CLASS, "pfadd", c.cl.db, &a[1], updated);
     }
     c.out.int((updated > 0) as i64);
     Ok(())

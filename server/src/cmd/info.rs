@@ -261,7 +261,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "persistence" => {
             f!("# Persistence");
-            f!("loading:0");
+            f!("loading:{}", st.loading.is_some() as u8);
             f!("async_loading:0");
             // No fork, so no copy-on-write; the save's progress is real.
             let (done, total) = crate::persist::bgsave_progress(st);
@@ -295,6 +295,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             }
             f!("module_fork_in_progress:0");
             f!("module_fork_last_cow_size:0");
+            for line in st.loading.iter().flat_map(|l| l.info()) {
+                f!("{line}");
+            }
         }
         "stats" => {
             let ops = rate(st, |s| s.1).round() as u64;
@@ -342,7 +345,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("pubsubshard_channels:{}", st.pubsub.shard.len());
             f!("latest_fork_usec:0");
             f!("total_forks:0");
-            f!("migrate_cached_sockets:0");
+            f!("migrate_cached_sockets:{}", st.migrate.len());
             f!("slave_expires_tracked_keys:0");
             f!("active_defrag_hits:0");
             f!("active_defrag_misses:0");

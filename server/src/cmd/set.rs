@@ -56,7 +56,7 @@ fn sadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         added += s.add(m, max) as i64;
     }
     if added > 0 {
-        c.st.changed(CLASS, "sadd", db, &a[1]);
+        c.st.changed_n(CLASS, "sadd", db, &a[1], added as u64);
     }
     c.out.int(added);
     Ok(())
@@ -79,7 +79,7 @@ fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed(CLASS, "srem", db, &a[1]);
+        c.st.changed_n(CLASS, "srem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -149,12 +149,18 @@ fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         match s.as_intset() {
             Some(is) => {
                 for _ in 0..k {
+                    if c.out.full() {
+                        break;
+                    }
                     let i = rng.gen_range(0..n);
                     bulk_val(c.out, LpVal::Int(is.get(i).unwrap_or_default()));
                 }
             }
             None => {
                 for _ in 0..k {
+                    if c.out.full() {
+                        break;
+                    }
                     if let Some(d) = s.as_table() {
                         if let Some((m, _)) = d.fair_random(&mut rng) {
                             c.out.bulk(m);
@@ -240,7 +246,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             bulk_val(c.out, v);
         }
         c.st.dbs[db].remove(&a[1]);
-        c.st.changed(CLASS, "spop", db, &a[1]);
+        c.st.changed_n(CLASS, "spop", db, &a[1], n as u64);
         c.st.notify(GENERIC, "del", db, &a[1]);
         c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
         return Ok(());
@@ -257,7 +263,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
         }
     }
-    c.st.changed(CLASS, "spop", db, &a[1]);
+    c.st.changed_n(CLASS, "spop", db, &a[1], k as u64);
     // As Redis 7.0: one SREM per member, in one unit.
     for m in popped {
         c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), m]);

@@ -247,7 +247,8 @@ pub(super) fn zadd_generic(
         }
     }
     if added + updated > 0 {
-        c.st.changed(CLASS, if f.incr { "zincr" } else { "zadd" }, db, key);
+        let event = if f.incr { "zincr" } else { "zadd" };
+        c.st.changed_n(CLASS, event, db, key, (added + updated) as u64);
     }
     if nan {
         c.st.delete_if_empty(db, key);
@@ -484,7 +485,7 @@ fn zrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed(CLASS, "zrem", db, &a[1]);
+        c.st.changed_n(CLASS, "zrem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -517,7 +518,7 @@ fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
             RangeType::Score => "zremrangebyscore",
             RangeType::Lex => "zremrangebylex",
         };
-        c.st.changed(CLASS, event, db, &a[1]);
+        c.st.changed_n(CLASS, event, db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n as i64);
@@ -607,7 +608,8 @@ fn zpop_generic(
         c.out.double(*s);
     }
     if n > 0 {
-        c.st.changed(CLASS, if max { "zpopmax" } else { "zpopmin" }, db, key);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        c.st.changed_n(CLASS, event, db, key, n as u64);
         c.st.delete_if_empty(db, key);
     }
     // The multi-key and blocking forms propagate the plain pop of the key
@@ -810,6 +812,9 @@ fn zrandmember_count(c: &mut Ctx, key: &[u8], l: i64, withscores: bool) -> CmdRe
         let n = l.unsigned_abs() as usize;
         header(out, n);
         for _ in 0..n {
+            if out.full() {
+                break;
+            }
             let e = z.random_entry(&mut rng).expect("non-empty");
             emit(out, e);
         }

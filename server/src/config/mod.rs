@@ -25,7 +25,7 @@ mod values;
 pub use apply::{Followup, Hook};
 use protocol::split_args;
 use std::collections::HashMap;
-pub use values::{Allow, Events, Fsync, Loglevel, Policy, Values};
+pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, Values};
 
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
@@ -109,7 +109,12 @@ fn canonical(name: &str) -> &str {
 
 pub fn find(name: &str) -> Option<&'static Opt> {
     let name = canonical(name);
-    table::OPTIONS.iter().find(|o| o.name == name)
+    all().find(|o| o.name == name)
+}
+
+/// Every option, the hidden ones last.
+fn all() -> impl Iterator<Item = &'static Opt> {
+    table::OPTIONS.iter().chain(table::HIDDEN)
 }
 
 /// `proc-title-template`: braces balanced, only known variables, and a
@@ -161,7 +166,7 @@ impl Default for Config {
             file: None,
             warnings: Vec::new(),
         };
-        for o in table::OPTIONS {
+        for o in all() {
             if canonical(o.name) == o.name {
                 cfg.store(o.name, o.default.to_string());
             }
@@ -537,7 +542,8 @@ impl Config {
         Ok(self.store(opt.name, v))
     }
 
-    /// Option names and values matching a glob, aliases included, each once.
+    /// Option names and values matching a glob, aliases included, each once;
+    /// hidden options only answer to their exact name (`get`).
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         table::OPTIONS
             .iter()
@@ -547,8 +553,8 @@ impl Config {
     }
 
     /// CONFIG SET's immutability rule, as its error reason.
-    pub fn settable(&self, opt: &Opt) -> Result<(), String> {
-        if PROTECTED.contains(&opt.name) && self.enable_protected_configs == Allow::No {
+    pub fn settable(&self, opt: &Opt, local: bool) -> Result<(), String> {
+        if PROTECTED.contains(&opt.name) && !self.enable_protected_configs.permits(local) {
             return Err("can't set protected config".into());
         }
         if !opt.mutable {
@@ -744,7 +750,7 @@ impl Config {
             }
         }
         let mut header = false;
-        for o in table::OPTIONS {
+        for o in all() {
             if canonical(o.name) != o.name
                 || done.contains(o.name)
                 || self.raw(o.name) == o.default

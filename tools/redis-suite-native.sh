@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Redis 7.0.15's own test suite in NATIVE mode against the release build:
+# runtest starts cinnabar-server itself (src/redis-server CONFIG [args]) for
+# every start_server block, so the units external mode skips (loading,
+# restarts, shutdown, logging, ...) run too. Checked against the floors in
+# tests/redis-suite/floors-native.tsv: a unit that passes fewer tests than
+# its floor, or in which a server refused to start, fails the run.
+#
+#   tools/redis-suite-native.sh                 # every unit in the floors file
+#   tools/redis-suite-native.sh unit/info ...   # some units
+#   RAISE=1 tools/redis-suite-native.sh         # also rewrite floors that rose
+#   JOBS=2 BASEPORT=21000 OUT=/tmp/native tools/redis-suite-native.sh
+#
+# Each job runs its units one runtest at a time in a private copy of the
+# suite's tree (runtest deletes tests/tmp/*), with src/redis-server ->
+# cinnabar-server and the other src/ tools -> the real redis-tools ones.
+# Job j takes ports BASEPORT + j*400 .. +399 (keep them below 32768).
+# Needs ../shared/redis-suite (the fetcher), tcl and redis-tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+suite=${REDIS_SUITE:-$root/../shared/redis-suite}
+tests=${REDIS_TESTS:-/tmp/redis-tests}
+floors=$root/tests/redis-suite/floors-native.tsv
+out=${OUT:-$(mktemp -d /tmp/cinnabar-native.XXXXXX)}
+jobs=${JOBS:-2}
+baseport=${BASEPORT:-21000}
+
+if ! command -v tclsh >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq tcl redis-tools
+fi
+bash "$suite/get-tests.sh" "$tests"
+cargo build --release -p cinnabar-server
+bin=$(readlink -f "${CARGO_TARGET_DIR:-$root/target}/release/cinnabar-server")
+
+units=("$@")
+[ ${#units[@]} -gt 0 ] || mapfile -t units < <(awk -F'\t' 'NR > 1 { print $1 }' "$floors")
+mkdir -p "$out/units"
+out=$(readlink -f "$out")
+for j in $(seq 0 $((jobs - 1))); do
+  t=$out/tree-$j
+  rm -rf "$t"
+  mkdir -p "$t/src"
+  cp -r "$tests/runtest" "$tests/tests" "$t/"
+  for b in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
+    ln -s "$(command -v $b)" "$t/src/$b"
+  done
+  ln -s "$bin" "$t/src/redis-server"
+done
+
+# One runtest per unit: a crash or hang costs that unit only. Prints
+# "unit passed failed nostart status" (tab-separated).
+run_unit() {
+  local j=$1 u=$2 log st=ok
+  log=$out/units/${u//\//_}.log
+  (cd "$out/tree-$j" && timeout -k 10 600 ./runtest --single "$u" --clients 1 --timeout 120 \
+    --tags -slow --baseport $((baseport + j * 400)) --portcount 400 --dump-logs >"$log" 2>&1) || st=fail
+  sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+  grep -q 'Timed out' "$log" && st=timeout
+  grep '\[ok\]:' "$log" | sed 's/.*\[ok\]: //; s/ ([0-9]* ms)$//' >"${log%.log}.passed" || true
+  printf '%s\t%s\t%s\t%s\t%s\n' "$u" "$(grep -c '\[ok\]:' "$log")" "$(grep -c '\[err\]:' "$log")" \
+    "$(grep -c "^\[err\]: Can't start the Redis server" "$log")" "$st"
+}
+printf 'unit\tpassed\tfailed\tnostart\tstatus\n' >"$out/summary.tsv"
+for j in $(seq 0 $((jobs - 1))); do
+  (
+    i=0
+    for u in "${units[@]}"; do
+      [ $((i % jobs)) -eq "$j" ] && run_unit "$j" "$u"
+      i=$((i + 1))
+    done
+  ) &
+done | tee -a "$out/summary.tsv"
+wait
+
+status=0
+declare -A passed nostart
+while IFS=$'\t' read -r unit p _ ns _; do
+  passed[$unit]=$p
+  nostart[$unit]=$ns
+done < <(awk -F'\t' 'NR > 1' "$out/summary.tsv")
+tmp=$(mktemp)
+head -1 "$floors" >"$tmp"
+while IFS=$'\t' read -r unit floor; do
+  p=${passed[$unit]:-}
+  if [ -z "$p" ]; then
+    printf '%s\t%s\n' "$unit" "$floor" >>"$tmp"
+    continue
+  fi
+  if [ "$p" -lt "$floor" ]; then
+    echo "FLOOR: $unit passed $p, below its floor $floor (log: $out/units/)"
+    status=1
+  elif [ "$p" -gt "$floor" ]; then
+    echo "above floor: $unit passed $p (floor $floor)"
+  fi
+  if [ "${nostart[$unit]}" -gt 0 ]; then
+    echo "NOSTART: $unit: ${nostart[$unit]} server(s) did not start (log: $out/units/)"
+    status=1
+  fi
+  if [ -n "${RAISE:-}" ] && [ "$p" -gt "$floor" ]; then floor=$p; fi
+  printf '%s\t%s\n' "$unit" "$floor" >>"$tmp"
+done < <(awk -F'\t' 'NR > 1' "$floors")
+[ -n "${RAISE:-}" ] && cp "$tmp" "$floors"
+rm -f "$tmp"
+total=$(awk -F'\t' 'NR > 1 { s += $2 } END { print s + 0 }' "$out/summary.tsv")
+[ $status -eq 0 ] && echo "redis-suite-native: $total passed, every unit at or above its floor"
+exit $status
