@@ -14,7 +14,9 @@
 #    (about 25 of 10,000 points); for streams XADD of 3 fields (with and
 #    without MAXLEN ~ 1000), XRANGE of 10 entries, XREADGROUP of one new
 #    entry and XACK of a random pending one (300,000-entry xg, read before
-#    acked), at -P 1 and -P 16, cinnabar then Redis for each test;
+#    acked); PFADD of random elements, PFCOUNT of one key (its cached
+#    count) and of three keys (two sparse, one dense: a merge per call),
+#    at -P 1 and -P 16, cinnabar then Redis for each test;
 #    prints requests/s, the ratio cinnabar/Redis (> 1: cinnabar faster) and
 #    the geometric mean of the ratios per pipeline level.
 # 2. Memory: each dataset goes into a freshly started server (one server at
@@ -22,7 +24,8 @@
 #    bench/types_gen.py; prints VmRSS minus the empty server's VmRSS, and
 #    the ratio. Datasets: 100,000 hashes of 10 fields, 100,000 intsets of
 #    20 integers, 100,000 sorted sets of 10 members (all in their compact
-#    encodings), large sorted sets of 100,000 members: 100 of them by
+#    encodings), 100,000 HyperLogLogs of 1,000 elements (sparse), and
+#    large sorted sets of 100,000 members: 100 of them by
 #    default (the per-member cost is the same as with 1,000; --large-zsets
 #    sets the count, --large-members the size), and one stream of
 #    1,000,000 entries of 3 fields (100,000 with --quick).
@@ -158,6 +161,9 @@ XADD MAXLEN ~ 1000|-|XADD xm MAXLEN ~ 1000 * name u action click value 42|XADD
 XRANGE 10 entries|-|XRANGE xr 500 + COUNT 10|XRANGE
 XREADGROUP 1 new entry|-|XREADGROUP GROUP g c COUNT 1 STREAMS xg >|XREADGROUP
 XACK|-|XACK xg g __rand_int__-0|XACK
+PFADD hll:r __rand_int__|-|PFADD hll:r __rand_int__|PFADD
+PFCOUNT hll:a|-|PFCOUNT hll:a|PFCOUNT
+PFCOUNT hll:a hll:b hll:c|-|PFCOUNT hll:a hll:b hll:c|PFCOUNT
 EOF
   done
   set +f
@@ -195,6 +201,7 @@ load_one() {
     zsets) probe=z:0 ;;
     bigzsets) probe=bz:0 ;;
     stream) probe=st ;;
+    hlls) probe=hll:0 ;;
   esac
   enc=$(redis-cli -p "$port" OBJECT ENCODING "$probe" 2>/dev/null || true)
   case "$enc" in '' | *" "*) enc=n/a ;; esac
@@ -231,6 +238,7 @@ $SMALL_KEYS intsets x 20 ints|intsets|$SMALL_KEYS
 $SMALL_KEYS zsets x 10 members|zsets|$SMALL_KEYS
 $LARGE_ZSETS zsets x $LARGE_MEMBERS members|bigzsets|$LARGE_ZSETS $LARGE_MEMBERS
 1 stream x $STREAM_ENTRIES entries x 3 fields|stream|$STREAM_ENTRIES
+$SMALL_KEYS hyperloglogs x 1000 elements|hlls|$SMALL_KEYS
 EOF
 }
 

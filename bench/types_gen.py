@@ -12,12 +12,16 @@ to `redis-cli --pipe`. Both servers get byte-identical input.
                                    produces) with score = index
   types_gen.py stream N            one stream st of N entries with 3 fields
                                    (IDs 1-0 .. N-0)
+  types_gen.py hlls N              N HyperLogLogs hll:<i> of 1000 elements
+                                   (sparse), one PFADD each
   types_gen.py custom              the keys of the custom throughput tests:
                                    z (1000 members, scores 0..999), za and zb
                                    (100 members each, half shared), geo
                                    (10,000 points in 4 x 3 degrees); streams
                                    xr (1000 entries) and xg (300,000 entries,
-                                   group g at 0-0), IDs <i>-0, 3 fields
+                                   group g at 0-0), IDs <i>-0, 3 fields; the
+                                   HyperLogLogs hll:a and hll:b (1000
+                                   elements, sparse) and hll:c (20000, dense)
 """
 import random
 import sys
@@ -94,6 +98,9 @@ def main(argv):
         zadd_batches(key, [(b"%d" % j, b"m:%012d" % j) for j in range(n)])
     elif what == "stream":
         stream(b"st", int(argv[2]))
+    elif what == "hlls":
+        for i in range(int(argv[2])):
+            cmd(b"PFADD", b"hll:%d" % i, *[b"%d" % (i * 1000 + j) for j in range(1000)])
     elif what == "custom":
         zadd_batches(b"z", [(b"%d" % j, b"m%d" % j) for j in range(1000)])
         zadd_batches(b"za", [(b"%d" % j, b"m%d" % j) for j in range(100)])
@@ -108,6 +115,9 @@ def main(argv):
         stream(b"xr", 1000)
         stream(b"xg", 300000)
         cmd(b"XGROUP", b"CREATE", b"xg", b"g", b"0")
+        for key, n in ((b"hll:a", 1000), (b"hll:b", 1000), (b"hll:c", 20000)):
+            for i in range(0, n, 1000):
+                cmd(b"PFADD", key, *[b"%s:%d" % (key, j) for j in range(i, i + 1000)])
     else:
         sys.stderr.write(__doc__)
         return 2

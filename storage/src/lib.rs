@@ -13,6 +13,7 @@ mod db;
 mod dict;
 pub mod glob;
 pub mod hash;
+pub mod hll;
 pub mod intset;
 pub mod listpack;
 pub mod num;

@@ -27,6 +27,7 @@ pub use gate::LOADING;
 pub mod geo;
 pub mod hash;
 pub mod help;
+pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod keyspace;

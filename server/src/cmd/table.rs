@@ -208,6 +208,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     zset::HANDLERS,
     zsetops::HANDLERS,
     geo::HANDLERS,
+    hll::HANDLERS,
     sort::HANDLERS,
     transaction::HANDLERS,
     scripting::HANDLERS,
@@ -341,11 +342,6 @@ mod tests {
         "module|load",
         "module|loadex",
         "module|unload",
-        "pfadd",
-        "pfcount",
-        "pfdebug",
-        "pfmerge",
-        "pfselftest",
         "restore-asking",
     ];
 

@@ -257,6 +257,7 @@ values! {
     set_max_intset_entries: i64 = "set-max-intset-entries" => Tune,
     stream_node_max_bytes: i64 = "stream-node-max-bytes",
     stream_node_max_entries: i64 = "stream-node-max-entries",
+    hll_sparse_max_bytes: u64 = "hll-sparse-max-bytes",
     // Memory and eviction.
     maxmemory: u64 = "maxmemory" => Memory,
     maxmemory_policy: Policy = "maxmemory-policy" => Eviction,
