@@ -6,6 +6,7 @@ use crate::os::{rusage, total_system_memory, uname};
 use crate::state::State;
 use bytes::Bytes;
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
 
 pub static HANDLERS: &[(&str, Handler)] = &[("info", info)];
 
@@ -259,8 +260,11 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("mem_aof_buffer:{}", st.aof.buf.capacity());
             f!("mem_allocator:mimalloc");
             f!("active_defrag_running:0");
-            f!("lazyfree_pending_objects:0");
-            f!("lazyfreed_objects:0");
+            f!(
+                "lazyfree_pending_objects:{}",
+                super::keys::LAZYFREE_PENDING.load(Relaxed)
+            );
+            f!("lazyfreed_objects:{}", super::keys::LAZYFREED.load(Relaxed));
         }
         "persistence" => {
             f!("# Persistence");

@@ -9,6 +9,7 @@ use crate::error::{CmdResult, Error};
 use crate::propagate::int;
 use crate::state::State;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 use storage::{CBytes, StrValue, Value};
@@ -82,18 +83,27 @@ impl State {
     }
 }
 
-/// Frees `x` on the lazy-free thread (as Redis's bio thread), so dropping a
-/// large database or value does not stall the server under the lock.
-pub fn lazy_free<T: Send + 'static>(x: T) {
-    type Job = Box<dyn Send>;
+/// Objects handed to the lazy-free thread and not freed yet, and those it
+/// has freed since CONFIG RESETSTAT (INFO memory's `lazyfree_pending_objects`
+/// and `lazyfreed_objects`).
+pub static LAZYFREE_PENDING: AtomicU64 = AtomicU64::new(0);
+pub static LAZYFREED: AtomicU64 = AtomicU64::new(0);
+
+/// Frees `x`, which holds `objects` keys or values, on the lazy-free thread
+/// (as Redis's bio thread), so dropping a large database or value does not
+/// stall the server under the lock.
+pub fn lazy_free<T: Send + 'static>(x: T, objects: u64) {
+    type Job = (Box<dyn Send>, u64);
     static TX: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
     let tx = TX.get_or_init(|| {
         let (tx, rx) = channel::<Job>();
         let spawned = std::thread::Builder::new()
             .name("lazyfree".into())
             .spawn(move || {
-                for job in rx {
+                for (job, n) in rx {
                     drop(job);
+                    LAZYFREE_PENDING.fetch_sub(n, Relaxed);
+                    LAZYFREED.fetch_add(n, Relaxed);
                 }
             });
         if spawned.is_err() {
@@ -104,7 +114,10 @@ pub fn lazy_free<T: Send + 'static>(x: T) {
     // If the thread could not start, the send fails and hands `x` back,
     // which is then dropped here.
     if let Ok(tx) = tx.lock() {
-        let _ = tx.send(Box::new(x));
+        LAZYFREE_PENDING.fetch_add(objects, Relaxed);
+        if tx.send((Box::new(x), objects)).is_err() {
+            LAZYFREE_PENDING.fetch_sub(objects, Relaxed);
+        }
     }
 }
 
@@ -124,7 +137,7 @@ fn free_effort(v: &Value) -> usize {
 
 fn drop_value(v: Value, lazy: bool) {
     if lazy && free_effort(&v) > LAZYFREE_THRESHOLD {
-        lazy_free(v);
+        lazy_free(v, 1);
     }
 }
 
@@ -717,7 +730,8 @@ fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
         c.st.signal_ready(d, &key);
     }
     if lazy && old.free_effort() > LAZYFREE_THRESHOLD {
-        lazy_free(old);
+        let n = old.len() as u64;
+        lazy_free(old, n);
     }
 }
 

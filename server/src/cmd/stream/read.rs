@@ -99,6 +99,13 @@ fn read_generic(c: &mut Ctx, a: &[Bytes], xreadgroup: bool) -> CmdResult {
     if xreadgroup && group.is_none() {
         return Err(Error::other("ERR Missing GROUP option for XREADGROUP"));
     }
+    // A script cannot wait (inside MULTI the read just does not block).
+    if block.is_some() && c.cl.id == 0 && c.cl.deny_blocking {
+        let name = if xreadgroup { "xreadgroup" } else { "xread" };
+        return Err(Error::other(format!(
+            "ERR {name} command is not allowed with BLOCK option from scripts"
+        )));
+    }
     let n = (a.len() - streams_at) / 2;
     let keys = &a[streams_at..streams_at + n];
     let (db, now) = (c.cl.db, c.now);
