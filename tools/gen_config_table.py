@@ -25,7 +25,9 @@ pairs = dict(zip(vals[0::2], vals[1::2]))
 def row(name, cur):
     r = err(name, cur)
     mutable = "true"
-    if "immutable" in r or "protected" in r:
+    # Protected options (dir, dbfilename) are mutable once
+    # enable-protected-configs allows it: config/mod.rs lists them.
+    if "immutable" in r:
         mutable = "false"
     kind = None
     if mutable == "false":

@@ -27,6 +27,7 @@ pub mod pubsub;
 pub mod replybuf;
 pub mod round;
 pub mod server;
+pub mod service;
 pub mod state;
 pub mod testkit;
 pub mod tracking;

@@ -344,13 +344,13 @@ pub const OPTIONS: &[Opt] = &[
         name: "dbfilename",
         kind: Kind::Str,
         default: "dump.rdb",
-        mutable: false,
+        mutable: true,
     },
     Opt {
         name: "dir",
         kind: Kind::Str,
         default: "",
-        mutable: false,
+        mutable: true,
     },
     Opt {
         name: "disable-thp",
