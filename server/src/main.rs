@@ -35,10 +35,7 @@ fn main() {
     use cinnabar_server::service;
     // Before the log file is opened and any thread started: the child
     // carries on alone. Under supervision the supervisor keeps the process.
-    let supervised = matches!(cfg.supervised.as_str(), "systemd" | "upstart" | "auto")
-        && (std::env::var_os("NOTIFY_SOCKET").is_some()
-            || std::env::var_os("UPSTART_JOB").is_some());
-    if cfg.daemonize && !supervised {
+    if cfg.daemonize && !service::will_supervise(&cfg.supervised) {
         service::daemonize();
     }
     init_logging(&cfg);

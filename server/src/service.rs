@@ -12,35 +12,36 @@ const UPSTART: u8 = 2;
 /// The supervision in effect, decided once at start-up.
 static MODE: AtomicU8 = AtomicU8::new(NONE);
 
-/// Decides the supervision `supervised` asks for and the environment
-/// allows; true when supervised (then `daemonize` is ignored, as Redis).
-/// Logs what it found, so call it once logging is set up.
-pub fn supervise(mode: &str) -> bool {
+/// The supervision `supervised` asks for that the environment allows.
+fn pick(mode: &str) -> u8 {
     let upstart = std::env::var_os("UPSTART_JOB").is_some();
     let systemd = std::env::var_os("NOTIFY_SOCKET").is_some();
-    let m = match mode {
-        "upstart" if !upstart => {
-            warn!("upstart supervision requested, but UPSTART_JOB not found!");
-            NONE
-        }
-        "upstart" => UPSTART,
-        "systemd" if !systemd => {
-            warn!("systemd supervision error: NOTIFY_SOCKET not found!");
-            NONE
-        }
-        "systemd" => SYSTEMD,
-        "auto" if upstart => UPSTART,
-        "auto" if systemd => SYSTEMD,
+    match mode {
+        "upstart" | "auto" if upstart => UPSTART,
+        "systemd" | "auto" if systemd => SYSTEMD,
         _ => NONE,
-    };
-    match m {
-        SYSTEMD => info!("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit."),
+    }
+}
+
+/// Whether the process will be supervised (then `daemonize` is ignored,
+/// as Redis ignores it).
+pub fn will_supervise(mode: &str) -> bool {
+    pick(mode) != NONE
+}
+
+/// Sets up the supervision and logs what it found; call it once logging
+/// is set up.
+pub fn supervise(mode: &str) {
+    let m = pick(mode);
+    match (mode, m) {
+        ("upstart", NONE) => warn!("upstart supervision requested, but UPSTART_JOB not found!"),
+        ("systemd", NONE) => warn!("systemd supervision error: NOTIFY_SOCKET not found!"),
+        (_, SYSTEMD) => info!("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit."),
         // Upstart's job variable must not reach children.
-        UPSTART => std::env::remove_var("UPSTART_JOB"),
+        (_, UPSTART) => std::env::remove_var("UPSTART_JOB"),
         _ => {}
     }
     MODE.store(m, Relaxed);
-    m != NONE
 }
 
 /// `daemonize yes`: the parent exits 0 at once; the child goes on in a

@@ -433,3 +433,36 @@ fn unsupported_features_are_refused() {
         err("ERR CONFIG SET failed (possibly related to argument 'tls-port') - TLS is not supported by this server")
     );
 }
+
+#[test]
+fn supervised_upstart_stops_itself_when_ready() {
+    let dir = TempDir::new("upstart");
+    let port = cinnabar_tests::free_port();
+    let conf = debian_conf(&dir, port, "supervised auto");
+    let mut child = std::process::Command::new(cinnabar_tests::server_bin())
+        .arg(&conf)
+        .env("UPSTART_JOB", "redis")
+        .env_remove("NOTIFY_SOCKET")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Upstart waits for the SIGSTOP, then continues the job.
+    wait_for("the job to stop itself", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('T'))
+        })
+    });
+    let status = std::process::Command::new("kill")
+        .args(["-CONT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut c = cinnabar_tests::RawClient::connect(port);
+    assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+    c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+    c.expect_closed();
+    assert!(child.wait().unwrap().success());
+}
