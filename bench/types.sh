@@ -10,7 +10,8 @@
 # 1. Throughput: redis-benchmark -c 50 -n 100000 -r 100000 for LPUSH, RPOP,
 #    LRANGE_100, SADD, SPOP, HSET, ZADD, ZPOPMIN and the custom commands
 #    ZRANGEBYSCORE z 0 100 (1000-member z) and ZINTERSTORE of two
-#    100-member sets, at -P 1 and -P 16, cinnabar then Redis for each test;
+#    100-member sets, GEOADD of random points and GEOSEARCH BYRADIUS 10 km
+#    (about 25 of 10,000 points), at -P 1 and -P 16, cinnabar then Redis for each test;
 #    prints requests/s, the ratio cinnabar/Redis (> 1: cinnabar faster) and
 #    the geometric mean of the ratios per pipeline level.
 # 2. Memory: each dataset goes into a freshly started server (one server at
@@ -142,6 +143,8 @@ ZADD|ZADD|zadd|ZADD
 ZPOPMIN|ZPOPMIN|zpopmin|ZPOPMIN
 ZRANGEBYSCORE z 0 100|-|ZRANGEBYSCORE z 0 100|ZRANGEBYSCORE
 ZINTERSTORE zd 2 za zb|-|ZINTERSTORE zd 2 za zb|ZINTERSTORE
+GEOADD ga (random points)|-|GEOADD ga 13.__rand_int__ 38.__rand_int__ m:__rand_int__|GEOADD
+GEOSEARCH geo BYRADIUS 10 km|-|GEOSEARCH geo FROMLONLAT 14 37.5 BYRADIUS 10 km|GEOSEARCH
 EOF
   done
   echo

@@ -12,8 +12,10 @@ to `redis-cli --pipe`. Both servers get byte-identical input.
                                    produces) with score = index
   types_gen.py custom              the keys of the custom throughput tests:
                                    z (1000 members, scores 0..999), za and zb
-                                   (100 members each, half shared)
+                                   (100 members each, half shared), geo
+                                   (10,000 points in 4 x 3 degrees)
 """
+import random
 import sys
 
 OUT = sys.stdout.buffer
@@ -83,6 +85,13 @@ def main(argv):
         zadd_batches(b"z", [(b"%d" % j, b"m%d" % j) for j in range(1000)])
         zadd_batches(b"za", [(b"%d" % j, b"m%d" % j) for j in range(100)])
         zadd_batches(b"zb", [(b"%d" % j, b"m%d" % j) for j in range(50, 150)])
+        rng = random.Random(1)
+        pts = [(rng.uniform(12, 16), rng.uniform(36, 39)) for _ in range(10000)]
+        for i in range(0, len(pts), 500):
+            args = []
+            for j, (lon, lat) in enumerate(pts[i:i + 500], i):
+                args += [b"%.6f" % lon, b"%.6f" % lat, b"p%d" % j]
+            cmd(b"GEOADD", b"geo", *args)
     else:
         sys.stderr.write(__doc__)
         return 2

@@ -26,12 +26,21 @@ def row(name, cur):
     r = err(name, cur)
     mutable = "true"
     # Protected options (dir, dbfilename) are mutable once
-    # enable-protected-configs allows it: config/mod.rs lists them.
+    # enable-protected-configs allows it.
     if "immutable" in r:
         mutable = "false"
     kind = None
     if mutable == "false":
-        kind = "Kind::Bool" if cur in ("yes", "no") else ("Kind::Int(i64::MIN, i64::MAX)" if re.fullmatch(r"-?\d+", cur) else "Kind::Str")
+        # CONFIG SET cannot probe these: a server started with a value
+        # that is no choice says which it accepts.
+        r2 = subprocess.run(["timeout", "5", "redis-server", "--port", "0", f"--{name}", "zz-not-a-choice"],
+                            capture_output=True, text=True).stderr
+        m = re.search(r"must be one of the following: (.*)$", r2, re.M)
+        if m:
+            choices = ", ".join(f'"{c}"' for c in m.group(1).strip().split(", "))
+            kind = f"Kind::Enum(&[{choices}])"
+        else:
+            kind = "Kind::Bool" if cur in ("yes", "no") else ("Kind::Int(i64::MIN, i64::MAX)" if re.fullmatch(r"-?\d+", cur) else "Kind::Str")
     if kind is None and name in ("requirepass", "masterauth"):
         kind = "Kind::Str"
     if kind is None and cur in ("yes", "no"):

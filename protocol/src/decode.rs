@@ -306,6 +306,27 @@ fn hex(c: u8) -> u8 {
     (c as char).to_digit(16).unwrap_or(0) as u8
 }
 
+/// Redis's `sdscatrepr`: a double-quoted string with C escapes, which
+/// [`split_args`] reads back (MONITOR lines, the AOF manifest).
+pub fn repr(a: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in a {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            7 => s.push_str("\\a"),
+            8 => s.push_str("\\b"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,5 +10,7 @@
 mod decode;
 mod reply;
 
-pub use decode::{split_args, Decoder, ProtocolError, DEFAULT_MAX_BULK, MAX_INLINE, MAX_MULTIBULK};
+pub use decode::{
+    repr, split_args, Decoder, ProtocolError, DEFAULT_MAX_BULK, MAX_INLINE, MAX_MULTIBULK,
+};
 pub use reply::{format_double, parse_reply, Frame, ReplyBuf};

@@ -11,6 +11,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 pub struct ReplyBuf {
     pub buf: BytesMut,
     pub resp3: bool,
+    /// Output past this many bytes is never sent (the client is closed for
+    /// its output buffer limit), so a command producing an unbounded reply
+    /// may stop early once it is [`full`](Self::full). 0: no cap.
+    pub cap: usize,
 }
 
 /// Formats a double the way Redis 7.0 replies with one (`%.17g`, `inf`).
@@ -59,6 +63,7 @@ impl ReplyBuf {
         ReplyBuf {
             buf: BytesMut::with_capacity(4096),
             resp3,
+            cap: 0,
         }
     }
 
@@ -194,6 +199,10 @@ impl ReplyBuf {
 
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
+    }
+
+    pub fn full(&self) -> bool {
+        self.cap != 0 && self.buf.len() >= self.cap
     }
 }
 

@@ -62,6 +62,11 @@ pub struct RunFlags {
     /// A library's top-level code is running (FUNCTION LOAD), since
     /// `start_ms`.
     pub loading: AtomicBool,
+    /// The dataset is loading (an AOF replays its scripts): a busy script
+    /// makes others wait with -LOADING rather than -BUSY.
+    pub dataset_loading: AtomicBool,
+    /// The running script's name for the log: its SHA1, or the function.
+    pub name: std::sync::Mutex<String>,
     /// What FUNCTION STATS shows while a function runs: other connections
     /// answer it without the state lock. Set by the host for each FCALL.
     pub function_call: std::sync::Mutex<Option<FunctionCall>>,
@@ -420,6 +425,13 @@ impl Engine {
                 let ran = now_ms() - f.start_ms.load(Relaxed);
                 if !f.busy.load(Relaxed) && ran >= f.threshold_ms.load(Relaxed) {
                     f.busy.store(true, Relaxed);
+                    let kill = if f.function.load(Relaxed) {
+                        "FUNCTION KILL"
+                    } else {
+                        "SCRIPT KILL"
+                    };
+                    let name = f.name.lock().map(|n| n.clone()).unwrap_or_default();
+                    tracing::warn!("Slow script detected: still in execution after {ran} milliseconds. You can try killing the script using the {kill} command. Script name is: {name}.");
                 }
                 if ran >= NUDGE_MS && !f.nudged.swap(true, Relaxed) {
                     if let Some(nudge) = f.nudge.get() {
@@ -542,6 +554,10 @@ impl Engine {
         run.busy.store(false, Relaxed);
         run.nudged.store(false, Relaxed);
         run.function.store(is_function, Relaxed);
+        if let Ok(mut n) = run.name.lock() {
+            n.clear();
+            n.push_str(name);
+        }
         run.threshold_ms.store(threshold_ms, Relaxed);
         run.start_ms.store(now_ms(), Relaxed);
         run.running.store(true, Relaxed);

@@ -194,6 +194,7 @@ where
             if blocked.is_none() {
                 let mut done = 0;
                 paused = false;
+                out.cap = crate::pubsub::hard_limit(&cl, &st.tun.obuf_limits);
                 for args in batch.iter_mut() {
                     if st.pause.is_some() && crate::cmd::client::must_pause(st, &cl, args, now_ms())
                     {
@@ -202,6 +203,14 @@ where
                     }
                     execute_owned(st, &mut cl, &mut out, args);
                     done += 1;
+                    // Past its output limit the client gets nothing more and
+                    // the rest of its pipeline is not run, as in Redis.
+                    if crate::pubsub::close_if_over_limit(&mut cl, &st.tun.obuf_limits, out.len()) {
+                        out.buf.clear();
+                        cl.close_after_reply = true;
+                        done = batch.len();
+                        break;
+                    }
                     if let Some(b) = &cl.blocked {
                         blocked = Some(b.deadline);
                         break;
@@ -285,6 +294,18 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
             args.get(i)
                 .is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
         };
+        // A script replayed from the AOF: the dataset is still loading,
+        // which is what a command that may not run then is told first.
+        let ok_loading =
+            crate::cmd::lookup(&args[0]).is_some_and(|c| c.has(crate::cmd::flags::LOADING));
+        if run
+            .dataset_loading
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && !ok_loading
+        {
+            out.error(crate::cmd::LOADING);
+            continue;
+        }
         let r = if args.len() == 2 && is(0, "script") && is(1, "kill") {
             kill_running(run, false).map_err(String::from)
         } else if args.len() == 2 && is(0, "function") && is(1, "kill") {

@@ -20,6 +20,8 @@ pub mod error;
 pub mod evict;
 pub mod load;
 pub mod log;
+pub mod migrate;
+pub mod oom;
 pub mod os;
 pub mod persist;
 pub mod propagate;

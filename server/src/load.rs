@@ -116,8 +116,10 @@ fn load_rdb<H: Hold>(
     let opts = load_opts(st, false);
     let n = st.dbs.len();
     let mut dbs = std::mem::replace(&mut st.dbs, (0..n).map(|_| Db::default()).collect());
-    let res = st.unlocked(|| load_dbs(&mut dbs, data, &opts, Some(progress)));
+    let mut engine = st.engine.take();
+    let res = st.unlocked(|| load_dbs(&mut dbs, &mut engine, data, &opts, Some(progress)));
     st.dbs = dbs;
+    st.engine = engine;
     // Settings changed meanwhile reach the loaded databases.
     st.apply_all();
     res
@@ -132,15 +134,23 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let m = st.aof.manifest.clone();
     let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
     let incr_seq = next_incr_seq(&m);
-    let base = format!("{name}.{base_seq}.base.rdb");
+    let commands = !st.cfg.aof_use_rdb_preamble;
+    let base = crate::aof::base_name(&name, base_seq, commands);
     let incr = format!("{name}.{incr_seq}.incr.aof");
     info!("Creating AOF base file {base} on server start");
     info!("Creating AOF incr file {incr} on server start");
     let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let res = (|| {
-        let f = File::create(&tmp)?;
-        let f = crate::persist::write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), true)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
+        let w = io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
+        let w = if commands {
+            let image = crate::persist::write_snapshot(st, Vec::new(), true)?;
+            let ts = st.cfg.aof_timestamp_enabled;
+            storage::aofcmd::from_rdb(&image, crate::state::now_ms(), ts, w)
+                .map_err(io::Error::other)?
+        } else {
+            crate::persist::write_snapshot(st, w, true)?
+        };
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, dir.join(&base))
     })();
@@ -251,7 +261,7 @@ fn replay<H: Hold>(
 fn load_file<H: Hold>(
     st: &mut H,
     dir: &Path,
-    name: &str,
+    (name, kind): &(String, &str),
     last: bool,
     progress: &LoadProgress,
 ) -> Result<(), String> {
@@ -264,11 +274,7 @@ fn load_file<H: Hold>(
     })?;
     let start = Instant::now();
     let base = progress.loaded_bytes.load(Relaxed);
-    let kind = if name.contains(".base.") {
-        "base"
-    } else {
-        "incr"
-    };
+    let mut commands = &data[..];
     if data.starts_with(b"REDIS") {
         info!("Reading RDB base file on AOF loading...");
         let sum = load_rdb(st, &data, progress).map_err(|e| {
@@ -282,8 +288,11 @@ fn load_file<H: Hold>(
             "Done loading RDB, keys loaded: {}, keys expired: {}.",
             sum.keys, sum.expired
         );
-    } else {
-        let (valid, truncated) = replay(st, &data, progress)?;
+        commands = &data[sum.end..];
+    }
+    if !commands.is_empty() {
+        let (valid, truncated) = replay(st, commands, progress)?;
+        let valid = valid + (data.len() - commands.len());
         if truncated {
             if !last || !st.cfg.aof_load_truncated {
                 return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
@@ -323,6 +332,7 @@ fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
     st.aof.policy = st.cfg.appendfsync;
     let dir = aof_dir(st);
     let name = fname(st);
+    upgrade_old_aof(st, &dir, &name)?;
     let mpath = dir.join(format!("{name}.manifest"));
     let text = match std::fs::read_to_string(&mpath) {
         Ok(t) => Some(t),
@@ -340,7 +350,7 @@ fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
             let files = listed(&m);
             // Every file must be there before anything is loaded.
             let mut total = 0;
-            for f in &files {
+            for (f, _) in &files {
                 total += std::fs::metadata(dir.join(f))
                     .map_err(|e| {
                         format!(
@@ -371,6 +381,41 @@ fn aof_at_startup<H: Hold>(st: &mut H) -> Result<(), String> {
     res
 }
 
+/// Redis 7.0's upgrade of an AOF from before 7.0 (one file,
+/// `dir/<appendfilename>`, maybe with an RDB preamble): a manifest names
+/// it as the base, then it moves into the AOF directory. An upgrade cut
+/// short between the two (the manifest names it, the server directory
+/// still has it) is finished the same way.
+fn upgrade_old_aof(st: &State, dir: &Path, name: &str) -> Result<(), String> {
+    let old = Path::new(&st.cfg.dir).join(name);
+    let moved = dir.join(name);
+    let fail = |e: io::Error| format!("Can't upgrade the old-style AOF file {name}: {e}");
+    match std::fs::read_to_string(dir.join(format!("{name}.manifest"))) {
+        Err(_) if old.is_file() => {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+            let m = Manifest {
+                base: Some((name.to_string(), 1)),
+                ..Default::default()
+            };
+            write_manifest(dir, name, &m).map_err(fail)?;
+        }
+        Ok(t) if old.is_file() && !moved.exists() => {
+            let m = Manifest::parse(&t)?;
+            if m.base.is_none_or(|(b, _)| b != name) {
+                return Ok(());
+            }
+        }
+        _ => return Ok(()),
+    }
+    std::fs::rename(&old, &moved).map_err(fail)?;
+    crate::aof::fsync_dir(dir);
+    info!(
+        "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+        st.cfg.appenddirname
+    );
+    Ok(())
+}
+
 /// DEBUG LOADAOF: writes what the AOF buffers (when on), empties the
 /// dataset and loads the files the manifest on disk lists (with the AOF
 /// off, those of the last BGREWRITEAOF). Without a manifest, or on a bad
@@ -397,13 +442,11 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
     Ok(())
 }
 
-/// The files a manifest lists, in loading order: the base, then the incr
-/// files.
-fn listed(m: &Manifest) -> Vec<String> {
-    m.base
-        .iter()
-        .chain(&m.incrs)
-        .map(|(n, _)| n.clone())
+/// The files a manifest lists, in loading order, with their kind: the
+/// base, then the incr files.
+fn listed(m: &Manifest) -> Vec<(String, &'static str)> {
+    let base = m.base.iter().map(|(n, _)| (n.clone(), "base"));
+    base.chain(m.incrs.iter().map(|(n, _)| (n.clone(), "incr")))
         .collect()
 }
 
@@ -411,16 +454,18 @@ fn listed(m: &Manifest) -> Vec<String> {
 fn load_files<H: Hold>(
     st: &mut H,
     dir: &Path,
-    files: &[String],
+    files: &[(String, &str)],
     progress: &LoadProgress,
 ) -> Result<(), String> {
     st.aof.loading = true;
+    st.script_run.dataset_loading.store(true, Relaxed);
     let n = files.len();
     let res = files
         .iter()
         .enumerate()
         .try_for_each(|(i, f)| load_file(st, dir, f, i + 1 == n, progress));
     st.aof.loading = false;
+    st.script_run.dataset_loading.store(false, Relaxed);
     res
 }
 

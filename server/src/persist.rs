@@ -95,11 +95,40 @@ pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Resul
     let mut w = rdb::Writer::new(out, save_opts(st, aof_base));
     let used = crate::os::rss_bytes();
     w.header(REDIS_VER, now_ms() / 1000, used)?;
+    for code in function_codes(st) {
+        w.function(code)?;
+    }
     let meta = access_meta(st);
     for (i, db) in st.dbs.iter().enumerate() {
         write_db(&mut w, i, db, meta)?;
     }
     w.finish()
+}
+
+/// Rewrites the RDB image at `path` as commands, in place (through a
+/// second temporary file, fsynced).
+fn as_commands(path: &std::path::Path, timestamp: bool) -> io::Result<()> {
+    let data = std::fs::read(path)?;
+    let tmp = path.with_extension("cmds");
+    let res = (|| {
+        let w = io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        let w =
+            storage::aofcmd::from_rdb(&data, now_ms(), timestamp, w).map_err(io::Error::other)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// The function libraries' code, saved with the keys as Redis 7.0 does.
+fn function_codes(st: &State) -> impl Iterator<Item = &[u8]> {
+    st.engine
+        .iter()
+        .flat_map(|e| e.libraries.values())
+        .map(|l| &l.code[..])
 }
 
 /// Writes `st` to `path` through a temporary file: write, fsync, rename,
@@ -166,7 +195,7 @@ pub fn load_bytes_mode(
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let opts = load_opts(st, merge);
-    load_dbs(&mut st.dbs, data, &opts, None)
+    load_dbs(&mut st.dbs, &mut st.engine, data, &opts, None)
 }
 
 /// What a load takes from the configuration, read before it starts (the
@@ -176,6 +205,7 @@ pub struct LoadOpts {
     verify: bool,
     merge: bool,
     key_delay: i64,
+    script_run: Arc<scripting::RunFlags>,
 }
 
 pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
@@ -184,12 +214,15 @@ pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
         verify: st.cfg.rdbchecksum,
         merge,
         key_delay: st.cfg.key_load_delay,
+        script_run: st.script_run.clone(),
     }
 }
 
-/// Loads an RDB image into `dbs`, reporting its progress to `progress`.
+/// Loads an RDB image into `dbs` (its function libraries into `engine`),
+/// reporting its progress to `progress`.
 pub fn load_dbs(
     dbs: &mut [Db],
+    engine: &mut Option<scripting::Engine>,
     data: &[u8],
     opts: &LoadOpts,
     progress: Option<&LoadProgress>,
@@ -202,6 +235,8 @@ pub fn load_dbs(
         opts.verify,
         Loader {
             dbs,
+            engine,
+            script_run: &opts.script_run,
             merge: opts.merge,
             now,
             key_delay: opts.key_delay,
@@ -263,6 +298,8 @@ impl Loading {
 /// Puts loaded keys into the databases.
 struct Loader<'a> {
     dbs: &'a mut [Db],
+    engine: &'a mut Option<scripting::Engine>,
+    script_run: &'a Arc<scripting::RunFlags>,
     /// DEBUG RELOAD MERGE: a key already present is replaced.
     merge: bool,
     now: i64,
@@ -321,6 +358,21 @@ impl rdb::Sink for Loader<'_> {
         if k.idle_s.is_some() || k.freq.is_some() {
             db.set_access(&k.key, k.idle_s, k.freq);
         }
+        Ok(())
+    }
+
+    /// A library already loaded is an error, as in Redis, unless MERGE
+    /// replaces it.
+    fn function(&mut self, code: Vec<u8>) -> Result<(), String> {
+        let eng = match self.engine {
+            Some(e) => e,
+            None => self.engine.insert(
+                scripting::Engine::new(self.script_run.clone())
+                    .map_err(|e| format!("Lua initialization failed: {e}"))?,
+            ),
+        };
+        eng.load_library(&bytes::Bytes::from(code), self.merge)?;
+        crate::evict::set_vm_memory(eng.vm_memory());
         Ok(())
     }
 
@@ -476,9 +528,14 @@ fn end_captures(st: &mut State) {
 pub enum Target {
     /// BGSAVE: renamed over `path` (in `dir`).
     Rdb { path: PathBuf, dir: PathBuf },
-    /// BGREWRITEAOF: the new base of the AOF; `done` installs it.
+    /// BGREWRITEAOF: the new base of the AOF; `done` installs it. With
+    /// `commands` the image is rewritten as commands first
+    /// (`aof-use-rdb-preamble no`).
     AofBase {
         done: fn(&mut State, io::Result<()>, &std::path::Path) -> AfterDone,
+        commands: bool,
+        /// `aof-timestamp-enabled`: commands start with `#TS:`.
+        timestamps: bool,
     },
 }
 
@@ -579,6 +636,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
     let mut head = rdb::Writer::new(Vec::new(), opts);
     let header = head
         .header(REDIS_VER, now_ms() / 1000, crate::os::rss_bytes())
+        .and_then(|_| function_codes(st).try_for_each(|code| head.function(code)))
         .and_then(|_| head.finish())
         .map(|mut v| {
             // Without the EOF byte and checksum `finish` added.
@@ -753,7 +811,18 @@ struct Job {
 
 impl Job {
     fn run(self, file: std::fs::File, header: Vec<u8>) {
-        let res = self.write(file, header);
+        let mut res = self.write(file, header);
+        if let (
+            Ok(()),
+            &Target::AofBase {
+                commands: true,
+                timestamps,
+                ..
+            },
+        ) = (&res, &self.target)
+        {
+            res = as_commands(&self.tmp, timestamps);
+        }
         if self.abort.load(Relaxed) {
             return;
         }
@@ -768,7 +837,7 @@ impl Job {
         }
         let after = match &self.target {
             Target::Rdb { path, dir } => bgsave_done(&mut st, res, &self.tmp, path, dir),
-            Target::AofBase { done } => done(&mut st, res, &self.tmp),
+            Target::AofBase { done, .. } => done(&mut st, res, &self.tmp),
         };
         drop(st);
         if let Some(d) = after.sync_dir.and_then(|d| std::fs::File::open(d).ok()) {

@@ -340,15 +340,7 @@ impl State {
             return;
         }
         put_frame(&mut cl.pending, f, cl.resp3);
-        let limits = self.tun.obuf_limits;
-        if over_limit(cl, &limits) {
-            tracing::warn!(
-                "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                cl.line(crate::state::now_ms(), None)
-            );
-            cl.killed = true;
-            cl.pending = BytesMut::new();
-        }
+        close_if_over_limit(cl, &self.tun.obuf_limits, 0);
         cl.wake.notify_one();
         self.woken += 1;
     }
@@ -431,19 +423,46 @@ impl State {
     }
 }
 
+/// The hard limit of `cl`'s class (0: none).
+pub(crate) fn hard_limit(cl: &Client, limits: &ObufLimits) -> usize {
+    limits.of(cl).hard as usize
+}
+
+/// Closes `cl` when its output, with `extra` bytes its connection holds
+/// beyond `output_bytes`, is past its class's limit, as Redis does:
+/// logged, no further reply, nothing more of its output sent. True if so.
+pub(crate) fn close_if_over_limit(cl: &mut Client, limits: &ObufLimits, extra: usize) -> bool {
+    if !over_limit(cl, limits, extra) {
+        return false;
+    }
+    tracing::warn!(
+        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        cl.line(crate::state::now_ms(), None)
+    );
+    cl.killed = true;
+    cl.pending = BytesMut::new();
+    true
+}
+
+impl ObufLimits {
+    fn of(&self, cl: &Client) -> ObufLimit {
+        if cl.subs.any() {
+            self.pubsub
+        } else {
+            self.normal
+        }
+    }
+}
+
 /// Redis's check: over the hard limit, or over the soft limit for longer
 /// than its seconds (the clock starts when the soft limit is first
 /// exceeded and resets when output drops below it).
-fn over_limit(cl: &mut Client, limits: &ObufLimits) -> bool {
-    let lim = if cl.subs.any() {
-        limits.pubsub
-    } else {
-        limits.normal
-    };
+fn over_limit(cl: &mut Client, limits: &ObufLimits, extra: usize) -> bool {
+    let lim = limits.of(cl);
     if lim.hard == 0 && lim.soft == 0 {
         return false;
     }
-    let used = cl.output_bytes() as u64;
+    let used = (cl.output_bytes() + extra) as u64;
     let hard = lim.hard > 0 && used >= lim.hard;
     let mut soft = lim.soft > 0 && used >= lim.soft;
     if soft {

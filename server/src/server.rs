@@ -256,6 +256,7 @@ fn spawn_accept(
 /// Housekeeping `hz` times a second: active expiry, incremental rehashing,
 /// statistics samples, the end of CLIENT PAUSE.
 async fn cron(shared: Arc<Shared>) {
+    let mut last_release = 0;
     loop {
         // Never a blocking lock(): a long script holds it, and a blocked
         // worker would strand the tasks queued on it.
@@ -277,8 +278,19 @@ async fn cron(shared: Arc<Shared>) {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         }
         st.tracking_cron();
+        st.migrate.close_idle(now);
         for db in st.dbs.iter_mut() {
             db.cron();
+        }
+        // A soft output limit must also close a client nobody writes to.
+        let limits = st.tun.obuf_limits;
+        for cl in st.clients.values_mut() {
+            if cl.obuf_soft_since.is_some()
+                && !cl.killed
+                && crate::pubsub::close_if_over_limit(cl, &limits, 0)
+            {
+                cl.wake.notify_one();
+            }
         }
         if st.rbuf_resizing {
             let reset = st.rbuf_peak_reset_ms;
@@ -301,6 +313,11 @@ async fn cron(shared: Arc<Shared>) {
             st.pause = None;
         }
         crate::persist::cron(&mut st);
+        drop(st);
+        if now / 1000 != last_release / 1000 {
+            last_release = now;
+            crate::evict::release_idle();
+        }
     }
 }
 

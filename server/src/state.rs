@@ -130,6 +130,14 @@ pub struct Blocked {
 }
 
 impl Client {
+    /// Connected from loopback (or not over TCP): what `local` in
+    /// `enable-debug-command` and `enable-protected-configs` allows.
+    pub fn is_local(&self) -> bool {
+        self.addr
+            .parse::<std::net::SocketAddr>()
+            .map_or(true, |a| a.ip().is_loopback())
+    }
+
     /// Output produced for this client and not yet taken by its socket:
     /// what `client-output-buffer-limit` and CLIENT LIST's `omem` count.
     pub fn output_bytes(&self) -> usize {
@@ -320,6 +328,9 @@ pub struct State {
     /// The Lua interpreter, created on first use; taken out while a
     /// script runs.
     pub engine: Option<scripting::Engine>,
+    /// MIGRATE's cached connections.
+    pub migrate: crate::migrate::Links,
+    pub oom: crate::oom::OomScore,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
@@ -392,6 +403,8 @@ impl State {
             peak_memory: 0,
             startup_memory: crate::evict::used_memory(),
             engine: None,
+            migrate: Default::default(),
+            oom: Default::default(),
             script_run: Arc::default(),
             scripts_may_call_any: false,
             pubsub: Default::default(),

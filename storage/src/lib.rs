@@ -7,6 +7,7 @@
 //! keys, values and expiry times). It knows nothing of RESP or sockets, and
 //! time comes in as an argument (`now_ms`) so tests can drive the clock.
 
+pub mod aofcmd;
 mod cbytes;
 mod db;
 mod dict;

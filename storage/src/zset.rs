@@ -648,6 +648,28 @@ impl SortedSet {
         }
     }
 
+    /// Calls `f` for the members whose score is in `r`, ascending, while it
+    /// returns true (no allocation; the geo searches' scan of a cell).
+    pub fn for_each_in_score(&self, r: &ScoreRange, mut f: impl FnMut(&[u8], f64) -> bool) {
+        match self {
+            SortedSet::Listpack(lp) => {
+                let mut buf = itoa::Buffer::new();
+                for (m, s) in lp_pairs(lp).skip_while(|&(_, s)| !r.gte_min(s)) {
+                    if !r.lte_max(s) || !f(m.bytes(&mut buf), s) {
+                        break;
+                    }
+                }
+            }
+            SortedSet::Skiplist(z) => {
+                for (m, s) in z.walk(z.first_in_range(r), true) {
+                    if !r.lte_max(s) || !f(m, s) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     /// One step of ZSCAN over a skiplist set's member dict (Redis's
     /// `dictScan`); a listpack set is returned whole with cursor 0.
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], f64)) -> u64 {
@@ -992,6 +1014,45 @@ mod tests {
             max: LexBound::NegInf,
         };
         assert_eq!(z.count_in_lex(&lex), 0);
+    }
+
+    #[test]
+    fn for_each_in_score_visits_the_range_until_told_to_stop() {
+        let lim = ZsetLimits::default();
+        let mut lp = SortedSet::new_listpack();
+        for i in 0..10 {
+            lp.add(
+                format!("m{i}").as_bytes(),
+                i as f64,
+                ZaddFlags::default(),
+                &lim,
+            );
+        }
+        let mut sl = lp.clone();
+        sl.convert_to_skiplist();
+        let r = ScoreRange {
+            min: 2.0,
+            max: 6.0,
+            minex: false,
+            maxex: true,
+        };
+        for z in [&lp, &sl] {
+            let mut seen = Vec::new();
+            z.for_each_in_score(&r, |m, s| {
+                seen.push((m.to_vec(), s));
+                true
+            });
+            let want: Vec<(Vec<u8>, f64)> = (2..6)
+                .map(|i| (format!("m{i}").into_bytes(), i as f64))
+                .collect();
+            assert_eq!(seen, want, "{}", z.encoding());
+            let mut n = 0;
+            z.for_each_in_score(&r, |_, _| {
+                n += 1;
+                n < 2
+            });
+            assert_eq!(n, 2, "{}", z.encoding());
+        }
     }
 
     #[test]

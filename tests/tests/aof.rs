@@ -247,49 +247,73 @@ fn interop_with_real_redis_both_ways() {
         return;
     }
     let ours = server_bin();
-    for (writer_bin, reader_bin) in [(&ours, &redis), (&redis, &ours)] {
-        let dir = TempDir::new("interop");
-        let s = start(writer_bin, &dir, &[("appendfsync", "always")]);
-        let mut c = s.raw();
-        write_sample(&mut c);
-        assert_eq!(
-            c.cmd(&["BGREWRITEAOF"]),
-            cinnabar_tests::simple("Background append only file rewriting started")
-        );
-        wait_rewrites(&mut c);
-        c.cmd(&["SET", "after-rewrite", "1"]);
-        c.cmd(&["SELECT", "3"]);
-        c.cmd(&["SET", "after-rewrite-3", "1"]);
-        let want = digest(&mut c);
-        drop(c);
-        sigkill(&s);
-        drop(s);
-        let manifest = dir
-            .path()
-            .join("appendonlydir")
-            .join("appendonly.aof.manifest");
-        let out = Command::new(&check)
-            .arg(&manifest)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.contains("All AOF files and manifest are valid"),
-            "{}: {text}",
-            writer_bin.display()
-        );
-        let s = start(reader_bin, &dir, &[]);
-        let mut c = s.raw();
-        assert_eq!(
-            digest(&mut c),
-            want,
-            "{} -> {}",
-            writer_bin.display(),
-            reader_bin.display()
-        );
-        assert_eq!(bulk(&c.cmd(&["GET", "fl"])), b"1.5");
-        assert!(int(&c.cmd(&["TTL", "ttl"])) > 900);
+    // With the preamble off the base is commands (`.base.aof`).
+    for preamble in ["yes", "no"] {
+        for (writer_bin, reader_bin) in [(&ours, &redis), (&redis, &ours)] {
+            let dir = TempDir::new("interop");
+            let opts = [
+                ("appendfsync", "always"),
+                ("aof-use-rdb-preamble", preamble),
+            ];
+            let s = start(writer_bin, &dir, &opts);
+            let mut c = s.raw();
+            write_sample(&mut c);
+            let lib =
+                "#!lua name=lib\nredis.register_function('hello', function() return 'hi' end)";
+            assert_eq!(
+                c.cmd(&["FUNCTION", "LOAD", lib]),
+                cinnabar_tests::bulk("lib")
+            );
+            assert_eq!(
+                c.cmd(&["BGREWRITEAOF"]),
+                cinnabar_tests::simple("Background append only file rewriting started")
+            );
+            wait_rewrites(&mut c);
+            let ext = if preamble == "yes" { "rdb" } else { "aof" };
+            assert!(aof_files(&dir).contains(&format!("appendonly.aof.2.base.{ext}")));
+            c.cmd(&["SET", "after-rewrite", "1"]);
+            // Geo writes as each server propagates them (ZADD, the commands).
+            for line in [
+                "GEOADD geo 13.361389 38.115556 a 15.087269 37.502669 b",
+                "GEORADIUS geo 15 37 200 km STOREDIST geo-d",
+                "GEOSEARCHSTORE geo-s geo FROMMEMBER a BYRADIUS 1 km",
+            ] {
+                c.cmd(&line.split(' ').collect::<Vec<_>>());
+            }
+            c.cmd(&["SELECT", "3"]);
+            c.cmd(&["SET", "after-rewrite-3", "1"]);
+            let want = digest(&mut c);
+            drop(c);
+            sigkill(&s);
+            drop(s);
+            let manifest = dir
+                .path()
+                .join("appendonlydir")
+                .join("appendonly.aof.manifest");
+            let out = Command::new(&check)
+                .arg(&manifest)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains("All AOF files and manifest are valid"),
+                "{}: {text}",
+                writer_bin.display()
+            );
+            let s = start(reader_bin, &dir, &[]);
+            let mut c = s.raw();
+            assert_eq!(
+                digest(&mut c),
+                want,
+                "{} -> {}",
+                writer_bin.display(),
+                reader_bin.display()
+            );
+            assert_eq!(bulk(&c.cmd(&["GET", "fl"])), b"1.5");
+            assert!(int(&c.cmd(&["TTL", "ttl"])) > 900);
+            assert_eq!(c.cmd(&["FCALL", "hello", "0"]), cinnabar_tests::bulk("hi"));
+        }
     }
 }
 

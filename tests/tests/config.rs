@@ -69,3 +69,83 @@ fn latencystats_follow_latency_tracking() {
     assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
     assert!(!info(&mut c).contains("latency_percentiles_usec_get"));
 }
+
+/// The immutable options with three or more choices take them all, as
+/// Redis 7.0.15 does (`local`: from loopback connections only).
+#[test]
+fn immutable_enum_options_take_their_choices() {
+    let s = Server::start(&[
+        ("enable-debug-command", "local"),
+        ("enable-protected-configs", "local"),
+        ("enable-module-command", "local"),
+    ]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), ok());
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "enable-debug-command"]),
+        RespFrame::Array(vec![bulk("enable-debug-command"), bulk("local")])
+    );
+    // Protected, not immutable: settable once allowed.
+    let dir = TempDir::new("protected");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "dir", dir.dir()]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "dbfilename", "other.rdb"]), ok());
+    let plain = Server::start(&[]);
+    let mut d = plain.raw();
+    assert_eq!(
+        d.cmd(&["CONFIG", "SET", "dir", dir.dir()]),
+        err("ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config")
+    );
+    let out = std::process::Command::new(server_bin())
+        .args(["--port", "0", "--enable-debug-command", "sometimes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("argument(s) must be one of the following: no, yes, local"),
+        "{text}"
+    );
+}
+
+/// `oom-score-adj`: relative to the score found when turned on, or
+/// absolute; restored when turned off; a value the kernel refuses fails
+/// CONFIG SET and keeps the old values.
+#[test]
+fn oom_score_adj_sets_the_process_score() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let path = format!("/proc/{}/oom_score_adj", s.pid());
+    let score = || -> i64 {
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    std::fs::write(&path, "22").unwrap();
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "9 20 30"]),
+        ok()
+    );
+    assert_eq!(score(), 22, "untouched while off");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "yes"]), ok());
+    assert_eq!(score(), 31);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "absolute"]), ok());
+    assert_eq!(score(), 9);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "1500 0 0"]),
+        ok()
+    );
+    assert_eq!(score(), 1000, "clamped");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "no"]), ok());
+    assert_eq!(score(), 22, "restored");
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "-2001 0 0"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'oom-score-adj-values') - Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj", "maybe"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - argument(s) must be one of the following: no, yes, relative, absolute")
+    );
+}

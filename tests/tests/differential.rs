@@ -219,9 +219,10 @@ impl Gen {
     }
 
     fn family(&mut self) -> (Vec<String>, Cmp) {
-        let family = self.r.below(7);
-        // Strings and bitmaps share keys; generic commands take any.
-        self.home = [0, 0, 2, 4, 6, 8, 0][family];
+        let family = self.r.below(8);
+        // Strings and bitmaps share keys, and sorted sets and geo sets;
+        // generic commands take any.
+        self.home = [0, 0, 2, 4, 6, 8, 0, 8][family];
         match family {
             0 => self.string(),
             1 => {
@@ -232,7 +233,8 @@ impl Gen {
             3 => self.hash(),
             4 => self.set(),
             5 => self.zset(),
-            _ => self.bitmap(),
+            6 => self.bitmap(),
+            _ => self.geo(),
         }
     }
 
@@ -824,6 +826,108 @@ impl Gen {
                 c
             }
         };
+        (c, Cmp::Exact)
+    }
+
+    /// The geo commands, on the sorted set keys (any score decodes to some
+    /// position, and equal scores make equal distances, whose order COUNT's
+    /// partial sort decides).
+    fn geo(&mut self) -> (Vec<String>, Cmp) {
+        const LONLAT: &[(&str, &str)] = &[
+            ("13.361389", "38.115556"),
+            ("15.087269", "37.502669"),
+            ("-73.9454966", "40.747533"),
+            ("0", "0"),
+            ("179.9", "-85"),
+            ("-180", "85.05112878"),
+            ("200", "1"),
+        ];
+        const UNITS: &[&str] = &["m", "km", "mi", "ft", "au"];
+        const SIZES: &[&str] = &["0", "100", "250", "5000", "20000", "-1"];
+        let k = self.key();
+        let mut c: Vec<String> = Vec::new();
+        let lonlat = |g: &mut Self, c: &mut Vec<String>| {
+            let (lon, lat) = LONLAT[g.r.below(LONLAT.len())];
+            c.extend([lon.to_string(), lat.to_string()]);
+        };
+        match self.r.below(9) {
+            0..=2 => {
+                c.extend(["GEOADD".into(), k]);
+                for opt in ["NX", "XX", "CH"] {
+                    if self.r.chance(8) {
+                        c.push(opt.into());
+                    }
+                }
+                for _ in 0..1 + self.r.below(3) {
+                    lonlat(self, &mut c);
+                    c.push(self.member());
+                }
+            }
+            3 => {
+                c.extend(["GEODIST".into(), k, self.member(), self.member()]);
+                if self.r.chance(50) {
+                    c.push(self.r.pick(UNITS).into());
+                }
+            }
+            4 => {
+                c.extend([self.r.pick(&["GEOPOS", "GEOHASH"]).into(), k]);
+                c.extend(self.members(3));
+            }
+            n => {
+                let search = n >= 7;
+                let store = self.r.chance(20);
+                if search && store {
+                    c.extend(["GEOSEARCHSTORE".into(), self.key(), k]);
+                } else if search {
+                    c.extend(["GEOSEARCH".into(), k]);
+                } else if n == 5 {
+                    c.extend(["GEORADIUS".into(), k]);
+                    lonlat(self, &mut c);
+                } else {
+                    c.extend(["GEORADIUSBYMEMBER".into(), k, self.member()]);
+                }
+                if !search {
+                    c.extend([self.r.pick(SIZES).into(), self.r.pick(UNITS).into()]);
+                    if self.r.chance(30) {
+                        c[0].push_str("_RO");
+                    }
+                } else {
+                    if self.r.chance(50) {
+                        c.extend(["FROMMEMBER".into(), self.member()]);
+                    } else {
+                        c.push("FROMLONLAT".into());
+                        lonlat(self, &mut c);
+                    }
+                    if self.r.chance(50) {
+                        c.push("BYRADIUS".into());
+                    } else {
+                        c.extend(["BYBOX".into(), self.r.pick(SIZES).into()]);
+                    }
+                    c.extend([self.r.pick(SIZES).into(), self.r.pick(UNITS).into()]);
+                }
+                if !store || self.r.chance(10) {
+                    for opt in ["WITHDIST", "WITHCOORD", "WITHHASH"] {
+                        if self.r.chance(30) {
+                            c.push(opt.into());
+                        }
+                    }
+                }
+                if self.r.chance(40) {
+                    c.push(self.r.pick(&["ASC", "DESC"]).into());
+                }
+                if self.r.chance(30) {
+                    c.extend(["COUNT".into(), self.int(1, 12)]);
+                    if self.r.chance(40) {
+                        c.push("ANY".into());
+                    }
+                }
+                if store && search && self.r.chance(50) {
+                    c.push("STOREDIST".into());
+                } else if store && !search {
+                    c.extend([self.r.pick(&["STORE", "STOREDIST"]).into(), self.key()]);
+                }
+            }
+        }
         (c, Cmp::Exact)
     }
 

@@ -39,6 +39,16 @@ fn monitor_order_and_redaction() {
     c.cmd(&["EXEC"]);
     c.cmd(&["AUTH", "a", "b"]);
     c.cmd(&["HELLO", "2", "SETNAME", "x", "AUTH", "u", "p"]);
+    let port = free_port().to_string();
+    c.cmd(&["MIGRATE", "127.0.0.1", &port, "k", "9", "5000", "AUTH", "p"]);
+    let auth2 = ["AUTH2", "u", "p", "KEYS", "AUTH"];
+    c.cmd(
+        &[
+            &["MIGRATE", "127.0.0.1", &port, "", "9", "5000"][..],
+            &auth2,
+        ]
+        .concat(),
+    );
     for want in [
         r#"0 client "EVAL" "redis.call('set',KEYS[1],ARGV[1])" "1" "foo" "bar""#,
         r#"0 lua "set" "foo" "bar""#,
@@ -47,9 +57,53 @@ fn monitor_order_and_redaction() {
         r#"0 client "EXEC""#,
         r#"0 client "AUTH" "(redacted)" "(redacted)""#,
         r#"0 client "HELLO" "2" "SETNAME" "x" "AUTH" "(redacted)" "(redacted)""#,
+        &format!(r#"0 client "MIGRATE" "127.0.0.1" "{port}" "k" "9" "5000" "AUTH" "(redacted)""#),
+        &format!(
+            r#"0 client "MIGRATE" "127.0.0.1" "{port}" "" "9" "5000" "AUTH2" "(redacted)" "(redacted)" "KEYS" "AUTH""#
+        ),
     ] {
         assert_eq!(line(&mut m), want);
     }
+}
+
+/// The slowlog hides the same arguments as MONITOR.
+#[test]
+fn slowlog_redacts_passwords() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]),
+        ok()
+    );
+    c.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        "1",
+        "k",
+        "9",
+        "5000",
+        "AUTH2",
+        "u",
+        "p",
+    ]);
+    let Frame::Array(log) = c.cmd(&["SLOWLOG", "GET", "1"]) else {
+        panic!("SLOWLOG GET")
+    };
+    let Frame::Array(entry) = &log[0] else {
+        panic!("entry")
+    };
+    let want = [
+        "MIGRATE",
+        "127.0.0.1",
+        "1",
+        "k",
+        "9",
+        "5000",
+        "AUTH2",
+        "(redacted)",
+        "(redacted)",
+    ];
+    assert_eq!(entry[3], Frame::Array(want.iter().map(bulk).collect()));
 }
 
 /// A blocked command is logged once served, with its own arguments.

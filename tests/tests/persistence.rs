@@ -81,6 +81,9 @@ fn populate(c: &mut RawClient) {
     a.extend(zset_big);
     run(a);
     run(s(&["ZADD", "zlong", "1.25", &long, "2", "short"]));
+    run(s(&"GEOADD geo 13.361389 38.115556 a -122.3 47.6 b"
+        .split(' ')
+        .collect::<Vec<_>>()));
     run(s(&["SET", "ttl1", "v", "PX", "3600000"]));
     run(s(&["RPUSH", "ttl2", "x"]));
     run(s(&["PEXPIREAT", "ttl2", "4102444800000"]));
@@ -92,6 +95,12 @@ fn populate(c: &mut RawClient) {
     run(s(&["SADD", "db5set", "x", "y"]));
     run(s(&["ZADD", "db5z", "1", "one"]));
     run(s(&["SELECT", "0"]));
+    // Function libraries are saved with the keys.
+    run(s(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=kept\nredis.register_function('kept', function() return 'still here' end)",
+    ]));
 }
 
 const KEYS: &[(usize, &str)] = &[
@@ -115,6 +124,7 @@ const KEYS: &[(usize, &str)] = &[
     (0, "zlp"),
     (0, "zbig"),
     (0, "zlong"),
+    (0, "geo"),
     (0, "ttl1"),
     (0, "ttl2"),
     (1, "db1key"),
@@ -138,6 +148,7 @@ fn fingerprint(c: &mut RawClient) -> (String, Vec<String>) {
         per_key.push(format!("{db}/{k}: {enc} ttl={ttl} {dv}"));
     }
     must(c, &["SELECT", "0"]);
+    per_key.push(format!("{:?}", cmd(c, &["FUNCTION", "LIST", "WITHCODE"])));
     (digest, per_key)
 }
 

@@ -286,6 +286,7 @@ fn daemonize_detaches_and_writes_the_pidfile() {
         std::thread::sleep(Duration::from_millis(10));
     };
     assert_eq!(info_field(&mut c, "server", "process_id"), pid.to_string());
+    wait_for("the end of loading", || c.cmd(&["PING"]) == simple("PONG"));
     c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
     c.expect_closed();
     wait_for("the pidfile removed", || !pidfile.exists());

@@ -15,58 +15,82 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// Reads a manifest as Redis 7.0 does: `#` comments, pairs of words,
+    /// lines under 1024 bytes, no blank line, one base, incr files in
+    /// rising sequence. The error is Redis's log text.
     pub fn parse(text: &str) -> Result<Manifest, String> {
+        const MAX_LINE: usize = 1024;
         let mut m = Manifest::default();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
+        let mut last_incr = 0;
+        for (no, raw) in text.split_inclusive('\n').enumerate() {
+            if raw.len() >= MAX_LINE + usize::from(raw.ends_with('\n')) {
+                return Err("\nThe AOF manifest file contains too long line".into());
+            }
+            let line = raw.trim_end_matches(['\r', '\n']);
+            if line.starts_with('#') {
                 continue;
             }
-            let bad = || format!("Invalid AOF manifest file format (>>> '{line}')");
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if !words.len().is_multiple_of(2) {
-                return Err(bad());
+            let bad = |msg: &str| {
+                format!(
+                    "\nReading the manifest file, at line {}\n>>> '{line}'\n{msg}",
+                    no + 1
+                )
+            };
+            let invalid = || bad("Invalid AOF manifest file format");
+            // Names with spaces are quoted, as Redis writes them.
+            let words = protocol::split_args(line.as_bytes()).unwrap_or_default();
+            if words.is_empty() || !words.len().is_multiple_of(2) {
+                return Err(invalid());
             }
             let (mut name, mut seq, mut ty) = (None, None, None);
             for kv in words.chunks(2) {
-                match kv[0] {
-                    "file" => name = Some(kv[1].to_string()),
-                    "seq" => seq = kv[1].parse::<u64>().ok(),
-                    "type" => ty = Some(kv[1]),
+                let v = String::from_utf8_lossy(&kv[1]).into_owned();
+                match &kv[0][..] {
+                    b"file" => name = Some(v),
+                    b"seq" => seq = v.parse::<u64>().ok().filter(|&n| n > 0),
+                    b"type" => ty = Some(v),
                     _ => {}
                 }
             }
             let (Some(name), Some(seq), Some(ty)) = (name, seq, ty) else {
-                return Err(bad());
+                return Err(invalid());
             };
-            match ty {
-                "b" => {
-                    if m.base.is_some() {
-                        return Err("Found duplicate base file information".into());
-                    }
-                    m.base = Some((name, seq))
+            match ty.as_str() {
+                "b" if m.base.is_some() => {
+                    return Err(bad("Found duplicate base file information"))
                 }
-                "i" => m.incrs.push((name, seq)),
+                "b" => m.base = Some((name, seq)),
+                "i" if seq <= last_incr => {
+                    return Err(bad("Found a non-monotonic sequence number"))
+                }
+                "i" => {
+                    last_incr = seq;
+                    m.incrs.push((name, seq))
+                }
                 "h" => m.history.push((name, seq)),
-                _ => return Err(bad()),
+                _ => return Err(bad("Unknown AOF file type")),
             }
         }
         if m.base.is_none() && m.incrs.is_empty() {
-            return Err("Found an empty AOF manifest".into());
+            return Err("\nFound an empty AOF manifest".into());
         }
         Ok(m)
     }
 
     pub fn render(&self) -> String {
         let mut s = String::new();
-        if let Some((n, q)) = &self.base {
-            s.push_str(&format!("file {n} seq {q} type b\n"));
-        }
-        for (n, q) in &self.history {
-            s.push_str(&format!("file {n} seq {q} type h\n"));
-        }
-        for (n, q) in &self.incrs {
-            s.push_str(&format!("file {n} seq {q} type i\n"));
+        let base = self.base.iter().map(|f| (f, 'b'));
+        let history = self.history.iter().map(|f| (f, 'h'));
+        for ((n, q), ty) in base
+            .chain(history)
+            .chain(self.incrs.iter().map(|f| (f, 'i')))
+        {
+            let n = if n.contains(' ') {
+                protocol::repr(n.as_bytes())
+            } else {
+                n.clone()
+            };
+            s.push_str(&format!("file {n} seq {q} type {ty}\n"));
         }
         s
     }
@@ -128,5 +152,49 @@ mod tests {
         assert_eq!(m.render(), text);
         assert!(Manifest::parse("garbage line").is_err());
         assert!(Manifest::parse("").is_err());
+        let spaced = "file \"my file.aof.1.incr.aof\" seq 1 type i\n";
+        let m = Manifest::parse(spaced).unwrap();
+        assert_eq!(m.incrs[0].0, "my file.aof.1.incr.aof");
+        assert_eq!(m.render(), spaced);
+    }
+
+    /// Each manifest Redis 7.0.15 refuses, with the last line of its log.
+    #[test]
+    fn refused_manifests() {
+        let long = format!("file a seq 1 type i{}\n", " ".repeat(1005));
+        for (text, msg) in [
+            (
+                "file a.2 seq 2 type i\nfile a.1 seq 1 type i\n",
+                "Found a non-monotonic sequence number",
+            ),
+            (
+                "file a.1 seq 1 type i\n\nfile a.3 seq 3 type i\n",
+                "Invalid AOF manifest file format",
+            ),
+            (
+                "file a seq 1 type b\nfile b seq 2 type b\n",
+                "Found duplicate base file information",
+            ),
+            ("file a seq 1 type x\n", "Unknown AOF file type"),
+            ("filx a seq 1 type b\n", "Invalid AOF manifest file format"),
+            ("file a type i\n", "Invalid AOF manifest file format"),
+            (
+                "file a seq 1 type i newkey\n",
+                "Invalid AOF manifest file format",
+            ),
+            ("file a seq x type i\n", "Invalid AOF manifest file format"),
+            ("", "Found an empty AOF manifest"),
+            ("# only a comment\n", "Found an empty AOF manifest"),
+            (&long, "The AOF manifest file contains too long line"),
+        ] {
+            let e = Manifest::parse(text).unwrap_err();
+            assert!(e.ends_with(msg), "{text:?}: {e}");
+        }
+        let longest = format!("file a seq 1 type i{}\n", " ".repeat(1004));
+        assert!(
+            Manifest::parse(&longest).is_ok(),
+            "1023 bytes and a newline"
+        );
+        assert!(Manifest::parse("# c\nfile a seq 1 type i foo bar\n").is_ok());
     }
 }

@@ -60,6 +60,9 @@ pub struct Aof {
     /// Start-up loading is over; config changes may start or stop the AOF.
     pub ready: bool,
     pub loading: bool,
+    /// DEBUG AOF-FLUSH-SLEEP: each write of the buffer waits this long
+    /// first (µs), to test that replies never overtake it.
+    pub flush_sleep_us: u64,
     pub policy: Fsync,
     /// Serialized units not yet written.
     pub buf: Vec<u8>,
@@ -111,6 +114,9 @@ pub struct Rewrite {
     /// Writes go to `temp-<appendfilename>.incr`, which the manifest
     /// lists only once the base is there (the AOF is being turned on).
     temp_incr: bool,
+    /// The base is written as commands (`aof-use-rdb-preamble no` when
+    /// the rewrite started).
+    commands: bool,
 }
 
 fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
@@ -174,6 +180,9 @@ impl Aof {
     pub fn flush_buf(&mut self) {
         if self.buf.is_empty() {
             return;
+        }
+        if self.flush_sleep_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.flush_sleep_us));
         }
         let Some(f) = &self.file else {
             self.buf.clear();

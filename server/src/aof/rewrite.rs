@@ -71,16 +71,19 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
         temp_incr = true;
     }
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-    match crate::persist::snapshot_start(
-        st,
-        tmp,
-        crate::persist::Target::AofBase { done: rewrite_done },
-    ) {
+    let commands = !st.cfg.aof_use_rdb_preamble;
+    let target = crate::persist::Target::AofBase {
+        done: rewrite_done,
+        commands,
+        timestamps: st.cfg.aof_timestamp_enabled,
+    };
+    match crate::persist::snapshot_start(st, tmp, target) {
         Ok(child) => {
             st.aof.rewrite = Some(Rewrite {
                 started: Instant::now(),
                 child,
                 temp_incr,
+                commands,
             });
             st.aof.rewrites += 1;
             sync_policy(st);
@@ -106,7 +109,7 @@ pub fn rewrite_done(st: &mut State, res: io::Result<()>, tmp: &Path) -> crate::p
     st.aof.last_rewrite_ms = Some(rw.started.elapsed().as_millis() as i64);
     let dir = aof_dir(st);
     let name = fname(st);
-    let res = res.and_then(|()| install(st, &dir, &name, tmp, rw.temp_incr));
+    let res = res.and_then(|()| install(st, &dir, &name, tmp, &rw));
     sync_policy(st);
     match res {
         Ok(remove) => {
@@ -136,6 +139,13 @@ pub fn rewrite_done(st: &mut State, res: io::Result<()>, tmp: &Path) -> crate::p
     }
 }
 
+/// `<appendfilename>.<seq>.base.rdb`, or `.base.aof` when the base is
+/// written as commands.
+pub fn base_name(name: &str, seq: u64, commands: bool) -> String {
+    let ext = if commands { "aof" } else { "rdb" };
+    format!("{name}.{seq}.base.{ext}")
+}
+
 /// Puts the new base (and a temporary incr file) in place and switches
 /// the manifest; returns the history files to delete.
 fn install(
@@ -143,11 +153,11 @@ fn install(
     dir: &Path,
     name: &str,
     tmp: &Path,
-    temp_incr: bool,
+    rw: &Rewrite,
 ) -> io::Result<Vec<PathBuf>> {
     let old = st.aof.manifest.clone();
     let base_seq = old.base.as_ref().map_or(0, |b| b.1) + 1;
-    let base = format!("{name}.{base_seq}.base.rdb");
+    let base = base_name(name, base_seq, rw.commands);
     std::fs::rename(tmp, dir.join(&base))?;
     info!(
         "Successfully renamed the temporary AOF base file {} into {base}",
@@ -158,7 +168,7 @@ fn install(
         incrs: vec![],
         history: vec![],
     };
-    if temp_incr {
+    if rw.temp_incr {
         let seq = next_incr_seq(&old);
         let incr = format!("{name}.{seq}.incr.aof");
         std::fs::rename(dir.join(temp_incr_name(name)), dir.join(&incr))?;

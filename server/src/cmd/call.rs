@@ -152,9 +152,18 @@ fn micros(base: std::time::Instant, t: std::time::Instant) -> u64 {
 }
 
 fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
-    // As Redis: at most 32 arguments, each cut to 128 bytes.
+    // As Redis: at most 32 arguments, each cut to 128 bytes; passwords
+    // as in MONITOR.
+    let secret = secret_args(
+        &String::from_utf8_lossy(&args[0]).to_ascii_lowercase(),
+        args,
+    );
     let mut logged: Vec<Bytes> = Vec::new();
     for (i, a) in args.iter().enumerate() {
+        if secret.contains(&i) {
+            logged.push(Bytes::from_static(b"(redacted)"));
+            continue;
+        }
         if i == 31 && args.len() > 32 {
             logged.push(Bytes::from(format!(
                 "... ({} more arguments)",
@@ -203,7 +212,7 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
         if secret.contains(&i) {
             line.push_str("\"(redacted)\"");
         } else {
-            line.push_str(&quote_monitor(a));
+            line.push_str(&protocol::repr(a));
         }
     }
     line.push_str("\r\n");
@@ -215,7 +224,7 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
 }
 
 /// The positions of the arguments Redis redacts: every argument of AUTH,
-/// the user name and password of HELLO's AUTH option.
+/// the user name and password of HELLO's AUTH and MIGRATE's AUTH/AUTH2.
 fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
     match name {
         "auth" => 1..args.len(),
@@ -229,28 +238,22 @@ fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
             }
             0..0
         }
+        "migrate" => {
+            for j in 6..args.len() {
+                if super::is(&args[j], "auth") {
+                    return j + 1..(j + 2).min(args.len());
+                }
+                if super::is(&args[j], "auth2") {
+                    return j + 1..(j + 3).min(args.len());
+                }
+                if super::is(&args[j], "keys") {
+                    break;
+                }
+            }
+            0..0
+        }
         _ => 0..0,
     }
-}
-
-/// Redis's `sdscatrepr`: a double-quoted string with C escapes.
-pub fn quote_monitor(a: &[u8]) -> String {
-    let mut s = String::from("\"");
-    for &b in a {
-        match b {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            7 => s.push_str("\\a"),
-            8 => s.push_str("\\b"),
-            0x20..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s.push('"');
-    s
 }
 
 #[cfg(test)]

@@ -436,6 +436,7 @@ fn fallback(cmd: &Meta) -> Option<fn(&Meta, &[Bytes]) -> Keys> {
         "bitfield" => Some(bitfield_keys),
         "sort" => Some(sort_keys),
         "sort_ro" => Some(|_, _| vec![(1, RO | ACCESS)]),
+        "migrate" => Some(migrate_keys),
         _ if cmd
             .specs
             .iter()
@@ -445,6 +446,24 @@ fn fallback(cmd: &Meta) -> Option<fn(&Meta, &[Bytes]) -> Keys> {
         }
         _ => None,
     }
+}
+
+/// MIGRATE: the key argument, or with KEYS (and an empty key argument)
+/// the keys after it; AUTH and AUTH2 take their values first.
+fn migrate_keys(_: &Meta, args: &[Bytes]) -> Keys {
+    let flags = RW | ACCESS | key_flags::DELETE;
+    let mut i = 6;
+    while i < args.len() {
+        if is(&args[i], "keys") && args[3].is_empty() {
+            return (i + 1..args.len()).map(|k| (k, flags)).collect();
+        } else if is(&args[i], "auth") {
+            i += 1;
+        } else if is(&args[i], "auth2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    vec![(3, flags)]
 }
 
 /// SET reads the old value only with GET.

@@ -70,7 +70,9 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                     String::from_utf8_lossy(name)
                 ))
             })?;
-        c.st.cfg.settable(opt).map_err(|e| set_failed(name, &e))?;
+        c.st.cfg
+            .settable(opt, c.cl.is_local())
+            .map_err(|e| set_failed(name, &e))?;
         // Changing directory under a load in progress is refused.
         if opt.name == "dir" && c.st.loading.is_some() {
             return Err(Error::other(

@@ -9,17 +9,10 @@ pub static HANDLERS: &[(&str, Handler)] = &[("debug", debug)];
 
 const DEBUG_DENIED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
-fn is_local(addr: &str) -> bool {
-    addr.parse::<std::net::SocketAddr>()
-        .map_or(true, |a| a.ip().is_loopback())
-}
-
 /// DEBUG subcommand [argument ...]
 fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    match c.st.cfg.enable_debug_command {
-        crate::config::Allow::Yes => {}
-        crate::config::Allow::Local if is_local(&c.cl.addr) => {}
-        _ => return Err(Error::other(DEBUG_DENIED)),
+    if !c.st.cfg.enable_debug_command.permits(c.cl.is_local()) {
+        return Err(Error::other(DEBUG_DENIED));
     }
     let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
     let n = a.len();
@@ -28,6 +21,14 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // The process ends here (crash.rs): abort, or exit(1) under
         // `use-exit-on-panic`.
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
+        ("aof-flush-sleep", 3) => {
+            // atoi, as Redis: anything else is 0 (no sleep).
+            let us = std::str::from_utf8(&a[2])
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok());
+            c.st.aof.flush_sleep_us = us.unwrap_or(0).max(0) as u64;
+            c.out.ok();
+        }
         ("sleep", 3) => {
             let secs = std::str::from_utf8(&a[2])
                 .ok()
@@ -261,6 +262,8 @@ fn debug_help(c: &mut Ctx) {
         c,
         "DEBUG",
         &[
+            "AOF-FLUSH-SLEEP <microsec>",
+            "    Server will sleep before flushing the AOF, this is used for testing.",
             "CHANGE-REPL-ID",
             "    Change the replication IDs of the instance.",
             "    Dangerous: should be used only for testing the replication subsystem.",

@@ -98,7 +98,7 @@ fn check(
 }
 
 const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Evicts as needed before a command (maxmemory set); true if the command

@@ -327,6 +327,9 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         header(out, k);
         if let Some(d) = h.as_table() {
             for _ in 0..k {
+                if out.full() {
+                    break;
+                }
                 if let Some((f, v)) = d.fair_random(&mut rng) {
                     emit(out, LpVal::Str(f), LpVal::Str(v));
                 }
@@ -334,6 +337,9 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         } else {
             let e = h.entries();
             for _ in 0..k {
+                if out.full() {
+                    break;
+                }
                 let (f, v) = e[rng.gen_range(0..n)];
                 emit(out, f, v);
             }

@@ -345,7 +345,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("pubsubshard_channels:{}", st.pubsub.shard.len());
             f!("latest_fork_usec:0");
             f!("total_forks:0");
-            f!("migrate_cached_sockets:0");
+            f!("migrate_cached_sockets:{}", st.migrate.len());
             f!("slave_expires_tracked_keys:0");
             f!("active_defrag_hits:0");
             f!("active_defrag_misses:0");

@@ -379,7 +379,7 @@ fn expire_generic(
             return Ok(());
         }
     }
-    if when <= c.now {
+    if c.st.already_expired(when, c.now) {
         // A time in the past deletes the key at once (replicated as DEL).
         if let Some(v) = c.st.dbs[db].remove(key) {
             drop_value(v, c.st.cfg.lazyfree_lazy_expire);
@@ -510,6 +510,9 @@ fn keys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .collect();
     c.out.array(found.len());
     for k in found {
+        if c.out.full() {
+            break;
+        }
         c.out.bulk(k);
     }
     Ok(())

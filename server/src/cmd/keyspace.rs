@@ -12,6 +12,11 @@ pub const GENERIC: u32 = crate::config::NOTIFY_CLASSES[0].1;
 impl State {
     /// Deletes `key` if expired; true if it was.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64) -> bool {
+        // While the AOF loads no key has expired yet: its commands must
+        // find the keys they found when they were first run.
+        if self.aof.loading {
+            return false;
+        }
         // During CLIENT PAUSE the dataset must not change: an expired key
         // reads as missing but stays until the pause ends, as in Redis.
         if self.pause.is_some() {
@@ -23,6 +28,13 @@ impl State {
         } else {
             false
         }
+    }
+
+    /// Whether an expiry time set now deletes the key at once: not while
+    /// the AOF loads (the key stays for the commands after it, with the
+    /// time set), as Redis's `checkAlreadyExpired`.
+    pub fn already_expired(&self, when: i64, now: i64) -> bool {
+        when <= now && !self.aof.loading
     }
 
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {

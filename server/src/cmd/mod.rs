@@ -17,11 +17,13 @@ pub mod bitmap;
 pub mod blocking;
 mod call;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
 pub mod debug;
 mod gate;
+pub use gate::LOADING;
 pub mod geo;
 pub mod hash;
 pub mod help;
@@ -33,6 +35,7 @@ pub mod memory;
 pub mod module;
 #[rustfmt::skip]
 pub mod meta;
+pub mod migrate;
 pub mod persist;
 pub mod pubsub;
 pub mod scan;
@@ -47,7 +50,6 @@ pub mod zset;
 pub mod zsetops;
 
 pub use blocking::timeout_arg;
-pub use call::quote_monitor;
 pub use table::*;
 
 use crate::error::Error;

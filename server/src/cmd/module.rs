@@ -4,7 +4,6 @@
 
 use super::help::help_reply;
 use super::{Ctx, Handler};
-use crate::config::Allow;
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 
@@ -33,14 +32,10 @@ pub fn load_error(path: &str) -> String {
 
 /// `enable-module-command`, as DEBUG's option.
 fn allowed(c: &Ctx) -> CmdResult {
-    let local =
-        c.cl.addr
-            .parse::<std::net::SocketAddr>()
-            .map_or(true, |a| a.ip().is_loopback());
-    match c.st.cfg.enable_module_command {
-        Allow::Yes => Ok(()),
-        Allow::Local if local => Ok(()),
-        _ => Err(Error::other(NOT_ALLOWED)),
+    if c.st.cfg.enable_module_command.permits(c.cl.is_local()) {
+        Ok(())
+    } else {
+        Err(Error::other(NOT_ALLOWED))
     }
 }
 

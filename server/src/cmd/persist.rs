@@ -122,7 +122,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if ttl > 0 && !absttl {
         ttl = ttl.saturating_add(c.now);
     }
-    if ttl > 0 && ttl <= c.now {
+    if ttl > 0 && c.st.already_expired(ttl, c.now) {
         // Already expired: the key is gone (a replaced one deleted).
         if deleted {
             c.st.changed(GENERIC, "del", db, key);
@@ -186,6 +186,9 @@ pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             drop(c.st.dbs[db].take());
         }
         c.st.invalidate_all();
+        if let Some(e) = c.st.engine.as_mut() {
+            e.flush_functions();
+        }
     }
     if let Err(e) = persist::load_bytes_mode(c.st, &data, merge) {
         tracing::warn!("Error loading the RDB dump: {e}");

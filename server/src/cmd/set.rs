@@ -149,12 +149,18 @@ fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         match s.as_intset() {
             Some(is) => {
                 for _ in 0..k {
+                    if c.out.full() {
+                        break;
+                    }
                     let i = rng.gen_range(0..n);
                     bulk_val(c.out, LpVal::Int(is.get(i).unwrap_or_default()));
                 }
             }
             None => {
                 for _ in 0..k {
+                    if c.out.full() {
+                        break;
+                    }
                     if let Some(d) = s.as_table() {
                         if let Some((m, _)) = d.fair_random(&mut rng) {
                             c.out.bulk(m);

@@ -281,7 +281,7 @@ fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     c.out.bulk(&val);
     if let Some(at) = at {
-        if at <= c.now {
+        if c.st.already_expired(at, c.now) {
             c.st.dbs[db].remove(&a[1]);
             c.st.changed(GENERIC, "del", db, &a[1]);
         } else {

@@ -810,6 +810,9 @@ fn zrandmember_count(c: &mut Ctx, key: &[u8], l: i64, withscores: bool) -> CmdRe
         let n = l.unsigned_abs() as usize;
         header(out, n);
         for _ in 0..n {
+            if out.full() {
+                break;
+            }
             let e = z.random_entry(&mut rng).expect("non-empty");
             emit(out, e);
         }

@@ -34,6 +34,8 @@ pub enum Hook {
     AofFsync,
     /// `appendonly`: the AOF starts (with a rewrite) or stops.
     Appendonly,
+    /// `oom-score-adj`: the process's OOM score.
+    Oom,
     /// `use-exit-on-panic`, `watchdog-period`.
     Crash,
 }
@@ -81,6 +83,7 @@ impl State {
             }
             Hook::AofFsync => self.apply_fsync(),
             Hook::Appendonly => return Ok(Some(Followup::Appendonly)),
+            Hook::Oom => self.apply_oom()?,
             Hook::Crash => {
                 crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
             }
@@ -95,6 +98,9 @@ impl State {
         self.memory.configure(&self.cfg);
         self.slowlog.truncate(self.tun.slowlog_max_len);
         self.apply_fsync();
+        if let Err(e) = self.apply_oom() {
+            tracing::warn!("{e}");
+        }
         crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period);
     }
 
@@ -135,6 +141,12 @@ impl State {
             db.lfu.log_factor = log_factor;
             db.lfu.decay_time = decay_time;
         }
+    }
+
+    /// Sets the OOM score for the current settings and role.
+    pub fn apply_oom(&mut self) -> Result<(), String> {
+        let (mode, values) = (self.cfg.oom_score_adj, &self.cfg.oom_score_adj_values);
+        self.oom.apply(mode, values, false)
     }
 
     fn apply_fsync(&mut self) {

@@ -25,7 +25,7 @@ mod values;
 pub use apply::{Followup, Hook};
 use protocol::split_args;
 use std::collections::HashMap;
-pub use values::{Allow, Events, Fsync, Loglevel, Policy, Values};
+pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, Values};
 
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
@@ -362,24 +362,10 @@ impl Config {
         if let Some(why) = unsupported(opt.name, value) {
             return Err(why.into());
         }
-        match opt.name {
-            "unixsocketperm" => {
-                return u32::from_str_radix(value, 8)
-                    .map(|n| format!("{n:o}"))
-                    .map_err(|_| "argument couldn't be parsed as an octal number".into())
-            }
-            "supervised" => {
-                let choices = ["upstart", "systemd", "auto", "no"];
-                let l = value.to_ascii_lowercase();
-                if !choices.contains(&l.as_str()) {
-                    return Err(format!(
-                        "argument(s) must be one of the following: {}",
-                        choices.join(", ")
-                    ));
-                }
-                return Ok(l);
-            }
-            _ => {}
+        if opt.name == "unixsocketperm" {
+            return u32::from_str_radix(value, 8)
+                .map(|n| format!("{n:o}"))
+                .map_err(|_| "argument couldn't be parsed as an octal number".into());
         }
         let between =
             |lo: i64, hi: i64| format!("argument must be between {lo} and {hi} inclusive");
@@ -582,8 +568,8 @@ impl Config {
     }
 
     /// CONFIG SET's immutability rule, as its error reason.
-    pub fn settable(&self, opt: &Opt) -> Result<(), String> {
-        if PROTECTED.contains(&opt.name) && self.enable_protected_configs == Allow::No {
+    pub fn settable(&self, opt: &Opt, local: bool) -> Result<(), String> {
+        if PROTECTED.contains(&opt.name) && !self.enable_protected_configs.permits(local) {
             return Err("can't set protected config".into());
         }
         if !opt.mutable {

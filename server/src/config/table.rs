@@ -366,19 +366,19 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "enable-debug-command",
-        kind: Kind::Bool,
+        kind: Kind::Enum(&["no", "yes", "local"]),
         default: "no",
         mutable: false,
     },
     Opt {
         name: "enable-module-command",
-        kind: Kind::Bool,
+        kind: Kind::Enum(&["no", "yes", "local"]),
         default: "no",
         mutable: false,
     },
     Opt {
         name: "enable-protected-configs",
-        kind: Kind::Bool,
+        kind: Kind::Enum(&["no", "yes", "local"]),
         default: "no",
         mutable: false,
     },
@@ -963,7 +963,7 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "supervised",
-        kind: Kind::Str,
+        kind: Kind::Enum(&["upstart", "systemd", "auto", "no"]),
         default: "no",
         mutable: false,
     },
@@ -975,7 +975,9 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "syslog-facility",
-        kind: Kind::Str,
+        kind: Kind::Enum(&[
+            "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+        ]),
         default: "local0",
         mutable: false,
     },

@@ -40,6 +40,15 @@ impl FromCanon for Vec<String> {
     }
 }
 
+/// Integers (`oom-score-adj-values`).
+impl FromCanon for Vec<i64> {
+    fn from_canon(s: &str) -> Self {
+        s.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
+
 /// Numbers (`latency-tracking-info-percentiles`).
 impl FromCanon for Vec<f64> {
     fn from_canon(s: &str) -> Self {
@@ -132,6 +141,17 @@ impl Policy {
 }
 
 choices! {
+    /// `oom-score-adj` (`yes` is `relative`).
+    OomMode {
+        #[default]
+        No = "no",
+        Yes = "yes",
+        Relative = "relative",
+        Absolute = "absolute",
+    }
+}
+
+choices! {
     /// `loglevel`.
     Loglevel {
         Debug = "debug",
@@ -150,6 +170,13 @@ choices! {
         No = "no",
         Yes = "yes",
         Local = "local",
+    }
+}
+
+impl Allow {
+    /// Whether a client (from loopback or a Unix socket: `local`) may.
+    pub fn permits(self, local: bool) -> bool {
+        self == Allow::Yes || (self == Allow::Local && local)
     }
 }
 
@@ -261,6 +288,9 @@ values! {
     auto_aof_rewrite_min_size: i64 = "auto-aof-rewrite-min-size",
     aof_load_truncated: bool = "aof-load-truncated",
     aof_timestamp_enabled: bool = "aof-timestamp-enabled" => AofFsync,
+    aof_use_rdb_preamble: bool = "aof-use-rdb-preamble",
+    oom_score_adj: OomMode = "oom-score-adj" => Oom,
+    oom_score_adj_values: Vec<i64> = "oom-score-adj-values" => Oom,
     // Test-only delays (microseconds; a negative value sleeps 1 µs once per
     // that many keys) and how often loading lets clients in.
     rdb_key_save_delay: i64 = "rdb-key-save-delay",

@@ -73,6 +73,11 @@ pub trait Sink {
     /// RESIZEDB: database `db` is about to get `keys` keys, `expires` of
     /// them with a TTL (sizing the tables up front saves rehashing).
     fn resize(&mut self, _db: usize, _keys: u64, _expires: u64) {}
+    /// A function library's code; an error stops the load. Sinks that
+    /// only want keys skip it.
+    fn function(&mut self, _code: Vec<u8>) -> Result<(), String> {
+        Ok(())
+    }
     /// The load has read `offset` bytes of the file (before each record).
     fn progress(&mut self, _offset: usize) {}
     /// An AUX field of the header (`redis-ver`, `used-mem`, …).
@@ -95,6 +100,9 @@ pub struct LoadSummary {
     pub expired: usize,
     /// Empty aggregates skipped (Redis does the same).
     pub empty: usize,
+    /// Where the image ends: an AOF written with the RDB preamble before
+    /// Redis 7.0 goes on with commands from there.
+    pub end: usize,
 }
 
 struct Reader<'a> {
@@ -595,7 +603,11 @@ pub fn load_into(
                 sum.aux.push((k, v));
             }
             OP_MODULE_AUX => return at("module aux data is not supported", op_at),
-            OP_FUNCTION | OP_FUNCTION2 => return at("functions are not supported", op_at),
+            OP_FUNCTION => return at("pre-release function format not supported", op_at),
+            OP_FUNCTION2 => {
+                let code = r.string()?.into_owned();
+                sink.function(code).or_else(|e| at(e, op_at))?;
+            }
             t => {
                 let key = r.string()?.into_owned();
                 let value = read_value(&mut r, t, lim)?;
@@ -638,5 +650,6 @@ pub fn load_into(
             }
         }
     }
+    sum.end = r.p;
     Ok(sum)
 }

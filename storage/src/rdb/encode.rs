@@ -314,6 +314,14 @@ impl<W: Write> Writer<W> {
         self.maybe_flush()
     }
 
+    /// One function library's code, as Redis 7.0 saves it after the aux
+    /// fields.
+    pub fn function(&mut self, code: &[u8]) -> io::Result<()> {
+        self.buf.push(OP_FUNCTION2);
+        put_string(&mut self.buf, code, self.opts.compression);
+        self.maybe_flush()
+    }
+
     /// Starts database `db` with its key and expire counts (RESIZEDB).
     pub fn select_db(&mut self, db: usize, keys: usize, expires: usize) -> io::Result<()> {
         self.buf.push(OP_SELECTDB);
