@@ -11,12 +11,10 @@ use crate::cmd::transaction::BusyTx;
 use crate::state::{now_ms, Client, Shared};
 use bytes::{Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
 /// Bytes a socket read asks for at least.
@@ -34,12 +32,22 @@ const PAUSE_POLL: Duration = Duration::from_millis(5);
 
 const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, local: SocketAddr) {
-    let _ = sock.set_nodelay(true);
-    let fd = {
-        use std::os::fd::AsRawFd;
-        sock.as_raw_fd()
-    };
+/// Where a connection comes from, as CLIENT LIST shows it.
+pub struct Peer {
+    pub addr: String,
+    pub laddr: String,
+    /// From this host: loopback TCP or the Unix socket (protected mode
+    /// lets it in).
+    pub local: bool,
+    pub unix: bool,
+}
+
+/// Serves one connection, TCP or Unix socket alike.
+pub async fn serve<S>(shared: Arc<Shared>, mut sock: S, peer: Peer)
+where
+    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd,
+{
+    let fd = sock.as_raw_fd();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = ReplyBuf::new(false);
     // A script past busy-reply-threshold holds the lock: a new connection
@@ -51,16 +59,14 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                 if st.clients.len() >= st.tun.maxclients {
                     st.stats.rejected_connections += 1;
                     Err("-ERR max number of clients reached\r\n")
-                } else if st.tun.protected_mode
-                    && st.tun.requirepass.is_none()
-                    && !peer.ip().is_loopback()
-                {
+                } else if st.tun.protected_mode && st.tun.requirepass.is_none() && !peer.local {
                     Err(DENIED)
                 } else {
                     let id = st.next_client_id;
                     st.next_client_id += 1;
                     let authed = st.tun.requirepass.is_none();
-                    let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
+                    let mut c = Client::new(id, peer.addr.clone(), peer.laddr.clone(), fd, authed);
+                    c.unix = peer.unix;
                     let wake = c.wake.clone();
                     let unsent = c.out_unsent.clone();
                     st.clients.insert(id, Box::new(c));
@@ -327,8 +333,8 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
 /// not read must still notice CLIENT KILL or an output limit, and its
 /// unsent bytes (`unsent`) are what the limit counts. Output others queue
 /// meanwhile is appended to `buf`. False when the connection must close.
-async fn write_out(
-    sock: &mut TcpStream,
+async fn write_out<S: AsyncWrite + Unpin>(
+    sock: &mut S,
     buf: &mut BytesMut,
     shared: &Shared,
     id: u64,

@@ -31,6 +31,7 @@ pub mod replica;
 pub mod replybuf;
 pub mod round;
 pub mod server;
+pub mod service;
 pub mod state;
 pub mod testkit;
 pub mod tracking;

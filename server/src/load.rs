@@ -51,15 +51,21 @@ impl Hold for MutexGuard<'_, State> {
 /// the server must not start.
 pub fn at_startup(shared: &Shared) -> Result<(), String> {
     let mut st = shared.state.lock();
-    // With the AOF on, it alone is the dataset.
-    if st.cfg.appendonly {
-        let res = aof_at_startup(&mut st);
-        st.loading = None;
-        return res;
-    }
+    let res = if st.cfg.appendonly {
+        // With the AOF on, it alone is the dataset.
+        aof_at_startup(&mut st)
+    } else {
+        rdb_at_startup(&mut st)
+    };
+    // Set by the server before it let clients in.
+    st.loading = None;
+    res
+}
+
+fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
     st.aof.ready = true;
-    read_manifest(&mut st);
-    let path = rdb_path(&st);
+    read_manifest(st);
+    let path = rdb_path(st);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -69,9 +75,7 @@ pub fn at_startup(shared: &Shared) -> Result<(), String> {
     let loading = Loading::new(data.len() as u64);
     let progress = loading.progress.clone();
     st.loading = Some(loading);
-    let res = load_rdb(&mut st, &data, &progress);
-    st.loading = None;
-    match res {
+    match load_rdb(st, &data, &progress) {
         Ok(sum) => {
             for (k, v) in &sum.aux {
                 if k == b"redis-ver" {

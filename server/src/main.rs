@@ -32,14 +32,31 @@ fn main() {
             std::process::exit(1);
         }
     };
+    use cinnabar_server::service;
+    // Before the log file is opened and any thread started: the child
+    // carries on alone. Under supervision the supervisor keeps the process.
+    if cfg.daemonize && !service::will_supervise(&cfg.supervised) {
+        service::daemonize();
+    }
     init_logging(&cfg);
     cinnabar_server::crash::install_panic_hook();
+    service::supervise(&cfg.supervised);
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
     tracing::warn!(
         "Redis version=7.0.15, bits=64, commit=00000000, modified=0, pid={}, just started",
         std::process::id()
     );
     tracing::warn!("Configuration loaded");
+    // cinnabar cannot load Redis modules: refused as Redis refuses a module
+    // it fails to load.
+    if let Some(path) = cfg.modules.first() {
+        tracing::warn!(
+            "Module {path} failed to load: {}",
+            cinnabar_server::cmd::module::load_error(path)
+        );
+        tracing::warn!("Can't load module from {path}: server aborting");
+        std::process::exit(1);
+    }
     disable_thp(&cfg);
     // `io-threads` worker threads (default 1, as Redis's single thread): on
     // a machine whose other cores run the clients, one thread that never

@@ -1,6 +1,7 @@
 //! Start-up, listeners, the cron task and shutdown.
 
 use crate::config::Config;
+use crate::conn::Peer;
 use crate::state::{now_ms, Shared, State};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,12 +69,60 @@ fn bind_one(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
     TcpListener::from_std(sock.into())
 }
 
+/// `unixsocket`: listens on that path (a file left there is replaced),
+/// with the `unixsocketperm` permissions when set.
+fn listen_unix(cfg: &Config) -> std::io::Result<Option<tokio::net::UnixListener>> {
+    let path = &cfg.unixsocket;
+    if path.is_empty() {
+        return Ok(None);
+    }
+    let _ = std::fs::remove_file(path);
+    let failed = |e: std::io::Error| {
+        let msg = match e.raw_os_error() {
+            Some(n) => std::io::Error::from_raw_os_error(n).to_string(),
+            None => e.to_string(),
+        };
+        let msg = msg.split(" (os error").next().unwrap_or(&msg).to_string();
+        std::io::Error::new(e.kind(), format!("Failed opening Unix socket: bind: {msg}"))
+    };
+    let l = std::os::unix::net::UnixListener::bind(path).map_err(failed)?;
+    let perm = u32::from_str_radix(&cfg.unixsocketperm, 8).unwrap_or(0);
+    if perm != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm)).map_err(failed)?;
+    }
+    l.set_nonblocking(true)?;
+    tokio::net::UnixListener::from_std(l).map(Some)
+}
+
+/// Connections on the Unix socket, served as TCP ones.
+async fn accept_unix(shared: Arc<Shared>, l: tokio::net::UnixListener, path: String) {
+    loop {
+        match l.accept().await {
+            Ok((sock, _)) => {
+                let peer = Peer {
+                    addr: format!("{path}:0"),
+                    laddr: format!("{path}:0"),
+                    local: true,
+                    unix: true,
+                };
+                tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
+            }
+            Err(e) => {
+                warn!("Accepting client connection: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
 pub async fn run(cfg: Config) -> std::io::Result<()> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
     let state = State::new(cfg);
     let listeners = listen(&state.cfg)?;
+    let unix = listen_unix(&state.cfg)?;
     let show_logo = state.cfg.always_show_logo
         || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
     crate::log::startup_banner(show_logo, state.cfg.port);
@@ -87,15 +136,23 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         }
     }
     {
+        // Until the loader has its figures: nobody connecting may see the
+        // dataset before it is loaded.
+        shared.state.lock().loading = Some(crate::persist::Loading::new(0));
         let tasks = spawn_accept(&shared, listeners);
         let mut st = shared.state.lock();
         st.accept_tasks = tasks;
         st.relisten = Some(relisten);
         st.shared = Arc::downgrade(&shared);
     }
+    let unix_path = shared.state.lock().cfg.unixsocket.clone();
+    if let Some(l) = unix {
+        tokio::spawn(accept_unix(shared.clone(), l, unix_path.clone()));
+    }
     let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
     // Clients connecting meanwhile are answered, with -LOADING for what
     // cannot run yet, as Redis does.
+    crate::service::loading();
     let mut loader = tokio::task::spawn_blocking({
         let shared = shared.clone();
         move || crate::load::at_startup(&shared)
@@ -112,6 +169,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
                     .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
                 tokio::spawn(cron(shared.clone()));
                 info!("Ready to accept connections tcp");
+                crate::service::ready();
                 continue;
             }
             _ = shared.shutdown.notified() => {}
@@ -119,6 +177,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
             _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
             _ = int.recv() => warn!("Received SIGINT scheduling shutdown..."),
         }
+        crate::service::stopping();
         let mut st = shared.state.lock();
         let prepared = st.shutdown.take().is_some_and(|r| r.prepared);
         if prepared || crate::persist::prepare_shutdown(&mut st, None, false) {
@@ -127,8 +186,13 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     let mut st = shared.state.lock();
     crate::aof::shutdown(&mut st);
+    if !unix_path.is_empty() {
+        info!("Removing the unix socket file.");
+        let _ = std::fs::remove_file(&unix_path);
+    }
     let pidfile = &st.cfg.pidfile;
     if !pidfile.is_empty() {
+        info!("Removing the pid file.");
         let _ = std::fs::remove_file(pidfile);
     }
     info!("Redis is now ready to exit, bye bye...");
@@ -167,8 +231,15 @@ fn spawn_accept(
                 loop {
                     match l.accept().await {
                         Ok((sock, peer)) => {
+                            let _ = sock.set_nodelay(true);
                             let local = sock.local_addr().unwrap_or(peer);
-                            tokio::spawn(crate::conn::serve(shared.clone(), sock, peer, local));
+                            let peer = Peer {
+                                addr: peer.to_string(),
+                                laddr: local.to_string(),
+                                local: peer.ip().is_loopback(),
+                                unix: false,
+                            };
+                            tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
                         }
                         Err(e) => {
                             warn!("Accepting client connection: {e}");

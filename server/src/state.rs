@@ -97,6 +97,8 @@ pub struct Client {
     /// Blocking commands must not block (inside MULTI/EXEC and scripts):
     /// they answer as if their timeout had passed.
     pub deny_blocking: bool,
+    /// Connected through the Unix socket (flag `U`).
+    pub unix: bool,
     /// Pub/Sub subscriptions.
     pub subs: crate::pubsub::Subs,
     /// Output the connection task holds but the socket has not taken yet,
@@ -176,6 +178,7 @@ impl Client {
             rbuf: crate::replybuf::ReplyBufSize::new(now),
             blocked: None,
             deny_blocking: false,
+            unix: false,
             paused: false,
             multi: None,
             multi_error: false,
@@ -573,6 +576,7 @@ impl Client {
             [
                 (cl.dirty_cas, 'd'),
                 (cl.close_after_reply, 'c'),
+                (cl.unix, 'U'),
                 (cl.no_evict, 'e'),
             ]
             .iter()

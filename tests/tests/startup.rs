@@ -166,6 +166,7 @@ fn listens_while_loading(aof: bool) {
             ("appendonly", if aof { "yes" } else { "no" }),
             ("key-load-delay", "1000"),
             ("loading-process-events-interval-bytes", "1024"),
+            ("enable-protected-configs", "yes"),
         ],
     );
     let mut c = s.raw();
@@ -187,6 +188,7 @@ fn listens_while_loading(aof: bool) {
     }
     // ok-loading commands run.
     assert_eq!(c.cmd(&["CONFIG", "SET", "loglevel", "verbose"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "dir", dir.dir()]), loading);
     s.wait_loaded();
     assert_eq!(c.cmd(&["DBSIZE"]), cinnabar_tests::int(2000));
     assert_eq!(info_field(&mut c, "persistence", "loading"), "0");
@@ -221,4 +223,247 @@ fn shutdown_while_loading_keeps_the_file() {
     c.expect_closed();
     assert_eq!(wait_exit(&mut s), Some(0));
     assert_eq!(std::fs::metadata(&rdb).unwrap().len(), size);
+}
+
+/// Debian's packaged redis.conf (package redis-server) with the port and
+/// paths moved into `dir`, or, where it is not installed, the directives
+/// of it that matter here.
+fn debian_conf(dir: &TempDir, port: u16, extra: &str) -> std::path::PathBuf {
+    let packaged = std::fs::read_to_string("/etc/redis/redis.conf").unwrap_or_else(|_| {
+        "bind 127.0.0.1 -::1\nport 6379\ndaemonize yes\npidfile /run/redis/redis-server.pid\nloglevel notice\nlogfile /var/log/redis/redis-server.log\ndir /var/lib/redis\n".into()
+    });
+    let mut conf = String::new();
+    for line in packaged.lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        conf.push_str(match name {
+            "port" | "pidfile" | "logfile" | "dir" => continue,
+            _ => line,
+        });
+        conf.push('\n');
+    }
+    conf.push_str(&format!(
+        "port {port}\npidfile {0}/redis.pid\nlogfile {0}/redis.log\ndir {0}\nsave \"\"\n{extra}\n",
+        dir.dir()
+    ));
+    let path = dir.path().join("redis.conf");
+    std::fs::write(&path, conf).unwrap();
+    path
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(10), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn daemonize_detaches_and_writes_the_pidfile() {
+    let dir = TempDir::new("daemonize");
+    let port = cinnabar_tests::free_port();
+    let conf = debian_conf(&dir, port, "");
+    let t = std::time::Instant::now();
+    let status = std::process::Command::new(cinnabar_tests::server_bin())
+        .arg(&conf)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    let pidfile = dir.path().join("redis.pid");
+    wait_for("the pidfile", || pidfile.exists());
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut c = loop {
+        if let Ok(c) = cinnabar_tests::RawClient::try_connect(port) {
+            break c;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(info_field(&mut c, "server", "process_id"), pid.to_string());
+    wait_for("the end of loading", || c.cmd(&["PING"]) == simple("PONG"));
+    c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+    c.expect_closed();
+    wait_for("the pidfile removed", || !pidfile.exists());
+    let log = std::fs::read_to_string(dir.path().join("redis.log")).unwrap();
+    assert!(log.contains("Ready to accept connections"), "{log}");
+}
+
+#[test]
+fn supervised_systemd_notifies_the_socket() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = TempDir::new("notify");
+    let sock_path = dir.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let port = cinnabar_tests::free_port();
+    // As Debian's unit starts it: supervised, in the foreground.
+    let conf = debian_conf(&dir, port, "supervised systemd\ndaemonize no");
+    let mut child = std::process::Command::new(cinnabar_tests::server_bin())
+        .arg(&conf)
+        .env("NOTIFY_SOCKET", &sock_path)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let next = || {
+        let mut buf = [0u8; 256];
+        let n = sock.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    assert_eq!(next(), "STATUS=Redis is loading...\n");
+    assert_eq!(next(), "STATUS=Ready to accept connections\n");
+    assert_eq!(next(), "READY=1\n");
+    let mut c = cinnabar_tests::RawClient::connect(port);
+    assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+    c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+    c.expect_closed();
+    assert_eq!(next(), "STOPPING=1\n");
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn unix_socket_serves_as_tcp() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("unixsocket");
+    let path = dir.path().join("redis.sock");
+    let s = Server::start(&[
+        ("unixsocket", path.to_str().unwrap()),
+        ("unixsocketperm", "700"),
+    ]);
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let mut u = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    u.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n")
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while got.len() < 12 {
+        let n = u.read(&mut buf).unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, b"+OK\r\n+PONG\r\n");
+    let out = std::process::Command::new("redis-cli")
+        .args(["-s", path.to_str().unwrap(), "CLIENT", "LIST"])
+        .output()
+        .expect("redis-cli");
+    let list = String::from_utf8_lossy(&out.stdout);
+    let p = path.display();
+    assert!(list.contains(&format!("addr={p}:0 laddr={p}:0 ")), "{list}");
+    assert!(list.contains(" flags=U "), "{list}");
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "unixsocketperm"]),
+        RespFrame::Array(vec![bulk("unixsocketperm"), bulk("700")])
+    );
+}
+
+#[test]
+fn loadmodule_stops_the_start() {
+    let out = std::process::Command::new(cinnabar_tests::server_bin())
+        .args(["--port", &cinnabar_tests::free_port().to_string()])
+        .args(["--save", "", "--loadmodule", "/nonexistent/module.so"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("# Module /nonexistent/module.so failed to load: /nonexistent/module.so: cannot open shared object file: No such file or directory"), "{log}");
+    assert!(
+        log.contains("# Can't load module from /nonexistent/module.so: server aborting"),
+        "{log}"
+    );
+}
+
+#[test]
+fn module_commands_as_with_no_module_loaded() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["MODULE", "LIST"]), RespFrame::Array(vec![]));
+    assert_eq!(
+        c.cmd(&["MODULE", "LOAD", "/x.so"]),
+        err("ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
+    );
+    let s = Server::start(&[("enable-module-command", "yes")]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["MODULE", "LOAD", "/x.so"]),
+        err("ERR Error loading the extension. Please check the server logs.")
+    );
+    assert_eq!(
+        c.cmd(&["MODULE", "UNLOAD", "foo"]),
+        err("ERR Error unloading module: no such module with that name")
+    );
+}
+
+#[test]
+fn unsupported_features_are_refused() {
+    if is_real_redis() {
+        return;
+    }
+    for (name, value) in [
+        ("cluster-enabled", "yes"),
+        ("tls-port", "6380"),
+        ("aclfile", "/tmp/users.acl"),
+        ("syslog-enabled", "yes"),
+    ] {
+        let out = std::process::Command::new(cinnabar_tests::server_bin())
+            .args(["--port", &cinnabar_tests::free_port().to_string()])
+            .args([&format!("--{name}"), value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains("*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***"),
+            "{text}"
+        );
+        assert!(text.contains("not supported by this server"), "{text}");
+    }
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "tls-port", "6380"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'tls-port') - TLS is not supported by this server")
+    );
+}
+
+#[test]
+fn supervised_upstart_stops_itself_when_ready() {
+    let dir = TempDir::new("upstart");
+    let port = cinnabar_tests::free_port();
+    let conf = debian_conf(&dir, port, "supervised auto");
+    let mut child = std::process::Command::new(cinnabar_tests::server_bin())
+        .arg(&conf)
+        .env("UPSTART_JOB", "redis")
+        .env_remove("NOTIFY_SOCKET")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Upstart waits for the SIGSTOP, then continues the job.
+    wait_for("the job to stop itself", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('T'))
+        })
+    });
+    let status = std::process::Command::new("kill")
+        .args(["-CONT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut c = cinnabar_tests::RawClient::connect(port);
+    assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+    c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+    c.expect_closed();
+    assert!(child.wait().unwrap().success());
 }

@@ -73,6 +73,12 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.cfg
             .settable(opt, c.cl.is_local())
             .map_err(|e| set_failed(name, &e))?;
+        // Changing directory under a load in progress is refused.
+        if opt.name == "dir" && c.st.loading.is_some() {
+            return Err(Error::other(
+                "LOADING Redis is loading the dataset in memory",
+            ));
+        }
         if opts
             .iter()
             .any(|(_, n, _)| n.eq_ignore_ascii_case(name.as_ref()))

@@ -33,6 +33,7 @@ pub mod keys;
 pub mod keyspace;
 pub mod list;
 pub mod memory;
+pub mod module;
 #[rustfmt::skip]
 pub mod meta;
 pub mod migrate;

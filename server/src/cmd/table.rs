@@ -201,6 +201,7 @@ const FAMILIES: &[&[(&str, Handler)]] = &[
     client::HANDLERS,
     cluster::HANDLERS,
     config::HANDLERS,
+    module::HANDLERS,
     command::HANDLERS,
     list::HANDLERS,
     hash::HANDLERS,
@@ -336,12 +337,6 @@ mod tests {
         "acl|users",
         "acl|whoami",
         "failover",
-        "module",
-        "module|help",
-        "module|list",
-        "module|load",
-        "module|loadex",
-        "module|unload",
         "restore-asking",
     ];
 

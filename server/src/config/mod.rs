@@ -87,18 +87,21 @@ const FILE_ONLY: &[&str] = &[
 /// Options CONFIG SET refuses unless `enable-protected-configs` allows it.
 const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
-/// Options cinnabar accepts and shows but whose feature it does not have.
-const NOT_IMPLEMENTED: &[&str] = &[
-    "cluster-enabled",
-    "replicaof",
-    "tls-port",
-    "unixsocket",
-    "aclfile",
-    "activedefrag",
-    "syslog-enabled",
-    "supervised",
-    "daemonize",
-];
+/// Why cinnabar refuses `value` for an option whose feature it does not
+/// have, at start-up (a fatal config error) as at CONFIG SET, as Redis
+/// refuses what it cannot honour (`activedefrag` without its allocator).
+/// The defaults, which turn the feature off, are accepted.
+fn unsupported(name: &str, value: &str) -> Option<&'static str> {
+    let on = |v: &str| v.eq_ignore_ascii_case("yes");
+    match name {
+        "cluster-enabled" if on(value) => Some("Cluster mode is not supported by this server"),
+        "replicaof" if !value.is_empty() => Some("Replication is not supported by this server"),
+        "tls-port" if value != "0" => Some("TLS is not supported by this server"),
+        "aclfile" if !value.is_empty() => Some("ACL files are not supported by this server"),
+        "syslog-enabled" if on(value) => Some("Logging to syslog is not supported by this server"),
+        _ => None,
+    }
+}
 
 fn canonical(name: &str) -> &str {
     ALIASES
@@ -156,6 +159,9 @@ pub struct Config {
     pub file: Option<std::path::PathBuf>,
     /// Warnings gathered while loading (logged once at start-up).
     pub warnings: Vec<String>,
+    /// `loadmodule` paths: the server refuses to start with any (it cannot
+    /// load Redis modules), as Redis refuses a module it cannot load.
+    pub modules: Vec<String>,
 }
 
 impl Default for Config {
@@ -165,6 +171,7 @@ impl Default for Config {
             values: Values::default(),
             file: None,
             warnings: Vec::new(),
+            modules: Vec::new(),
         };
         for o in all() {
             if canonical(o.name) == o.name {
@@ -352,6 +359,14 @@ impl Config {
     /// Validates `value` for option `name` and returns its canonical form.
     /// The error is the reason Redis gives after `… - `.
     pub fn check(&self, opt: &Opt, value: &str) -> Result<String, String> {
+        if let Some(why) = unsupported(opt.name, value) {
+            return Err(why.into());
+        }
+        if opt.name == "unixsocketperm" {
+            return u32::from_str_radix(value, 8)
+                .map(|n| format!("{n:o}"))
+                .map_err(|_| "argument couldn't be parsed as an octal number".into());
+        }
         let between =
             |lo: i64, hi: i64| format!("argument must be between {lo} and {hi} inclusive");
         match opt.kind {
@@ -644,10 +659,17 @@ impl Config {
                         ))
                     })?;
                     self.load_text(&inc, seen_save, depth + 1)?;
+                } else if name == "loadmodule" {
+                    let Some(path) = args.first() else {
+                        return Err(fatal("wrong number of arguments"));
+                    };
+                    self.modules.push(path.clone());
                 } else {
-                    self.warnings.push(format!(
-                        "config directive '{name}' is not supported by cinnabar and was ignored"
-                    ));
+                    return Err(fatal(match name.as_str() {
+                        "rename-command" => "Renaming commands is not supported by this server",
+                        "user" => "ACL users are not supported by this server",
+                        _ => "Sentinel mode is not supported by this server",
+                    }));
                 }
                 continue;
             }
@@ -686,12 +708,6 @@ impl Config {
                     .unwrap_or(canon);
                 self.store("dir", abs);
                 continue;
-            }
-            if NOT_IMPLEMENTED.contains(&opt.name) && canon != opt.default {
-                self.warnings.push(format!(
-                    "option '{}' is accepted but its feature is not implemented in cinnabar",
-                    opt.name
-                ));
             }
             self.store(opt.name, canon);
         }

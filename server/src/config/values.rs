@@ -217,6 +217,9 @@ values! {
     port: i64 = "port" => Listen,
     bind: Vec<String> = "bind" => Listen,
     tcp_backlog: i64 = "tcp-backlog",
+    unixsocket: String = "unixsocket",
+    /// Octal, as written.
+    unixsocketperm: String = "unixsocketperm",
     protected_mode: bool = "protected-mode" => Tune,
     requirepass: String = "requirepass" => Tune,
     maxclients: i64 = "maxclients" => FdLimit,
@@ -228,6 +231,9 @@ values! {
     tracking_table_max_keys: u64 = "tracking-table-max-keys",
     // Process.
     pidfile: String = "pidfile",
+    daemonize: bool = "daemonize",
+    supervised: String = "supervised",
+    enable_module_command: Allow = "enable-module-command",
     loglevel: Loglevel = "loglevel",
     logfile: String = "logfile",
     disable_thp: bool = "disable-thp",
