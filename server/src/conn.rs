@@ -52,14 +52,14 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
                     st.stats.rejected_connections += 1;
                     Err("-ERR max number of clients reached\r\n")
                 } else if st.tun.protected_mode
-                    && st.tun.requirepass.is_none()
+                    && !st.acl.auth_required()
                     && !peer.ip().is_loopback()
                 {
                     Err(DENIED)
                 } else {
                     let id = st.next_client_id;
                     st.next_client_id += 1;
-                    let authed = st.tun.requirepass.is_none();
+                    let authed = !st.acl.auth_required();
                     let c = Client::new(id, peer.to_string(), local.to_string(), fd, authed);
                     let wake = c.wake.clone();
                     let unsent = c.out_unsent.clone();

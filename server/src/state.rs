@@ -64,6 +64,8 @@ pub struct Client {
     pub db: usize,
     pub resp3: bool,
     pub authenticated: bool,
+    /// The ACL user the client acts as.
+    pub user: crate::acl::Login,
     pub created_ms: i64,
     pub last_interaction_ms: i64,
     pub last_cmd: &'static str,
@@ -155,6 +157,7 @@ impl Client {
             db: 0,
             resp3: false,
             authenticated,
+            user: Default::default(),
             created_ms: now,
             last_interaction_ms: now,
             last_cmd: "NULL",
@@ -343,6 +346,8 @@ pub struct State {
     pub rdb: crate::persist::RdbState,
     /// Client-side caching (see `tracking`).
     pub tracking: crate::tracking::Tracking,
+    /// ACL users and log (see `acl`).
+    pub acl: crate::acl::Acl,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -405,6 +410,7 @@ impl State {
             memory: Default::default(),
             rdb: Default::default(),
             tracking: Default::default(),
+            acl: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
         st.apply_all();
@@ -572,7 +578,7 @@ impl Client {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={}",
             cl.id,
             cl.addr,
             cl.laddr,
@@ -603,6 +609,7 @@ impl Client {
             37632 + qbuf + multi_mem + omem,
             if omem > 0 { "rw" } else { "r" },
             if current.is_some() { "NULL" } else { &cl.last_cmd },
+            cl.user.name,
             if cl.tracking.on {
                 cl.tracking.redirect as i64
             } else {

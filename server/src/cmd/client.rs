@@ -179,6 +179,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
     let mut skipme = true;
+    let mut user: Option<usize> = None;
     for p in a[2..].chunks(2) {
         let (k, v) = (&p[0], &p[1]);
         if is(k, "id") {
@@ -194,12 +195,9 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         } else if is(k, "laddr") {
             laddr = Some(v);
         } else if is(k, "user") {
-            if &v[..] != b"default" {
-                return Err(Error::other(format!(
-                    "ERR No such user '{}'",
-                    String::from_utf8_lossy(v)
-                )));
-            }
+            user = Some(c.st.acl.slot(v).ok_or_else(|| {
+                Error::other(format!("ERR No such user '{}'", String::from_utf8_lossy(v)))
+            })?);
         } else if is(k, "skipme") {
             if is(v, "yes") {
                 skipme = true;
@@ -217,6 +215,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             && ty.is_none_or(|t| cl.kind() == t)
             && addr.is_none_or(|x| cl.addr.as_bytes() == x)
             && laddr.is_none_or(|x| cl.laddr.as_bytes() == x)
+            && user.is_none_or(|u| cl.user.slot == u)
     };
     let victims: Vec<u64> =
         c.st.clients

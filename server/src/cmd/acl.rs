@@ -1,0 +1,547 @@
+//! ACL commands, and the permission check the gatekeeper and scripts run
+//! (the users and rules themselves are `crate::acl`'s). The ACL's view of
+//! the commands — ids, categories — is built here from Redis's metadata.
+
+use super::flags::NO_AUTH;
+use super::help::help_reply;
+use super::key_flags as K;
+use super::{int_arg, is, meta, Command, Ctx, Handler};
+use crate::acl::{Catalog, CmdDesc, Denied, LogEntry, Request, CATEGORIES, READ, WRITE};
+use crate::error::{CmdResult, Error};
+use crate::state::{Client, State};
+use ahash::AHashMap as HashMap;
+use bytes::Bytes;
+use std::sync::OnceLock;
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("acl|setuser", setuser),
+    ("acl|getuser", getuser),
+    ("acl|deluser", deluser),
+    ("acl|list", list),
+    ("acl|users", users),
+    ("acl|whoami", whoami),
+    ("acl|cat", cat),
+    ("acl|genpass", genpass),
+    ("acl|dryrun", dryrun),
+    ("acl|log", log),
+    ("acl|help", help),
+];
+
+/// Every command of Redis 7.0.15 with its categories, ids in META order
+/// (a command, then its subcommands).
+pub fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let cats = |acl: &[&str]| {
+            acl.iter()
+                .filter_map(|c| crate::acl::category(c.trim_start_matches('@').as_bytes()))
+                .fold(0u32, |m, i| m | 1 << i)
+        };
+        let mut cmds = Vec::new();
+        for m in meta::META {
+            let id = cmds.len();
+            cmds.push(CmdDesc {
+                name: m.name,
+                cats: cats(m.acl),
+                subs: (id + 1..id + 1 + m.subs.len()).collect(),
+            });
+            for s in m.subs {
+                cmds.push(CmdDesc {
+                    name: s.name,
+                    cats: cats(s.acl),
+                    subs: Vec::new(),
+                });
+            }
+        }
+        Catalog::new(cmds)
+    })
+}
+
+/// A command's id in the catalog.
+fn id_of(name: &str) -> usize {
+    static IDS: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
+    IDS.get_or_init(|| {
+        (catalog().cmds.iter().enumerate())
+            .map(|(i, c)| (c.name, i))
+            .collect()
+    })[name]
+}
+
+/// Keys a request touches, with what each needs, as Redis reads its key
+/// specs' flags.
+fn keys_of(args: &[Bytes]) -> Vec<(usize, u8)> {
+    let keys = super::command::get_keys(args).unwrap_or_default();
+    keys.into_iter()
+        .map(|(i, f)| {
+            let mut need = 0;
+            if f & K::ACCESS != 0 {
+                need |= READ;
+            }
+            if f & (K::INSERT | K::DELETE | K::UPDATE) != 0 {
+                need |= WRITE;
+            }
+            (i, need)
+        })
+        .collect()
+}
+
+/// Channels a request publishes or subscribes to (and whether each is a
+/// pattern).
+fn channels_of(name: &str, args: &[Bytes]) -> Vec<(usize, bool)> {
+    match name {
+        "publish" | "spublish" => vec![(1, false)],
+        "subscribe" | "ssubscribe" => (1..args.len()).map(|i| (i, false)).collect(),
+        "psubscribe" => (1..args.len()).map(|i| (i, true)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Checks `args` (command `cmd`) against the client's user. A deleted
+/// user (its client about to be closed) may run nothing.
+pub(super) fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+    let Some(u) = st.acl.user(cl.user.slot) else {
+        return Err(Denied::Command);
+    };
+    if u.unrestricted {
+        return Ok(());
+    }
+    check_user(u, cmd, args)
+}
+
+fn check_user(u: &crate::acl::User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+    let keys = keys_of(args);
+    let channels = channels_of(cmd.name, args);
+    u.check(&Request {
+        id: id_of(cmd.name),
+        args,
+        no_auth: cmd.has(NO_AUTH),
+        keys: &keys,
+        channels: &channels,
+    })
+}
+
+/// The error a client gets, with the ACL log entry written.
+pub(super) fn refusal(
+    st: &mut State,
+    cl: &mut Client,
+    cmd: &Command,
+    args: &[Bytes],
+    d: Denied,
+    in_exec: bool,
+) -> Error {
+    let context = if in_exec || cl.multi.is_some() {
+        "multi"
+    } else {
+        "toplevel"
+    };
+    let info = info_line(st, cl, cmd);
+    log_denied(st, cl.user.name.to_string(), cmd, args, d, context, info);
+    if in_exec {
+        let why = match d {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        return Error::other(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {why}"));
+    }
+    Error::other(match d {
+        Denied::Command => format!(
+            "NOPERM this user has no permissions to run the '{}' command",
+            cmd.name
+        ),
+        Denied::Key(_) => {
+            "NOPERM this user has no permissions to access one of the keys used as arguments".into()
+        }
+        Denied::Channel(_) => {
+            "NOPERM this user has no permissions to access one of the channels used as arguments"
+                .into()
+        }
+    })
+}
+
+/// A client's CLIENT LIST line as the log shows it: running `cmd`.
+fn info_line(st: &State, cl: &mut Client, cmd: &Command) -> String {
+    let last = std::mem::replace(&mut cl.last_cmd, cmd.name);
+    let line = cl.line(st.wall_ms(st.last_tick), None);
+    cl.last_cmd = last;
+    line
+}
+
+/// The refusal of a script's `redis.call` (None: allowed), logged with the
+/// script's caller (`caller`: its user and CLIENT LIST line).
+pub(super) fn script_refusal(
+    st: &mut State,
+    cl: &Client,
+    cmd: &Command,
+    args: &[Bytes],
+    caller: &str,
+) -> Option<&'static str> {
+    let d = check(st, cl, cmd, args).err()?;
+    log_denied(
+        st,
+        cl.user.name.to_string(),
+        cmd,
+        args,
+        d,
+        "lua",
+        caller.to_string(),
+    );
+    Some(match d {
+        Denied::Command => "ERR The user executing the script can't run this command or subcommand",
+        Denied::Key(_) => "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
+        Denied::Channel(_) => "ERR The user executing the script can't publish to the channel mentioned in the command",
+    })
+}
+
+/// `redis.acl_check_cmd`: whether the script's user may run `args`.
+pub(super) fn script_may_run(st: &State, cl: &Client, args: &[Bytes]) -> Result<bool, Error> {
+    let invalid = || Error::other("ERR Invalid command passed to redis.acl_check_cmd()");
+    let cmd = super::resolve(args).map_err(|_| invalid())?;
+    if !cmd.arity_ok(args.len()) {
+        return Err(invalid());
+    }
+    Ok(check(st, cl, cmd, args).is_ok())
+}
+
+fn log_denied(
+    st: &mut State,
+    username: String,
+    cmd: &Command,
+    args: &[Bytes],
+    d: Denied,
+    context: &'static str,
+    client_info: String,
+) {
+    let (reason, object) = match d {
+        Denied::Command => ("command", cmd.name.to_string()),
+        Denied::Key(i) => ("key", String::from_utf8_lossy(&args[i]).into_owned()),
+        Denied::Channel(i) => ("channel", String::from_utf8_lossy(&args[i]).into_owned()),
+    };
+    let e = LogEntry {
+        count: 1,
+        reason,
+        context,
+        object,
+        username,
+        ctime_ms: crate::state::now_ms(),
+        client_info,
+    };
+    let max = st.cfg.acllog_max_len as usize;
+    st.acl.log_event(e, max);
+}
+
+/// A failed AUTH, in the ACL log.
+pub fn log_auth_failure(st: &mut State, cl: &mut Client, cmd: &[u8], user: &[u8]) {
+    let last = std::mem::replace(&mut cl.last_cmd, "auth");
+    let info = cl.line(st.wall_ms(st.last_tick), None);
+    cl.last_cmd = last;
+    let e = LogEntry {
+        count: 1,
+        reason: "auth",
+        context: "toplevel",
+        object: String::from_utf8_lossy(cmd).into_owned(),
+        username: String::from_utf8_lossy(user).into_owned(),
+        ctime_ms: crate::state::now_ms(),
+        client_info: info,
+    };
+    let max = st.cfg.acllog_max_len as usize;
+    st.acl.log_event(e, max);
+}
+
+/// Authenticates the client as `user`, or answers WRONGPASS (logged, the
+/// command `cmd` as typed).
+pub fn authenticate(c: &mut Ctx, cmd: &[u8], user: &[u8], pass: &[u8]) -> CmdResult {
+    let slot = c.st.acl.slot(user);
+    let ok = slot
+        .and_then(|s| c.st.acl.user(s))
+        .is_some_and(|u| u.password_ok(pass));
+    match slot {
+        Some(slot) if ok => {
+            let name = c.st.acl.user(slot).expect("found").name.clone();
+            c.cl.user = crate::acl::Login { slot, name };
+            c.cl.authenticated = true;
+            Ok(())
+        }
+        _ => {
+            log_auth_failure(c.st, c.cl, cmd, user);
+            Err(Error::WrongPass)
+        }
+    }
+}
+
+/// Closes every client logged in as one of `slots` (the running one after
+/// its reply).
+fn kill_users(c: &mut Ctx, slots: &[usize]) {
+    let victims: Vec<u64> =
+        c.st.clients
+            .values()
+            .filter(|cl| slots.contains(&cl.user.slot))
+            .map(|cl| cl.id)
+            .collect();
+    for v in victims {
+        c.st.kill_client(v);
+    }
+    if slots.contains(&c.cl.user.slot) {
+        c.cl.close_after_reply = true;
+    }
+}
+
+fn pubsub_all(st: &State) -> bool {
+    st.cfg.acl_pubsub_default == "allchannels"
+}
+
+/// ACL SETUSER username [rule ...]
+fn setuser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let rules: Vec<&[u8]> = a[3..].iter().map(|r| &r[..]).collect();
+    let all = pubsub_all(c.st);
+    c.st.acl
+        .set_user(catalog(), &a[2], &rules, all)
+        .map_err(|e| Error::other(format!("ERR {e}")))?;
+    c.out.ok();
+    Ok(())
+}
+
+/// ACL GETUSER username
+fn getuser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let Some(u) = c.st.acl.get(&a[2]) else {
+        c.out.null();
+        return Ok(());
+    };
+    let o = &mut *c.out;
+    o.map(6);
+    o.bulk(b"flags");
+    let flags = u.flags();
+    o.set(flags.len());
+    for f in flags {
+        o.bulk(f.as_bytes());
+    }
+    o.bulk(b"passwords");
+    o.array(u.passwords().len());
+    for p in u.passwords() {
+        o.bulk(p.as_bytes());
+    }
+    let sets = u.permission_sets(catalog());
+    let fields = [&b"commands"[..], b"keys", b"channels"];
+    for (f, v) in fields.iter().zip(&sets[0]) {
+        o.bulk(f);
+        o.bulk(v.as_bytes());
+    }
+    o.bulk(b"selectors");
+    o.array(sets.len() - 1);
+    for s in &sets[1..] {
+        o.map(3);
+        for (f, v) in fields.iter().zip(s) {
+            o.bulk(f);
+            o.bulk(v.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// ACL DELUSER username [username ...]
+fn deluser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a[2..].iter().any(|n| &n[..] == b"default") {
+        return Err(Error::other("ERR The 'default' user cannot be removed"));
+    }
+    let mut slots = Vec::new();
+    for n in &a[2..] {
+        if let Some(s) = c.st.acl.delete(n) {
+            slots.push(s);
+        }
+    }
+    kill_users(c, &slots);
+    c.out.int(slots.len() as i64);
+    Ok(())
+}
+
+/// ACL LIST
+fn list(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let lines: Vec<String> = c.st.acl.users().map(|u| u.describe(catalog())).collect();
+    c.out.array(lines.len());
+    for l in lines {
+        c.out.bulk(l.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL USERS
+fn users(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let names: Vec<_> = c.st.acl.users().map(|u| u.name.clone()).collect();
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL WHOAMI
+fn whoami(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    c.out.bulk(c.cl.user.name.as_bytes());
+    Ok(())
+}
+
+/// ACL CAT [category]
+fn cat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let Some(name) = a.get(2) else {
+        c.out.array(CATEGORIES.len());
+        for n in CATEGORIES {
+            c.out.bulk(n.as_bytes());
+        }
+        return Ok(());
+    };
+    let Some(i) = crate::acl::category(name) else {
+        return Err(Error::other(format!(
+            "ERR Unknown category '{}'",
+            String::from_utf8_lossy(name)
+        )));
+    };
+    let names: Vec<&str> = (catalog().cmds.iter())
+        .filter(|d| d.cats & (1 << i) != 0)
+        .map(|d| d.name)
+        .collect();
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL GENPASS [bits]
+fn genpass(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let bits = match a.get(2) {
+        Some(b) => int_arg(b)?,
+        None => 256,
+    };
+    if a.len() > 3 || !(1..=4096).contains(&bits) {
+        return Err(Error::other("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"));
+    }
+    c.out.bulk(crate::acl::genpass(bits as usize).as_bytes());
+    Ok(())
+}
+
+/// ACL DRYRUN username command [arg ...]
+fn dryrun(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let Some(u) = c.st.acl.get(&a[2]) else {
+        return Err(Error::other(format!(
+            "ERR User '{}' not found",
+            String::from_utf8_lossy(&a[2])
+        )));
+    };
+    let args = &a[3..];
+    let cmd = match super::resolve(args) {
+        Ok(cmd) => cmd,
+        Err(Error::UnknownCommand(_)) | Err(Error::UnknownSubcommand { .. }) => {
+            return Err(Error::other(format!(
+                "ERR Command '{}' not found",
+                String::from_utf8_lossy(&args[0])
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    if !cmd.arity_ok(args.len()) {
+        return Err(Error::Arity(cmd.name.into()));
+    }
+    match check_user(u, cmd, args) {
+        Ok(()) => c.out.ok(),
+        Err(Denied::Command) => c.out.bulk(
+            format!(
+                "This user has no permissions to run the '{}' command",
+                cmd.name
+            )
+            .as_bytes(),
+        ),
+        Err(Denied::Key(i)) => c.out.bulk(
+            format!(
+                "This user has no permissions to access the '{}' key",
+                String::from_utf8_lossy(&args[i])
+            )
+            .as_bytes(),
+        ),
+        Err(Denied::Channel(i)) => c.out.bulk(
+            format!(
+                "This user has no permissions to access the '{}' channel",
+                String::from_utf8_lossy(&args[i])
+            )
+            .as_bytes(),
+        ),
+    }
+    Ok(())
+}
+
+/// ACL LOG [count | RESET]
+fn log(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let mut count = usize::MAX;
+    if let Some(x) = a.get(2) {
+        if is(x, "reset") {
+            c.st.acl.log.clear();
+            c.out.ok();
+            return Ok(());
+        }
+        count = int_arg(x)?.max(0) as usize;
+    }
+    let now = crate::state::now_ms();
+    let n = c.st.acl.log.len().min(count);
+    c.out.array(n);
+    for e in c.st.acl.log.iter().take(n) {
+        let o = &mut *c.out;
+        o.map(7);
+        o.bulk(b"count");
+        o.int(e.count as i64);
+        o.bulk(b"reason");
+        o.bulk(e.reason.as_bytes());
+        o.bulk(b"context");
+        o.bulk(e.context.as_bytes());
+        o.bulk(b"object");
+        o.bulk(e.object.as_bytes());
+        o.bulk(b"username");
+        o.bulk(e.username.as_bytes());
+        o.bulk(b"age-seconds");
+        o.double((now - e.ctime_ms) as f64 / 1000.0);
+        o.bulk(b"client-info");
+        o.bulk(e.client_info.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL HELP
+fn help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    help_reply(
+        c,
+        "ACL",
+        &[
+            "CAT [<category>]",
+            "    List all commands that belong to <category>, or all command categories",
+            "    when no category is specified.",
+            "DELUSER <username> [<username> ...]",
+            "    Delete a list of users.",
+            "DRYRUN <username> <command> [<arg> ...]",
+            "    Returns whether the user can execute the given command without executing the command.",
+            "GETUSER <username>",
+            "    Get the user's details.",
+            "GENPASS [<bits>]",
+            "    Generate a secure 256-bit user password. The optional `bits` argument can",
+            "    be used to specify a different size.",
+            "LIST",
+            "    Show users details in config file format.",
+            "LOAD",
+            "    Reload users from the ACL file.",
+            "LOG [<count> | RESET]",
+            "    Show the ACL log entries.",
+            "SAVE",
+            "    Save the current config to the ACL file.",
+            "SETUSER <username> <attribute> [<attribute> ...]",
+            "    Create or modify a user with the specified attributes.",
+            "USERS",
+            "    List all the registered usernames.",
+            "WHOAMI",
+            "    Return the current connection username.",
+        ],
+    );
+    Ok(())
+}
