@@ -71,6 +71,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         warn!("{w}");
     }
     let mut state = State::new(cfg);
+    crate::cmd::acl::at_startup(&mut state)
+        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     // The dataset is in memory before any client can connect.
     crate::load::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;

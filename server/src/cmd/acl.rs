@@ -25,6 +25,8 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("acl|dryrun", dryrun),
     ("acl|log", log),
     ("acl|help", help),
+    ("acl|load", load),
+    ("acl|save", save),
 ];
 
 /// Every command of Redis 7.0.15 with its categories, ids in META order
@@ -543,5 +545,137 @@ fn help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             "    Return the current connection username.",
         ],
     );
+    Ok(())
+}
+
+const NO_ACLFILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+
+/// Users from `user` lines or the aclfile, before clients connect. Both
+/// at once are refused, as Redis refuses them.
+pub fn at_startup(st: &mut State) -> Result<(), String> {
+    let file = st.cfg.aclfile.clone();
+    if !file.is_empty() && !st.cfg.users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    let users = if file.is_empty() {
+        if st.cfg.users.is_empty() {
+            return Ok(());
+        }
+        crate::acl::parse_users(catalog(), &st.cfg.users, pubsub_all(st))?
+    } else {
+        read_aclfile(st, &file)?
+    };
+    install(st, users);
+    Ok(())
+}
+
+/// The users of the aclfile; the error as ACL LOAD reports it.
+fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::acl::User>, String> {
+    let text = std::fs::read(file)
+        .map_err(|e| format!("Error loading ACLs, opening file '{file}': {}", os_text(&e)))?;
+    let mut lines = Vec::new();
+    let mut numbers = Vec::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.trim_ascii();
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        let words = protocol::split_args(line).unwrap_or_default();
+        if words.len() < 2 || !is(&words[0], "user") {
+            return Err(format!(
+                "{file}:{} should start with user keyword followed by the username. ",
+                n + 1
+            ));
+        }
+        lines.push(
+            words[1..]
+                .iter()
+                .map(|w| w.to_vec())
+                .collect::<Vec<Vec<u8>>>(),
+        );
+        numbers.push(n + 1);
+    }
+    let cat = catalog();
+    let all = pubsub_all(st);
+    let mut users: Vec<crate::acl::User> = Vec::new();
+    for (words, n) in lines.iter().zip(numbers) {
+        let name = String::from_utf8_lossy(&words[0]).into_owned();
+        if users.iter().any(|u| *u.name == *name) {
+            return Err(format!(
+                "WARNING: Duplicate user '{name}' found on line {n}. "
+            ));
+        }
+        let mut one =
+            crate::acl::parse_users(cat, std::slice::from_ref(words), all).map_err(|e| {
+                let why = e.rsplit(": ").next().unwrap_or(&e).to_string();
+                format!("{file}:{n}: {why}. ")
+            })?;
+        users.append(&mut one);
+    }
+    Ok(users)
+}
+
+/// Replaces the users; the slots whose clients must be disconnected: all
+/// but `default`'s, whose clients keep it with its new rules (Redis 7.0).
+fn install(st: &mut State, users: Vec<crate::acl::User>) -> Vec<usize> {
+    let mut dropped = st.acl.replace(users);
+    dropped.retain(|&s| s != st.acl.default_slot());
+    dropped
+}
+
+/// An OS error as C's strerror words it.
+fn os_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// The `user` lines CONFIG REWRITE writes, or None with an aclfile.
+pub fn config_lines(st: &State) -> Option<Vec<String>> {
+    if !st.cfg.aclfile.is_empty() {
+        return None;
+    }
+    Some(st.acl.users().map(|u| u.describe(catalog())).collect())
+}
+
+/// ACL LOAD
+fn load(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let file = c.st.cfg.aclfile.clone();
+    if file.is_empty() {
+        return Err(Error::other(NO_ACLFILE));
+    }
+    let users = read_aclfile(c.st, &file).map_err(|e| {
+        // Only errors in the rules carry the warning.
+        if e.starts_with("Error loading ACLs") {
+            return Error::other(format!("ERR {e}"));
+        }
+        Error::other(format!(
+            "ERR {e}WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+        ))
+    })?;
+    let dropped = install(c.st, users);
+    kill_users(c, &dropped);
+    c.out.ok();
+    Ok(())
+}
+
+/// ACL SAVE
+fn save(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let file = c.st.cfg.aclfile.clone();
+    if file.is_empty() {
+        return Err(Error::other(NO_ACLFILE));
+    }
+    let mut text = String::new();
+    for u in c.st.acl.users() {
+        text.push_str(&u.describe(catalog()));
+        text.push('\n');
+    }
+    let tmp = format!("{file}.tmp-{}", std::process::id());
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &file))
+        .map_err(|_| Error::other("ERR There was an error trying to save the ACLs. Please check the server logs for more information"))?;
+    c.out.ok();
     Ok(())
 }

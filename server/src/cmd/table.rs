@@ -319,8 +319,6 @@ mod tests {
     /// Redis 7.0.15's commands and subcommands cinnabar does not implement
     /// yet: their rows stay unbound, so they are unknown to clients.
     const NOT_IMPLEMENTED: &[&str] = &[
-        "acl|load",
-        "acl|save",
         "failover",
         "geodist",
         "geohash",

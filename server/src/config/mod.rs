@@ -93,7 +93,6 @@ const NOT_IMPLEMENTED: &[&str] = &[
     "replicaof",
     "tls-port",
     "unixsocket",
-    "aclfile",
     "activedefrag",
     "syslog-enabled",
     "supervised",
@@ -151,6 +150,8 @@ pub struct Config {
     pub file: Option<std::path::PathBuf>,
     /// Warnings gathered while loading (logged once at start-up).
     pub warnings: Vec<String>,
+    /// The words after `user` of each `user` line (see `acl`).
+    pub users: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for Config {
@@ -160,6 +161,7 @@ impl Default for Config {
             values: Values::default(),
             file: None,
             warnings: Vec::new(),
+            users: Vec::new(),
         };
         for o in table::OPTIONS {
             if canonical(o.name) == o.name {
@@ -620,6 +622,11 @@ impl Config {
             let Some(words) = split_args(trimmed.as_bytes()) else {
                 return Err(fatal("Unbalanced quotes in configuration line"));
             };
+            if words[0].eq_ignore_ascii_case(b"user") && words.len() > 1 {
+                self.users
+                    .push(words[1..].iter().map(|w| w.to_vec()).collect());
+                continue;
+            }
             let words: Vec<String> = words
                 .iter()
                 .map(|w| String::from_utf8_lossy(w).into_owned())
@@ -695,13 +702,16 @@ impl Config {
     /// CONFIG REWRITE: rewrites the config file with the current values,
     /// keeping comments and unknown lines, replacing each option's lines,
     /// and appending options that differ from their default.
-    pub fn rewrite(&self) -> Result<(), String> {
+    /// `users`: the `user` lines to write (in place of the old ones, the
+    /// rest at the end), or None to keep the file's.
+    pub fn rewrite(&self, users: Option<&[String]>) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
         let old = std::fs::read_to_string(path).unwrap_or_default();
         let mut out = Vec::new();
         let mut done = std::collections::HashSet::new();
+        let mut users_left = users.unwrap_or_default().iter();
         let render = |name: &'static str, v: &str| -> Vec<String> {
             if name == "save" {
                 if v.is_empty() {
@@ -735,6 +745,11 @@ impl Config {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             match find(&first) {
+                None if first == "user" && users.is_some() => {
+                    if let Some(u) = users_left.next() {
+                        out.push(u.clone());
+                    }
+                }
                 Some(opt) if !t.starts_with('#') => {
                     if done.insert(opt.name) {
                         out.extend(render(opt.name, self.raw(opt.name)));
@@ -758,6 +773,7 @@ impl Config {
             }
             out.extend(render(o.name, self.raw(o.name)));
         }
+        out.extend(users_left.cloned());
         let tmp = path.with_extension("tmp-rewrite");
         std::fs::write(&tmp, out.join("\n") + "\n")
             .and_then(|_| std::fs::rename(&tmp, path))
