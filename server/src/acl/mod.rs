@@ -209,13 +209,12 @@ impl Selector {
                 self.add_key(&rule[tilde + 1..], flags)
             }
             b'&' => {
-                if self.allchannels {
-                    return Err(CHANNELS_AFTER_ALL);
-                }
                 let p = &rule[1..];
                 if p == b"*" {
                     self.allchannels = true;
                     self.channels.clear();
+                } else if self.allchannels {
+                    return Err(CHANNELS_AFTER_ALL);
                 } else if !self.channels.iter().any(|c| c == p) {
                     self.channels.push(p.to_vec());
                 }
@@ -235,11 +234,22 @@ impl Selector {
                 }
                 // `+cmd|arg`: a first argument of a command without
                 // subcommands.
+                let bar = what.iter().rposition(|&b| b == b'|').ok_or(UNKNOWN)?;
+                if on
+                    && cat
+                        .id(&what[..bar])
+                        .is_some_and(|p| cat.cmds[p].name.contains('|'))
+                {
+                    return Err("Allowing first-arg of a subcommand is not supported");
+                }
                 let bar = what.iter().position(|&b| b == b'|').ok_or(UNKNOWN)?;
                 let id = cat.id(&what[..bar]).ok_or(UNKNOWN)?;
                 let arg = &what[bar + 1..];
-                if !on || !cat.cmds[id].subs.is_empty() || arg.is_empty() || arg.contains(&b'|') {
+                if !on || !cat.cmds[id].subs.is_empty() || arg.contains(&b'|') {
                     return Err(UNKNOWN);
+                }
+                if arg.is_empty() {
+                    return Err(SYNTAX);
                 }
                 if self.has(id) {
                     return Ok(());
@@ -260,13 +270,13 @@ impl Selector {
     }
 
     fn add_key(&mut self, p: &[u8], flags: u8) -> Result<(), &'static str> {
-        if self.allkeys {
-            return Err(KEYS_AFTER_ALL);
-        }
         if p == b"*" && flags == READ | WRITE {
             self.allkeys = true;
             self.keys.clear();
             return Ok(());
+        }
+        if self.allkeys {
+            return Err(KEYS_AFTER_ALL);
         }
         match self.keys.iter_mut().find(|(k, _)| k == p) {
             Some((_, f)) => *f |= flags,
@@ -358,26 +368,24 @@ impl Selector {
         for id in 0..n {
             let want = self.has(id);
             if fake.has(id) != want {
-                let parent_same = cat.cmds[id].subs.iter().all(|&s| self.has(s) == want);
-                if parent_same {
-                    fake.set_command(cat, id, want);
-                } else {
-                    fake.set(id, want);
-                }
+                // A container's rule covers its subcommands, which are
+                // then corrected one by one.
+                fake.set_command(cat, id, want);
                 rules.push(format!(
                     "{}{}",
                     if want { '+' } else { '-' },
                     cat.cmds[id].name
                 ));
             }
-        }
-        for (id, args) in &self.firstargs {
-            for a in args {
-                rules.push(format!(
-                    "+{}|{}",
-                    cat.cmds[*id].name,
-                    String::from_utf8_lossy(a)
-                ));
+            // A command's first arguments follow its own rule.
+            for (_, args) in self.firstargs.iter().filter(|(c, _)| *c == id) {
+                for a in args {
+                    rules.push(format!(
+                        "+{}|{}",
+                        cat.cmds[id].name,
+                        String::from_utf8_lossy(a)
+                    ));
+                }
             }
         }
         rules.join(" ")

@@ -288,17 +288,49 @@ fn kill_users(c: &mut Ctx, slots: &[usize]) {
     }
 }
 
+/// Closes the user's clients subscribed to a channel or pattern the user
+/// may no longer use (Redis 7.0).
+fn kill_revoked_subscribers(c: &mut Ctx, name: &[u8]) {
+    let Some(slot) = c.st.acl.slot(name) else {
+        return;
+    };
+    let Some(u) = c.st.acl.user(slot) else { return };
+    let revoked = |cl: &Client| {
+        cl.user.slot == slot
+            && (cl.subs.channels.iter().any(|ch| !u.channel_ok(ch, false))
+                || cl.subs.shard.iter().any(|ch| !u.channel_ok(ch, false))
+                || cl.subs.patterns.iter().any(|p| !u.channel_ok(p, true)))
+    };
+    let victims: Vec<u64> = (c.st.clients.values())
+        .filter(|cl| revoked(cl))
+        .map(|cl| cl.id)
+        .collect();
+    let me = revoked(c.cl);
+    for v in victims {
+        c.st.kill_client(v);
+    }
+    if me {
+        c.cl.close_after_reply = true;
+    }
+}
+
 fn pubsub_all(st: &State) -> bool {
     st.cfg.acl_pubsub_default == "allchannels"
 }
 
 /// ACL SETUSER username [rule ...]
 fn setuser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a[2].iter().any(|&b| b == b' ' || b == 0) {
+        return Err(Error::other(
+            "ERR Usernames can't contain spaces or null characters",
+        ));
+    }
     let rules: Vec<&[u8]> = a[3..].iter().map(|r| &r[..]).collect();
     let all = pubsub_all(c.st);
     c.st.acl
         .set_user(catalog(), &a[2], &rules, all)
         .map_err(|e| Error::other(format!("ERR {e}")))?;
+    kill_revoked_subscribers(c, &a[2]);
     c.out.ok();
     Ok(())
 }
@@ -385,7 +417,7 @@ fn whoami(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// ACL CAT [category]
 fn cat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len() > 3 {
-        return Err(Error::Syntax);
+        return Err(super::help::bad_sub(&a[1], "ACL"));
     }
     let Some(name) = a.get(2) else {
         c.out.array(CATEGORIES.len());

@@ -111,7 +111,10 @@ fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut out = String::new();
     let mut mine_done = false;
     let keep = |cl: &Client| {
-        ty.is_none_or(|t| cl.kind() == t) && ids.as_ref().is_none_or(|v| v.contains(&cl.id))
+        // A killed client is gone for Redis at once.
+        !cl.killed
+            && ty.is_none_or(|t| cl.kind() == t)
+            && ids.as_ref().is_none_or(|v| v.contains(&cl.id))
     };
     let push_me = |out: &mut String, cl: &Client| {
         let line = cl
