@@ -421,16 +421,9 @@ impl Selector {
                 return Err(Denied::Command);
             }
         }
-        if !self.allkeys {
-            for &(i, need) in req.keys {
-                let key = &req.args[i];
-                let ok = self
-                    .keys
-                    .iter()
-                    .any(|(p, f)| f & need == need && storage::glob::matches(p, key, false));
-                if !ok {
-                    return Err(Denied::Key(i));
-                }
+        for &(i, need) in req.keys {
+            if !self.key_ok(&req.args[i], need) {
+                return Err(Denied::Key(i));
             }
         }
         if !self.allchannels {
@@ -441,6 +434,12 @@ impl Selector {
             }
         }
         Ok(())
+    }
+
+    fn key_ok(&self, key: &[u8], need: u8) -> bool {
+        self.allkeys
+            || (self.keys.iter())
+                .any(|(p, f)| f & need == need && storage::glob::matches(p, key, false))
     }
 
     /// A channel matches a pattern of the user's; a pattern (PSUBSCRIBE)
@@ -457,7 +456,9 @@ impl Selector {
     }
 }
 
-/// Why a request is refused.
+/// Why a request is refused. Of several selectors' refusals, Redis
+/// reports the one that got furthest: the greatest in this order (a key or
+/// channel further in the arguments is further).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Denied {
     Command,
@@ -465,18 +466,6 @@ pub enum Denied {
     Key(usize),
     /// The argument index of the channel.
     Channel(usize),
-}
-
-impl Denied {
-    /// How bad the refusal is: of several selectors' refusals, Redis reports
-    /// the one that got furthest.
-    fn rank(self) -> u8 {
-        match self {
-            Denied::Command => 1,
-            Denied::Key(_) => 2,
-            Denied::Channel(_) => 4,
-        }
-    }
 }
 
 /// A request as the check needs it.
@@ -610,7 +599,7 @@ impl User {
                         .split(|b| *b == b' ')
                         .filter(|r| !r.is_empty())
                     {
-                        s.apply(cat, r, pubsub_all).map_err(|_| SYNTAX)?;
+                        s.apply(cat, r, pubsub_all)?;
                     }
                     self.selectors.push(s);
                 }
@@ -673,11 +662,18 @@ impl User {
         for s in &self.selectors {
             match s.check(req) {
                 Ok(()) => return Ok(()),
-                Err(e) if e.rank() > worst.rank() => worst = e,
+                Err(e) if e > worst => worst = e,
                 Err(_) => {}
             }
         }
         Err(worst)
+    }
+
+    /// Whether a selector lets the user access `key` as `need` says.
+    pub fn key_ok(&self, key: &[u8], need: u8) -> bool {
+        std::iter::once(&self.root)
+            .chain(&self.selectors)
+            .any(|s| s.key_ok(key, need))
     }
 
     /// Whether the user may use `ch` (a pattern if `pattern`), by its

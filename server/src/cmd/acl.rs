@@ -110,6 +110,13 @@ pub(super) fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> R
     check_user(u, cmd, args)
 }
 
+/// Whether the client's user may read any key (SORT's BY and GET).
+pub(super) fn reads_all_keys(st: &State, cl: &Client) -> bool {
+    st.acl
+        .user(cl.user.slot)
+        .is_some_and(|u| u.unrestricted || u.key_ok(b"*", READ))
+}
+
 fn check_user(u: &crate::acl::User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
     let keys = keys_of(args);
     let channels = channels_of(cmd.name, args);
