@@ -71,8 +71,8 @@ fn id_of(name: &str) -> usize {
 
 /// Keys a request touches, with what each needs, as Redis reads its key
 /// specs' flags.
-fn keys_of(args: &[Bytes]) -> Vec<(usize, u8)> {
-    let keys = super::command::get_keys(args).unwrap_or_default();
+fn keys_of(cmd: &Command, args: &[Bytes]) -> Vec<(usize, u8)> {
+    let keys = super::command::keys_for(cmd.meta, args).unwrap_or_default();
     keys.into_iter()
         .map(|(i, f)| {
             let mut need = 0;
@@ -118,7 +118,7 @@ pub(super) fn reads_all_keys(st: &State, cl: &Client) -> bool {
 }
 
 fn check_user(u: &crate::acl::User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
-    let keys = keys_of(args);
+    let keys = keys_of(cmd, args);
     let channels = channels_of(cmd.name, args);
     u.check(&Request {
         id: id_of(cmd.name),
