@@ -105,6 +105,12 @@ pub trait Host {
     /// error that the command already counted in the error stats (Redis's
     /// `ignore_error_stats_update`).
     fn error_reply(&mut self, _msg: &[u8], _counted: bool) {}
+
+    /// `redis.acl_check_cmd`: whether the script's user may run `args`;
+    /// the error for a command that does not exist.
+    fn acl_check(&mut self, _args: &[Bytes]) -> Result<bool, String> {
+        Ok(true)
+    }
 }
 
 /// How a run failed: its error reply, and whether that is a command's
@@ -932,8 +938,26 @@ fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>) -> mlua::Result<Table> {
                     "ERR Please specify at least one argument for this redis lib call",
                 );
             }
-            // No ACL users: the default user may run every command.
-            Ok(Value::Boolean(true))
+            let mut args = Vec::with_capacity(v.len());
+            for x in v.iter() {
+                match x {
+                    Value::String(s) => args.push(Bytes::copy_from_slice(&s.as_bytes())),
+                    Value::Integer(_) | Value::Number(_) => {
+                        let n = x.as_f64().unwrap_or(0.0);
+                        args.push(Bytes::from(lua_num_str(n)));
+                    }
+                    _ => {
+                        return fail(
+                            lua,
+                            "ERR Lua redis lib command arguments must be strings or integers",
+                        )
+                    }
+                }
+            }
+            match with_host(|h| h.map_or(Ok(true), |h| h.acl_check(&args))) {
+                Ok(b) => Ok(Value::Boolean(b)),
+                Err(e) => fail(lua, &e),
+            }
         })?,
     )?;
     Ok(t)

@@ -59,12 +59,12 @@ where
                 if st.clients.len() >= st.tun.maxclients {
                     st.stats.rejected_connections += 1;
                     Err("-ERR max number of clients reached\r\n")
-                } else if st.tun.protected_mode && st.tun.requirepass.is_none() && !peer.local {
+                } else if st.tun.protected_mode && !st.acl.auth_required() && !peer.local {
                     Err(DENIED)
                 } else {
                     let id = st.next_client_id;
                     st.next_client_id += 1;
-                    let authed = st.tun.requirepass.is_none();
+                    let authed = !st.acl.auth_required();
                     let mut c = Client::new(id, peer.addr.clone(), peer.laddr.clone(), fd, authed);
                     c.unix = peer.unix;
                     let wake = c.wake.clone();

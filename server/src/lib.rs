@@ -11,6 +11,7 @@
 //!   command family; handlers are plain synchronous functions.
 //! - [`config`]: redis.conf parsing and CONFIG's option table.
 
+pub mod acl;
 pub mod aof;
 pub mod cmd;
 pub mod config;

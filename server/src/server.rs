@@ -120,7 +120,9 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
-    let state = State::new(cfg);
+    let mut state = State::new(cfg);
+    crate::cmd::acl::at_startup(&mut state)
+        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     let listeners = listen(&state.cfg)?;
     let unix = listen_unix(&state.cfg)?;
     let show_logo = state.cfg.always_show_logo

@@ -64,6 +64,8 @@ pub struct Client {
     pub db: usize,
     pub resp3: bool,
     pub authenticated: bool,
+    /// The ACL user the client acts as.
+    pub user: crate::acl::Login,
     pub created_ms: i64,
     pub last_interaction_ms: i64,
     pub last_cmd: &'static str,
@@ -164,6 +166,7 @@ impl Client {
             db: 0,
             resp3: false,
             authenticated,
+            user: Default::default(),
             created_ms: now,
             last_interaction_ms: now,
             last_cmd: "NULL",
@@ -361,6 +364,8 @@ pub struct State {
     pub tracking: crate::tracking::Tracking,
     /// The replication stream and the replicas (see `repl`).
     pub repl: crate::repl::Repl,
+    /// ACL users and log (see `acl`).
+    pub acl: crate::acl::Acl,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -426,6 +431,7 @@ impl State {
             loading: None,
             tracking: Default::default(),
             repl: Default::default(),
+            acl: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
         st.apply_all();
@@ -599,7 +605,7 @@ impl Client {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={}",
             cl.id,
             cl.addr,
             cl.laddr,
@@ -630,6 +636,7 @@ impl Client {
             37632 + qbuf + multi_mem + omem,
             if omem > 0 { "rw" } else { "r" },
             if current.is_some() { "NULL" } else { &cl.last_cmd },
+            cl.user.name,
             if cl.tracking.on {
                 cl.tracking.redirect as i64
             } else {

@@ -64,7 +64,7 @@ impl Harness {
         let st = &mut self.st;
         let id = st.next_client_id;
         st.next_client_id += 1;
-        let authed = st.tun.requirepass.is_none();
+        let authed = !st.acl.auth_required();
         let c = Client::new(
             id,
             format!("127.0.0.1:{}", 40000 + id),

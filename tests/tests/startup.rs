@@ -411,7 +411,6 @@ fn unsupported_features_are_refused() {
     for (name, value) in [
         ("cluster-enabled", "yes"),
         ("tls-port", "6380"),
-        ("aclfile", "/tmp/users.acl"),
         ("syslog-enabled", "yes"),
     ] {
         let out = std::process::Command::new(cinnabar_tests::server_bin())

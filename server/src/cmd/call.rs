@@ -143,7 +143,8 @@ pub(super) fn slowlog_if_slow(
         && dur as i64 >= st.tun.slowlog_slower_than
         && !cmd.has(flags::SKIP_SLOWLOG)
     {
-        slowlog_push(st, cl, args, dur as i64);
+        let secret = secret_args(cmd.name, args);
+        slowlog_push(st, cl, args, &secret, dur as i64);
     }
 }
 
@@ -152,19 +153,10 @@ fn micros(base: std::time::Instant, t: std::time::Instant) -> u64 {
     t.saturating_duration_since(base).as_micros() as u64
 }
 
-fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
-    // As Redis: at most 32 arguments, each cut to 128 bytes; passwords
-    // as in MONITOR.
-    let secret = secret_args(
-        &String::from_utf8_lossy(&args[0]).to_ascii_lowercase(),
-        args,
-    );
+fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], secret: &[usize], dur: i64) {
+    // As Redis: at most 32 arguments, each cut to 128 bytes.
     let mut logged: Vec<Bytes> = Vec::new();
     for (i, a) in args.iter().enumerate() {
-        if secret.contains(&i) {
-            logged.push(Bytes::from_static(b"(redacted)"));
-            continue;
-        }
         if i == 31 && args.len() > 32 {
             logged.push(Bytes::from(format!(
                 "... ({} more arguments)",
@@ -172,7 +164,9 @@ fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], dur: i64) {
             )));
             break;
         }
-        if a.len() > 128 {
+        if secret.contains(&i) {
+            logged.push(Bytes::from_static(b"(redacted)"));
+        } else if a.len() > 128 {
             logged.push(Bytes::from(format!(
                 "{}... ({} more bytes)",
                 String::from_utf8_lossy(&a[..128]),
@@ -224,36 +218,49 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
     }
 }
 
-/// The positions of the arguments Redis redacts: every argument of AUTH,
-/// the user name and password of HELLO's AUTH and MIGRATE's AUTH/AUTH2.
-fn secret_args(name: &str, args: &[Bytes]) -> std::ops::Range<usize> {
+/// The positions of the arguments Redis redacts (in MONITOR and the
+/// slowlog): every argument of AUTH, the user name and password of HELLO's
+/// AUTH and MIGRATE's AUTH/AUTH2, ACL SETUSER's user and rules, the values
+/// of CONFIG SET's sensitive options.
+fn secret_args(name: &str, args: &[Bytes]) -> Vec<usize> {
     match name {
-        "auth" => 1..args.len(),
+        "auth" => (1..args.len()).collect(),
+        "acl|setuser" => (2..args.len()).collect(),
+        "config|set" => (2..args.len())
+            .step_by(2)
+            .filter(|&i| {
+                ["requirepass", "masteruser", "masterauth"]
+                    .iter()
+                    .any(|o| super::is(&args[i], o))
+            })
+            .map(|i| i + 1)
+            .filter(|&i| i < args.len())
+            .collect(),
         "hello" => {
             let mut j = 2;
             while j < args.len() {
                 if super::is(&args[j], "auth") {
-                    return j + 1..(j + 3).min(args.len());
+                    return (j + 1..(j + 3).min(args.len())).collect();
                 }
                 j += 2;
             }
-            0..0
+            Vec::new()
         }
         "migrate" => {
             for j in 6..args.len() {
                 if super::is(&args[j], "auth") {
-                    return j + 1..(j + 2).min(args.len());
+                    return (j + 1..(j + 2).min(args.len())).collect();
                 }
                 if super::is(&args[j], "auth2") {
-                    return j + 1..(j + 3).min(args.len());
+                    return (j + 1..(j + 3).min(args.len())).collect();
                 }
                 if super::is(&args[j], "keys") {
                     break;
                 }
             }
-            0..0
+            Vec::new()
         }
-        _ => 0..0,
+        _ => Vec::new(),
     }
 }
 

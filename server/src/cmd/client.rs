@@ -111,7 +111,10 @@ fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut out = String::new();
     let mut mine_done = false;
     let keep = |cl: &Client| {
-        ty.is_none_or(|t| cl.kind() == t) && ids.as_ref().is_none_or(|v| v.contains(&cl.id))
+        // A killed client is gone for Redis at once.
+        !cl.killed
+            && ty.is_none_or(|t| cl.kind() == t)
+            && ids.as_ref().is_none_or(|v| v.contains(&cl.id))
     };
     let push_me = |out: &mut String, cl: &Client| {
         let line = cl
@@ -179,6 +182,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
     let mut skipme = true;
+    let mut user: Option<usize> = None;
     for p in a[2..].chunks(2) {
         let (k, v) = (&p[0], &p[1]);
         if is(k, "id") {
@@ -194,12 +198,9 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         } else if is(k, "laddr") {
             laddr = Some(v);
         } else if is(k, "user") {
-            if &v[..] != b"default" {
-                return Err(Error::other(format!(
-                    "ERR No such user '{}'",
-                    String::from_utf8_lossy(v)
-                )));
-            }
+            user = Some(c.st.acl.slot(v).ok_or_else(|| {
+                Error::other(format!("ERR No such user '{}'", String::from_utf8_lossy(v)))
+            })?);
         } else if is(k, "skipme") {
             if is(v, "yes") {
                 skipme = true;
@@ -217,6 +218,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             && ty.is_none_or(|t| cl.kind() == t)
             && addr.is_none_or(|x| cl.addr.as_bytes() == x)
             && laddr.is_none_or(|x| cl.laddr.as_bytes() == x)
+            && user.is_none_or(|u| cl.user.slot == u)
     };
     let victims: Vec<u64> =
         c.st.clients

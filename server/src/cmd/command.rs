@@ -337,6 +337,11 @@ pub fn get_keys(args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {
         Some(sub) if !parent.subs.is_empty() => sub_of(parent, sub).ok_or_else(unknown)?,
         _ => parent.meta,
     };
+    keys_for(cmd, args)
+}
+
+/// As `get_keys`, for a command already looked up.
+pub fn keys_for(cmd: &'static Meta, args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {
     let rules = fallback(cmd);
     if rules.is_none() && cmd.specs.iter().all(|s| s.flags & NOT_KEY != 0) {
         return Err(Error::other("ERR The command has no key arguments"));

@@ -145,7 +145,8 @@ fn resetstat(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// CONFIG REWRITE
 fn rewrite(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    c.st.cfg.rewrite().map_err(Error::other)?;
+    let users = super::acl::config_lines(c.st);
+    c.st.cfg.rewrite(users.as_deref()).map_err(Error::other)?;
     c.out.ok();
     Ok(())
 }

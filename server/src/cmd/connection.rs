@@ -51,7 +51,9 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         c.st.monitors -= 1;
     }
     cl.no_evict = false;
-    cl.authenticated = c.st.tun.requirepass.is_none();
+    cl.authenticated = !c.st.acl.auth_required();
+    cl.user = Default::default();
+    cl.user.slot = c.st.acl.default_slot();
     cl.multi = None;
     cl.multi_error = false;
     c.st.unwatch_all(c.cl);
@@ -73,27 +75,13 @@ fn select(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Checks a username/password pair against `requirepass` (only the
-/// `default` user exists).
-fn check_password(c: &mut Ctx, user: &[u8], pass: &[u8]) -> CmdResult {
-    let ok = user == b"default"
-        && match &c.st.tun.requirepass {
-            Some(p) => p[..] == *pass,
-            None => true,
-        };
-    if !ok {
-        return Err(Error::WrongPass);
-    }
-    c.cl.authenticated = true;
-    Ok(())
-}
-
 /// AUTH [username] password
 fn auth(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len() > 3 {
         return Err(Error::Syntax);
     }
-    if a.len() == 2 && c.st.tun.requirepass.is_none() {
+    let default_nopass = c.st.acl.get(b"default").is_some_and(|u| u.nopass);
+    if a.len() == 2 && default_nopass {
         return Err(Error::other(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         ));
@@ -103,7 +91,7 @@ fn auth(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         (&b"default"[..], &a[1][..])
     };
-    check_password(c, user, pass)?;
+    super::acl::authenticate(c, &a[0], user, pass)?;
     c.out.ok();
     Ok(())
 }
@@ -125,7 +113,7 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     while i < a.len() {
         let more = a.len() - i - 1;
         if is(&a[i], "auth") && more >= 2 {
-            check_password(c, &a[i + 1], &a[i + 2])?;
+            super::acl::authenticate(c, &a[0], &a[i + 1], &a[i + 2])?;
             i += 3;
         } else if is(&a[i], "setname") && more >= 1 {
             super::client::validate_client_name(&a[i + 1])?;

@@ -62,7 +62,7 @@ fn check(
         return Err((Some(cmd), Error::Arity(cmd.name.into())));
     }
     if !cl.authenticated && !cmd.has(flags::NO_AUTH) {
-        if st.tun.requirepass.is_some() {
+        if st.acl.auth_required() {
             return Err((Some(cmd), Error::NoAuth));
         }
         // The password was removed since this client connected.
@@ -73,6 +73,17 @@ fn check(
             Some(cmd),
             Error::other("ERR Command not allowed inside a transaction"),
         ));
+    }
+    // A script's commands are checked by the script (`cmd::scripting`);
+    // EXEC's, again when they run.
+    if cl.id != 0 {
+        if let Err(d) = super::acl::check(st, cl, cmd, args) {
+            let in_exec = cl.deny_blocking;
+            return Err((
+                Some(cmd),
+                super::acl::refusal(st, cl, cmd, args, d, in_exec),
+            ));
+        }
     }
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));

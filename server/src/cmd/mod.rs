@@ -12,6 +12,7 @@
 //! lazy expiry, and `State::changed`), [`blocking`] (waiting clients),
 //! [`scan`] (the SCAN family's cursor and options), [`help`] (HELP replies).
 
+pub mod acl;
 pub mod aof;
 pub mod bitmap;
 pub mod blocking;

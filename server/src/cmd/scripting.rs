@@ -122,6 +122,9 @@ struct ScriptHost<'a> {
     run: Arc<RunFlags>,
     /// Reused for every call's reply.
     out: ReplyBuf,
+    /// The caller's CLIENT LIST line when its user is restricted (the ACL
+    /// log shows it); empty when every call is allowed.
+    caller: String,
 }
 
 impl ScriptHost<'_> {
@@ -142,6 +145,12 @@ impl ScriptHost<'_> {
                 Some(cmd),
                 "ERR This Redis command is not allowed from script",
             ));
+        }
+        if !self.caller.is_empty() {
+            if let Some(e) = super::acl::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
+            {
+                return Some((Some(cmd), e));
+            }
         }
         // PUBLISH and the like replicate: no more allowed than a write.
         if self.read_only && (cmd.has(WRITE) || super::client::may_replicate(cmd.name)) {
@@ -193,6 +202,10 @@ impl Host for ScriptHost<'_> {
         &self.out.buf
     }
 
+    fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
+        super::acl::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
+    }
+
     fn error_reply(&mut self, msg: &[u8], counted: bool) {
         if !counted {
             self.st.count_error(&String::from_utf8_lossy(msg));
@@ -237,6 +250,15 @@ fn run(
     cl.db = c.cl.db;
     cl.deny_blocking = true;
     cl.name = Some(Bytes::from_static(b"lua"));
+    cl.user = c.cl.user.clone();
+    // Whom a refused call is logged for: only a restricted user's calls
+    // can be refused.
+    let restricted = c.st.acl.user(cl.user.slot).is_none_or(|u| !u.unrestricted);
+    let caller = if restricted {
+        c.cl.line(c.now, None)
+    } else {
+        String::new()
+    };
     let run = c.st.script_run.clone();
     let oom_refuses = flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 && out_of_memory(c.st);
     let mut host = ScriptHost {
@@ -247,6 +269,7 @@ fn run(
         start_ms: c.now,
         run,
         out: ReplyBuf::new(false),
+        caller,
     };
     let out = &mut *c.out;
     let res = match target {

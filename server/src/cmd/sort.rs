@@ -84,8 +84,9 @@ struct Opts<'a> {
 }
 
 /// Options in any order; a repeated option overrides the earlier one, GETs
-/// accumulate. SORT_RO has no STORE (a syntax error).
-fn parse(a: &[Bytes], readonly: bool) -> Result<Opts<'_>, Error> {
+/// accumulate. SORT_RO has no STORE (a syntax error). BY with a pattern
+/// and GET need a user who may read every key (`all_keys`).
+fn parse(a: &[Bytes], readonly: bool, all_keys: bool) -> Result<Opts<'_>, Error> {
     let mut o = Opts {
         desc: false,
         alpha: false,
@@ -115,9 +116,20 @@ fn parse(a: &[Bytes], readonly: bool) -> Result<Opts<'_>, Error> {
             j += 1;
         } else if is(w, "by") && left >= 1 {
             o.by = Some(&a[j + 1]);
-            o.dontsort |= !cstr(&a[j + 1]).contains(&b'*');
+            let pattern = cstr(&a[j + 1]).contains(&b'*');
+            o.dontsort |= !pattern;
+            if pattern && !all_keys {
+                return Err(Error::other(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             j += 1;
         } else if is(w, "get") && left >= 1 {
+            if !all_keys {
+                return Err(Error::other(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.gets.push(Pattern::compile(&a[j + 1]));
             j += 1;
         } else {
@@ -249,7 +261,8 @@ struct Item {
 }
 
 fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
-    let mut o = parse(a, readonly)?;
+    let all_keys = super::acl::reads_all_keys(c.st, c.cl);
+    let mut o = parse(a, readonly, all_keys)?;
     let db = c.cl.db;
     let now = c.now;
     let key = &a[1][..];

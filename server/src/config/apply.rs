@@ -109,6 +109,10 @@ impl State {
 
     fn retune(&mut self) {
         let c = &self.cfg;
+        let pass = (!c.requirepass.is_empty()).then(|| c.requirepass.as_bytes());
+        if pass != self.tun.requirepass.as_deref() {
+            self.acl.set_requirepass(pass);
+        }
         self.tun = Tuning {
             requirepass: (!c.requirepass.is_empty())
                 .then(|| Bytes::copy_from_slice(c.requirepass.as_bytes())),

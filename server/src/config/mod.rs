@@ -95,9 +95,7 @@ fn unsupported(name: &str, value: &str) -> Option<&'static str> {
     let on = |v: &str| v.eq_ignore_ascii_case("yes");
     match name {
         "cluster-enabled" if on(value) => Some("Cluster mode is not supported by this server"),
-        "replicaof" if !value.is_empty() => Some("Replication is not supported by this server"),
         "tls-port" if value != "0" => Some("TLS is not supported by this server"),
-        "aclfile" if !value.is_empty() => Some("ACL files are not supported by this server"),
         "syslog-enabled" if on(value) => Some("Logging to syslog is not supported by this server"),
         _ => None,
     }
@@ -162,6 +160,8 @@ pub struct Config {
     /// `loadmodule` paths: the server refuses to start with any (it cannot
     /// load Redis modules), as Redis refuses a module it cannot load.
     pub modules: Vec<String>,
+    /// The words after `user` of each `user` line (see `acl`).
+    pub users: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for Config {
@@ -172,6 +172,7 @@ impl Default for Config {
             file: None,
             warnings: Vec::new(),
             modules: Vec::new(),
+            users: Vec::new(),
         };
         for o in all() {
             if canonical(o.name) == o.name {
@@ -641,6 +642,11 @@ impl Config {
             let Some(words) = split_args(trimmed.as_bytes()) else {
                 return Err(fatal("Unbalanced quotes in configuration line"));
             };
+            if words[0].eq_ignore_ascii_case(b"user") && words.len() > 1 {
+                self.users
+                    .push(words[1..].iter().map(|w| w.to_vec()).collect());
+                continue;
+            }
             let words: Vec<String> = words
                 .iter()
                 .map(|w| String::from_utf8_lossy(w).into_owned())
@@ -667,7 +673,7 @@ impl Config {
                 } else {
                     return Err(fatal(match name.as_str() {
                         "rename-command" => "Renaming commands is not supported by this server",
-                        "user" => "ACL users are not supported by this server",
+                        "user" => "wrong number of arguments",
                         _ => "Sentinel mode is not supported by this server",
                     }));
                 }
@@ -717,13 +723,16 @@ impl Config {
     /// CONFIG REWRITE: rewrites the config file with the current values,
     /// keeping comments and unknown lines, replacing each option's lines,
     /// and appending options that differ from their default.
-    pub fn rewrite(&self) -> Result<(), String> {
+    /// `users`: the `user` lines to write (in place of the old ones, the
+    /// rest at the end), or None to keep the file's.
+    pub fn rewrite(&self, users: Option<&[String]>) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
         let old = std::fs::read_to_string(path).unwrap_or_default();
         let mut out = Vec::new();
         let mut done = std::collections::HashSet::new();
+        let mut users_left = users.unwrap_or_default().iter();
         let render = |name: &'static str, v: &str| -> Vec<String> {
             if name == "save" {
                 if v.is_empty() {
@@ -757,6 +766,11 @@ impl Config {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             match find(&first) {
+                None if first == "user" && users.is_some() => {
+                    if let Some(u) = users_left.next() {
+                        out.push(u.clone());
+                    }
+                }
                 Some(opt) if !t.starts_with('#') => {
                     if done.insert(opt.name) {
                         out.extend(render(opt.name, self.raw(opt.name)));
@@ -780,6 +794,7 @@ impl Config {
             }
             out.extend(render(o.name, self.raw(o.name)));
         }
+        out.extend(users_left.cloned());
         let tmp = path.with_extension("tmp-rewrite");
         std::fs::write(&tmp, out.join("\n") + "\n")
             .and_then(|_| std::fs::rename(&tmp, path))

@@ -1,0 +1,720 @@
+//! ACL commands, and the permission check the gatekeeper and scripts run
+//! (the users and rules themselves are `crate::acl`'s). The ACL's view of
+//! the commands — ids, categories — is built here from Redis's metadata.
+
+use super::flags::NO_AUTH;
+use super::help::help_reply;
+use super::key_flags as K;
+use super::{int_arg, is, meta, Command, Ctx, Handler};
+use crate::acl::{Catalog, CmdDesc, Denied, LogEntry, Request, CATEGORIES, READ, WRITE};
+use crate::error::{CmdResult, Error};
+use crate::state::{Client, State};
+use ahash::AHashMap as HashMap;
+use bytes::Bytes;
+use std::sync::OnceLock;
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("acl|setuser", setuser),
+    ("acl|getuser", getuser),
+    ("acl|deluser", deluser),
+    ("acl|list", list),
+    ("acl|users", users),
+    ("acl|whoami", whoami),
+    ("acl|cat", cat),
+    ("acl|genpass", genpass),
+    ("acl|dryrun", dryrun),
+    ("acl|log", log),
+    ("acl|help", help),
+    ("acl|load", load),
+    ("acl|save", save),
+];
+
+/// Every command of Redis 7.0.15 with its categories, ids in META order
+/// (a command, then its subcommands).
+pub fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let cats = |acl: &[&str]| {
+            acl.iter()
+                .filter_map(|c| crate::acl::category(c.trim_start_matches('@').as_bytes()))
+                .fold(0u32, |m, i| m | 1 << i)
+        };
+        let mut cmds = Vec::new();
+        for m in meta::META {
+            let id = cmds.len();
+            cmds.push(CmdDesc {
+                name: m.name,
+                cats: cats(m.acl),
+                subs: (id + 1..id + 1 + m.subs.len()).collect(),
+            });
+            for s in m.subs {
+                cmds.push(CmdDesc {
+                    name: s.name,
+                    cats: cats(s.acl),
+                    subs: Vec::new(),
+                });
+            }
+        }
+        Catalog::new(cmds)
+    })
+}
+
+/// A command's id in the catalog.
+fn id_of(name: &str) -> usize {
+    static IDS: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
+    IDS.get_or_init(|| {
+        (catalog().cmds.iter().enumerate())
+            .map(|(i, c)| (c.name, i))
+            .collect()
+    })[name]
+}
+
+/// Keys a request touches, with what each needs, as Redis reads its key
+/// specs' flags.
+fn keys_of(cmd: &Command, args: &[Bytes]) -> Vec<(usize, u8)> {
+    let keys = super::command::keys_for(cmd.meta, args).unwrap_or_default();
+    keys.into_iter()
+        .map(|(i, f)| {
+            let mut need = 0;
+            if f & K::ACCESS != 0 {
+                need |= READ;
+            }
+            if f & (K::INSERT | K::DELETE | K::UPDATE) != 0 {
+                need |= WRITE;
+            }
+            (i, need)
+        })
+        .collect()
+}
+
+/// Channels a request publishes or subscribes to (and whether each is a
+/// pattern).
+fn channels_of(name: &str, args: &[Bytes]) -> Vec<(usize, bool)> {
+    match name {
+        "publish" | "spublish" => vec![(1, false)],
+        "subscribe" | "ssubscribe" => (1..args.len()).map(|i| (i, false)).collect(),
+        "psubscribe" => (1..args.len()).map(|i| (i, true)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Checks `args` (command `cmd`) against the client's user. A deleted
+/// user (its client about to be closed) may run nothing.
+pub(super) fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+    let Some(u) = st.acl.user(cl.user.slot) else {
+        return Err(Denied::Command);
+    };
+    if u.unrestricted {
+        return Ok(());
+    }
+    check_user(u, cmd, args)
+}
+
+/// Whether the client's user may read any key (SORT's BY and GET).
+pub(super) fn reads_all_keys(st: &State, cl: &Client) -> bool {
+    st.acl
+        .user(cl.user.slot)
+        .is_some_and(|u| u.unrestricted || u.key_ok(b"*", READ))
+}
+
+fn check_user(u: &crate::acl::User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+    let keys = keys_of(cmd, args);
+    let channels = channels_of(cmd.name, args);
+    u.check(&Request {
+        id: id_of(cmd.name),
+        args,
+        no_auth: cmd.has(NO_AUTH),
+        keys: &keys,
+        channels: &channels,
+    })
+}
+
+/// The error a client gets, with the ACL log entry written.
+pub(super) fn refusal(
+    st: &mut State,
+    cl: &mut Client,
+    cmd: &Command,
+    args: &[Bytes],
+    d: Denied,
+    in_exec: bool,
+) -> Error {
+    let context = if in_exec || cl.multi.is_some() {
+        "multi"
+    } else {
+        "toplevel"
+    };
+    let info = info_line(st, cl, cmd);
+    log_denied(st, cl.user.name.to_string(), cmd, args, d, context, info);
+    if in_exec {
+        let why = match d {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        return Error::other(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {why}"));
+    }
+    Error::other(match d {
+        Denied::Command => format!(
+            "NOPERM this user has no permissions to run the '{}' command",
+            cmd.name
+        ),
+        Denied::Key(_) => {
+            "NOPERM this user has no permissions to access one of the keys used as arguments".into()
+        }
+        Denied::Channel(_) => {
+            "NOPERM this user has no permissions to access one of the channels used as arguments"
+                .into()
+        }
+    })
+}
+
+/// A client's CLIENT LIST line as the log shows it: running `cmd`.
+fn info_line(st: &State, cl: &mut Client, cmd: &Command) -> String {
+    let last = std::mem::replace(&mut cl.last_cmd, cmd.name);
+    let line = cl.line(st.wall_ms(st.last_tick), None);
+    cl.last_cmd = last;
+    line
+}
+
+/// The refusal of a script's `redis.call` (None: allowed), logged with the
+/// script's caller (`caller`: its user and CLIENT LIST line).
+pub(super) fn script_refusal(
+    st: &mut State,
+    cl: &Client,
+    cmd: &Command,
+    args: &[Bytes],
+    caller: &str,
+) -> Option<&'static str> {
+    let d = check(st, cl, cmd, args).err()?;
+    log_denied(
+        st,
+        cl.user.name.to_string(),
+        cmd,
+        args,
+        d,
+        "lua",
+        caller.to_string(),
+    );
+    Some(match d {
+        Denied::Command => "ERR The user executing the script can't run this command or subcommand",
+        Denied::Key(_) => "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
+        Denied::Channel(_) => "ERR The user executing the script can't publish to the channel mentioned in the command",
+    })
+}
+
+/// `redis.acl_check_cmd`: whether the script's user may run `args`.
+pub(super) fn script_may_run(st: &State, cl: &Client, args: &[Bytes]) -> Result<bool, Error> {
+    let invalid = || Error::other("ERR Invalid command passed to redis.acl_check_cmd()");
+    let cmd = super::resolve(args).map_err(|_| invalid())?;
+    if !cmd.arity_ok(args.len()) {
+        return Err(invalid());
+    }
+    Ok(check(st, cl, cmd, args).is_ok())
+}
+
+fn log_denied(
+    st: &mut State,
+    username: String,
+    cmd: &Command,
+    args: &[Bytes],
+    d: Denied,
+    context: &'static str,
+    client_info: String,
+) {
+    let (reason, object) = match d {
+        Denied::Command => ("command", cmd.name.to_string()),
+        Denied::Key(i) => ("key", String::from_utf8_lossy(&args[i]).into_owned()),
+        Denied::Channel(i) => ("channel", String::from_utf8_lossy(&args[i]).into_owned()),
+    };
+    let e = LogEntry {
+        count: 1,
+        reason,
+        context,
+        object,
+        username,
+        ctime_ms: crate::state::now_ms(),
+        client_info,
+    };
+    let max = st.cfg.acllog_max_len as usize;
+    st.acl.log_event(e, max);
+}
+
+/// A failed AUTH, in the ACL log.
+pub fn log_auth_failure(st: &mut State, cl: &mut Client, cmd: &[u8], user: &[u8]) {
+    let last = std::mem::replace(&mut cl.last_cmd, "auth");
+    let info = cl.line(st.wall_ms(st.last_tick), None);
+    cl.last_cmd = last;
+    let e = LogEntry {
+        count: 1,
+        reason: "auth",
+        context: "toplevel",
+        object: String::from_utf8_lossy(cmd).into_owned(),
+        username: String::from_utf8_lossy(user).into_owned(),
+        ctime_ms: crate::state::now_ms(),
+        client_info: info,
+    };
+    let max = st.cfg.acllog_max_len as usize;
+    st.acl.log_event(e, max);
+}
+
+/// Authenticates the client as `user`, or answers WRONGPASS (logged, the
+/// command `cmd` as typed).
+pub fn authenticate(c: &mut Ctx, cmd: &[u8], user: &[u8], pass: &[u8]) -> CmdResult {
+    let slot = c.st.acl.slot(user);
+    let ok = slot
+        .and_then(|s| c.st.acl.user(s))
+        .is_some_and(|u| u.password_ok(pass));
+    match slot {
+        Some(slot) if ok => {
+            let name = c.st.acl.user(slot).expect("found").name.clone();
+            c.cl.user = crate::acl::Login { slot, name };
+            c.cl.authenticated = true;
+            Ok(())
+        }
+        _ => {
+            log_auth_failure(c.st, c.cl, cmd, user);
+            Err(Error::WrongPass)
+        }
+    }
+}
+
+/// Closes every client logged in as one of `slots` (the running one after
+/// its reply).
+fn kill_users(c: &mut Ctx, slots: &[usize]) {
+    let victims: Vec<u64> =
+        c.st.clients
+            .values()
+            .filter(|cl| slots.contains(&cl.user.slot))
+            .map(|cl| cl.id)
+            .collect();
+    for v in victims {
+        c.st.kill_client(v);
+    }
+    if slots.contains(&c.cl.user.slot) {
+        c.cl.close_after_reply = true;
+    }
+}
+
+/// Closes the user's clients subscribed to a channel or pattern the user
+/// may no longer use (Redis 7.0).
+fn kill_revoked_subscribers(c: &mut Ctx, name: &[u8]) {
+    let Some(slot) = c.st.acl.slot(name) else {
+        return;
+    };
+    let Some(u) = c.st.acl.user(slot) else { return };
+    let revoked = |cl: &Client| {
+        cl.user.slot == slot
+            && (cl.subs.channels.iter().any(|ch| !u.channel_ok(ch, false))
+                || cl.subs.shard.iter().any(|ch| !u.channel_ok(ch, false))
+                || cl.subs.patterns.iter().any(|p| !u.channel_ok(p, true)))
+    };
+    let victims: Vec<u64> = (c.st.clients.values())
+        .filter(|cl| revoked(cl))
+        .map(|cl| cl.id)
+        .collect();
+    let me = revoked(c.cl);
+    for v in victims {
+        c.st.kill_client(v);
+    }
+    if me {
+        c.cl.close_after_reply = true;
+    }
+}
+
+fn pubsub_all(st: &State) -> bool {
+    st.cfg.acl_pubsub_default == "allchannels"
+}
+
+/// ACL SETUSER username [rule ...]
+fn setuser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a[2].iter().any(|&b| b == b' ' || b == 0) {
+        return Err(Error::other(
+            "ERR Usernames can't contain spaces or null characters",
+        ));
+    }
+    let rules: Vec<&[u8]> = a[3..].iter().map(|r| &r[..]).collect();
+    let all = pubsub_all(c.st);
+    c.st.acl
+        .set_user(catalog(), &a[2], &rules, all)
+        .map_err(|e| Error::other(format!("ERR {e}")))?;
+    kill_revoked_subscribers(c, &a[2]);
+    c.out.ok();
+    Ok(())
+}
+
+/// ACL GETUSER username
+fn getuser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let Some(u) = c.st.acl.get(&a[2]) else {
+        c.out.null();
+        return Ok(());
+    };
+    let o = &mut *c.out;
+    o.map(6);
+    o.bulk(b"flags");
+    let flags = u.flags();
+    o.set(flags.len());
+    for f in flags {
+        o.bulk(f.as_bytes());
+    }
+    o.bulk(b"passwords");
+    o.array(u.passwords().len());
+    for p in u.passwords() {
+        o.bulk(p.as_bytes());
+    }
+    let sets = u.permission_sets(catalog());
+    let fields = [&b"commands"[..], b"keys", b"channels"];
+    for (f, v) in fields.iter().zip(&sets[0]) {
+        o.bulk(f);
+        o.bulk(v.as_bytes());
+    }
+    o.bulk(b"selectors");
+    o.array(sets.len() - 1);
+    for s in &sets[1..] {
+        o.map(3);
+        for (f, v) in fields.iter().zip(s) {
+            o.bulk(f);
+            o.bulk(v.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// ACL DELUSER username [username ...]
+fn deluser(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a[2..].iter().any(|n| &n[..] == b"default") {
+        return Err(Error::other("ERR The 'default' user cannot be removed"));
+    }
+    let mut slots = Vec::new();
+    for n in &a[2..] {
+        if let Some(s) = c.st.acl.delete(n) {
+            slots.push(s);
+        }
+    }
+    kill_users(c, &slots);
+    c.out.int(slots.len() as i64);
+    Ok(())
+}
+
+/// ACL LIST
+fn list(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let lines: Vec<String> = c.st.acl.users().map(|u| u.describe(catalog())).collect();
+    c.out.array(lines.len());
+    for l in lines {
+        c.out.bulk(l.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL USERS
+fn users(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let names: Vec<_> = c.st.acl.users().map(|u| u.name.clone()).collect();
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL WHOAMI
+fn whoami(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    c.out.bulk(c.cl.user.name.as_bytes());
+    Ok(())
+}
+
+/// ACL CAT [category]
+fn cat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(super::help::bad_sub(&a[1], "ACL"));
+    }
+    let Some(name) = a.get(2) else {
+        c.out.array(CATEGORIES.len());
+        for n in CATEGORIES {
+            c.out.bulk(n.as_bytes());
+        }
+        return Ok(());
+    };
+    let Some(i) = crate::acl::category(name) else {
+        return Err(Error::other(format!(
+            "ERR Unknown category '{}'",
+            String::from_utf8_lossy(name)
+        )));
+    };
+    let names: Vec<&str> = (catalog().cmds.iter())
+        .filter(|d| d.cats & (1 << i) != 0)
+        .map(|d| d.name)
+        .collect();
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL GENPASS [bits]
+fn genpass(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let bits = match a.get(2) {
+        Some(b) => int_arg(b)?,
+        None => 256,
+    };
+    if a.len() > 3 || !(1..=4096).contains(&bits) {
+        return Err(Error::other("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"));
+    }
+    c.out.bulk(crate::acl::genpass(bits as usize).as_bytes());
+    Ok(())
+}
+
+/// ACL DRYRUN username command [arg ...]
+fn dryrun(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let Some(u) = c.st.acl.get(&a[2]) else {
+        return Err(Error::other(format!(
+            "ERR User '{}' not found",
+            String::from_utf8_lossy(&a[2])
+        )));
+    };
+    let args = &a[3..];
+    let cmd = match super::resolve(args) {
+        Ok(cmd) => cmd,
+        Err(Error::UnknownCommand(_)) | Err(Error::UnknownSubcommand { .. }) => {
+            return Err(Error::other(format!(
+                "ERR Command '{}' not found",
+                String::from_utf8_lossy(&args[0])
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    if !cmd.arity_ok(args.len()) {
+        return Err(Error::Arity(cmd.name.into()));
+    }
+    match check_user(u, cmd, args) {
+        Ok(()) => c.out.ok(),
+        Err(Denied::Command) => c.out.bulk(
+            format!(
+                "This user has no permissions to run the '{}' command",
+                cmd.name
+            )
+            .as_bytes(),
+        ),
+        Err(Denied::Key(i)) => c.out.bulk(
+            format!(
+                "This user has no permissions to access the '{}' key",
+                String::from_utf8_lossy(&args[i])
+            )
+            .as_bytes(),
+        ),
+        Err(Denied::Channel(i)) => c.out.bulk(
+            format!(
+                "This user has no permissions to access the '{}' channel",
+                String::from_utf8_lossy(&args[i])
+            )
+            .as_bytes(),
+        ),
+    }
+    Ok(())
+}
+
+/// ACL LOG [count | RESET]
+fn log(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let mut count = usize::MAX;
+    if let Some(x) = a.get(2) {
+        if is(x, "reset") {
+            c.st.acl.log.clear();
+            c.out.ok();
+            return Ok(());
+        }
+        count = int_arg(x)?.max(0) as usize;
+    }
+    let now = crate::state::now_ms();
+    let n = c.st.acl.log.len().min(count);
+    c.out.array(n);
+    for e in c.st.acl.log.iter().take(n) {
+        let o = &mut *c.out;
+        o.map(7);
+        o.bulk(b"count");
+        o.int(e.count as i64);
+        o.bulk(b"reason");
+        o.bulk(e.reason.as_bytes());
+        o.bulk(b"context");
+        o.bulk(e.context.as_bytes());
+        o.bulk(b"object");
+        o.bulk(e.object.as_bytes());
+        o.bulk(b"username");
+        o.bulk(e.username.as_bytes());
+        o.bulk(b"age-seconds");
+        o.double((now - e.ctime_ms) as f64 / 1000.0);
+        o.bulk(b"client-info");
+        o.bulk(e.client_info.as_bytes());
+    }
+    Ok(())
+}
+
+/// ACL HELP
+fn help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    help_reply(
+        c,
+        "ACL",
+        &[
+            "CAT [<category>]",
+            "    List all commands that belong to <category>, or all command categories",
+            "    when no category is specified.",
+            "DELUSER <username> [<username> ...]",
+            "    Delete a list of users.",
+            "DRYRUN <username> <command> [<arg> ...]",
+            "    Returns whether the user can execute the given command without executing the command.",
+            "GETUSER <username>",
+            "    Get the user's details.",
+            "GENPASS [<bits>]",
+            "    Generate a secure 256-bit user password. The optional `bits` argument can",
+            "    be used to specify a different size.",
+            "LIST",
+            "    Show users details in config file format.",
+            "LOAD",
+            "    Reload users from the ACL file.",
+            "LOG [<count> | RESET]",
+            "    Show the ACL log entries.",
+            "SAVE",
+            "    Save the current config to the ACL file.",
+            "SETUSER <username> <attribute> [<attribute> ...]",
+            "    Create or modify a user with the specified attributes.",
+            "USERS",
+            "    List all the registered usernames.",
+            "WHOAMI",
+            "    Return the current connection username.",
+        ],
+    );
+    Ok(())
+}
+
+const NO_ACLFILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+
+/// Users from `user` lines or the aclfile, before clients connect. Both
+/// at once are refused, as Redis refuses them.
+pub fn at_startup(st: &mut State) -> Result<(), String> {
+    let file = st.cfg.aclfile.clone();
+    if !file.is_empty() && !st.cfg.users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    let users = if file.is_empty() {
+        if st.cfg.users.is_empty() {
+            return Ok(());
+        }
+        crate::acl::parse_users(catalog(), &st.cfg.users, pubsub_all(st))?
+    } else {
+        read_aclfile(st, &file)?
+    };
+    install(st, users);
+    Ok(())
+}
+
+/// The users of the aclfile; the error as ACL LOAD reports it.
+fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::acl::User>, String> {
+    let text = std::fs::read(file)
+        .map_err(|e| format!("Error loading ACLs, opening file '{file}': {}", os_text(&e)))?;
+    let mut lines = Vec::new();
+    let mut numbers = Vec::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.trim_ascii();
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        let words = protocol::split_args(line).unwrap_or_default();
+        if words.len() < 2 || !is(&words[0], "user") {
+            return Err(format!(
+                "{file}:{} should start with user keyword followed by the username. ",
+                n + 1
+            ));
+        }
+        lines.push(
+            words[1..]
+                .iter()
+                .map(|w| w.to_vec())
+                .collect::<Vec<Vec<u8>>>(),
+        );
+        numbers.push(n + 1);
+    }
+    let cat = catalog();
+    let all = pubsub_all(st);
+    let mut users: Vec<crate::acl::User> = Vec::new();
+    for (words, n) in lines.iter().zip(numbers) {
+        let name = String::from_utf8_lossy(&words[0]).into_owned();
+        if users.iter().any(|u| *u.name == *name) {
+            return Err(format!(
+                "WARNING: Duplicate user '{name}' found on line {n}. "
+            ));
+        }
+        let mut one =
+            crate::acl::parse_users(cat, std::slice::from_ref(words), all).map_err(|e| {
+                let why = e.rsplit(": ").next().unwrap_or(&e).to_string();
+                format!("{file}:{n}: {why}. ")
+            })?;
+        users.append(&mut one);
+    }
+    Ok(users)
+}
+
+/// Replaces the users; the slots whose clients must be disconnected: all
+/// but `default`'s, whose clients keep it with its new rules (Redis 7.0).
+fn install(st: &mut State, users: Vec<crate::acl::User>) -> Vec<usize> {
+    let mut dropped = st.acl.replace(users);
+    dropped.retain(|&s| s != st.acl.default_slot());
+    dropped
+}
+
+/// An OS error as C's strerror words it.
+fn os_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// The `user` lines CONFIG REWRITE writes, or None with an aclfile.
+pub fn config_lines(st: &State) -> Option<Vec<String>> {
+    if !st.cfg.aclfile.is_empty() {
+        return None;
+    }
+    Some(st.acl.users().map(|u| u.describe(catalog())).collect())
+}
+
+/// ACL LOAD
+fn load(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let file = c.st.cfg.aclfile.clone();
+    if file.is_empty() {
+        return Err(Error::other(NO_ACLFILE));
+    }
+    let users = read_aclfile(c.st, &file).map_err(|e| {
+        // Only errors in the rules carry the warning.
+        if e.starts_with("Error loading ACLs") {
+            return Error::other(format!("ERR {e}"));
+        }
+        Error::other(format!(
+            "ERR {e}WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+        ))
+    })?;
+    let dropped = install(c.st, users);
+    kill_users(c, &dropped);
+    c.out.ok();
+    Ok(())
+}
+
+/// ACL SAVE
+fn save(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let file = c.st.cfg.aclfile.clone();
+    if file.is_empty() {
+        return Err(Error::other(NO_ACLFILE));
+    }
+    let mut text = String::new();
+    for u in c.st.acl.users() {
+        text.push_str(&u.describe(catalog()));
+        text.push('\n');
+    }
+    let tmp = format!("{file}.tmp-{}", std::process::id());
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &file))
+        .map_err(|_| Error::other("ERR There was an error trying to save the ACLs. Please check the server logs for more information"))?;
+    c.out.ok();
+    Ok(())
+}
