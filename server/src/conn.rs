@@ -114,6 +114,8 @@ where
     // before it have run.
     let mut proto_err = None;
     let mut busy_tx = BusyTx::default();
+    // Input arrived that client eviction has not seen.
+    let mut unreported = false;
     loop {
         // Until AUTH succeeds, one request at a time: the next one is decoded
         // with the limits that apply after it.
@@ -127,6 +129,14 @@ where
                     break;
                 }
             }
+        }
+        // A large request still arriving counts toward client memory now.
+        if std::mem::take(&mut unreported)
+            && batch.is_empty()
+            && (inbuf.capacity() > KEEP_BUF || dec.in_progress() && dec.partial_len() > KEEP_BUF)
+            && !report_input(&shared, id, &inbuf, &dec).await
+        {
+            break;
         }
         let mut timed_out = false;
         if paused {
@@ -158,7 +168,10 @@ where
                 _ = sleep_or_never(idle) => break,
             };
             match event {
-                Event::Read => continue,
+                Event::Read => {
+                    unreported = true;
+                    continue;
+                }
                 Event::Deadline => timed_out = true,
                 Event::Wake => {}
             }
@@ -229,6 +242,12 @@ where
             }
             cl.last_interaction_ms = st.wall_ms(st.last_tick);
             cl.qbuf = inbuf.len();
+            cl.qbuf_alloc = dec.reserved();
+            cl.argv_pending = if dec.in_progress() {
+                dec.partial_len()
+            } else {
+                0
+            };
             st.stats.net_output_bytes += out.len() as u64;
             cl.rbuf.used(out.len());
             timeout_s = st.tun.timeout_s;
@@ -243,8 +262,13 @@ where
             // subscribers: 1.5 -> 0.8 of Redis).
             defer = st.woken == woken;
             st.clients.insert(id, cl);
+            // Evicted by its own command: no reply.
+            let evicted = st.evict_clients() && !st.clients.contains_key(&id);
+            if evicted {
+                out.buf.clear();
+            }
             aof_wait = st.aof.commit(aof_mark, had_pending);
-            close
+            close || evicted
         } else {
             if blocked.is_none() {
                 busy_replies(&shared, &mut batch, &mut out, &mut busy_tx);
@@ -280,6 +304,24 @@ where
         }
     }
     shared.lock_eventually().await.remove_client(id);
+}
+
+/// Shows input not yet runnable (a large request arriving) in the
+/// client's CLIENT LIST fields and lets client eviction weigh it. False
+/// when the client is gone.
+async fn report_input(shared: &Shared, id: u64, inbuf: &BytesMut, dec: &Decoder) -> bool {
+    // A busy script holds the lock: the next batch reports it.
+    let Some(mut st) = shared.lock_or_busy().await else {
+        return true;
+    };
+    let Some(cl) = st.clients.get_mut(&id) else {
+        return false;
+    };
+    cl.qbuf = inbuf.len();
+    cl.qbuf_alloc = dec.reserved();
+    cl.argv_pending = dec.partial_len();
+    st.evict_clients();
+    st.clients.contains_key(&id)
 }
 
 /// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL
