@@ -9,7 +9,7 @@
 use crate::cmd::execute_owned;
 use crate::cmd::transaction::BusyTx;
 use crate::state::{now_ms, Client, Shared};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -45,7 +45,7 @@ pub struct Peer {
 /// Serves one connection, TCP or Unix socket alike.
 pub async fn serve<S>(shared: Arc<Shared>, mut sock: S, peer: Peer)
 where
-    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd,
+    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd + Duplex,
 {
     let fd = sock.as_raw_fd();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -193,6 +193,8 @@ where
             busy_tx.apply(st, &mut cl);
             st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
             let aof_mark = st.aof.offset;
+            // Replies of earlier batches the socket has not taken yet.
+            let carried = out.len();
             let had_pending = !cl.pending.is_empty();
             if !cl.pending.is_empty() {
                 out.buf.extend_from_slice(&cl.pending);
@@ -248,8 +250,10 @@ where
             } else {
                 0
             };
-            st.stats.net_output_bytes += out.len() as u64;
-            cl.rbuf.used(out.len());
+            st.stats.net_output_bytes += (out.len() - carried) as u64;
+            cl.rbuf.used(out.len() - carried);
+            // The replies count as the client's output until written.
+            unsent.store(out.len(), Ordering::Relaxed);
             timeout_s = st.tun.timeout_s;
             monitor = cl.monitor || cl.peer.replica;
             busy_tx.in_multi = cl.multi.is_some();
@@ -285,8 +289,23 @@ where
             if defer {
                 crate::round::after().await;
             }
-            if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
-                break;
+            // While the socket takes nothing, the client's next requests
+            // are read and run, as Redis does: its output keeps growing
+            // toward its limits.
+            let read = (blocked.is_none() && !paused && !close).then_some(Input {
+                buf: &mut inbuf,
+                dec: &mut dec,
+                batch: &mut batch,
+                err: &mut proto_err,
+                bytes: &mut bytes_in,
+            });
+            match write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent, read).await {
+                Written::All => {}
+                Written::Closed => break,
+                Written::Part(off) => {
+                    out.buf.advance(off);
+                    continue;
+                }
             }
             out.buf.clear();
             // Buffers grown for one big batch are given back: they count in
@@ -371,29 +390,106 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
     }
 }
 
+/// A socket `write_out` can read while it writes: readiness, and
+/// non-blocking reads and writes through a shared reference.
+pub trait Duplex {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize>;
+    fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+}
+
+macro_rules! duplex {
+    ($t:ty) => {
+        impl Duplex for $t {
+            fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+                <$t>::readable(self)
+            }
+            fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+                <$t>::writable(self)
+            }
+            fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize> {
+                <$t>::try_read_buf(self, buf)
+            }
+            fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
+                <$t>::try_write(self, buf)
+            }
+        }
+    };
+}
+duplex!(tokio::net::TcpStream);
+duplex!(tokio::net::UnixStream);
+
+/// Where input read while writing goes.
+struct Input<'a> {
+    buf: &'a mut BytesMut,
+    dec: &'a mut Decoder,
+    batch: &'a mut Vec<Vec<Bytes>>,
+    err: &'a mut Option<protocol::ProtocolError>,
+    bytes: &'a mut u64,
+}
+
+enum Written {
+    All,
+    Closed,
+    /// Stopped after this many bytes: requests arrived to run.
+    Part(usize),
+}
+
 /// Writes `buf` while staying responsive to wake-ups: a client that does
 /// not read must still notice CLIENT KILL or an output limit, and its
 /// unsent bytes (`unsent`) are what the limit counts. Output others queue
-/// meanwhile is appended to `buf`. False when the connection must close.
-async fn write_out<S: AsyncWrite + Unpin>(
+/// meanwhile is appended to `buf`. With `input`, the socket is read too,
+/// and complete requests end the write early.
+async fn write_out<S: Duplex>(
     sock: &mut S,
     buf: &mut BytesMut,
     shared: &Shared,
     id: u64,
     wake: &Notify,
     unsent: &AtomicUsize,
-) -> bool {
+    mut input: Option<Input<'_>>,
+) -> Written {
     let mut off = 0;
     let mut woken = false;
     let ok = loop {
         if off == buf.len() {
-            break true;
+            break Written::All;
         }
         unsent.store(buf.len() - off, Ordering::Relaxed);
+        let reading = input.is_some();
         tokio::select! {
-            r = sock.write(&buf[off..]) => match r {
-                Ok(0) | Err(_) => break false,
+            biased;
+            r = sock.writable() => match r.and_then(|()| sock.try_write(&buf[off..])) {
+                Ok(0) => break Written::Closed,
                 Ok(n) => off += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break Written::Closed,
+            },
+            r = sock.readable(), if reading => {
+                let inp = input.as_mut().expect("reading");
+                if inp.buf.capacity() - inp.buf.len() < READ_CHUNK / 4 {
+                    inp.buf.reserve(READ_CHUNK);
+                }
+                match r.and_then(|()| sock.try_read_buf(inp.buf)) {
+                    // The rest is written; the main loop sees the end.
+                    Ok(0) => input = None,
+                    Ok(n) => {
+                        *inp.bytes += n as u64;
+                        while inp.err.is_none() && inp.batch.len() < MAX_BATCH {
+                            match inp.dec.decode(inp.buf) {
+                                Ok(Some(args)) => inp.batch.push(args),
+                                Ok(None) => break,
+                                Err(e) => *inp.err = Some(e),
+                            }
+                        }
+                        if !inp.batch.is_empty() || inp.err.is_some() {
+                            break Written::Part(off);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => input = None,
+                }
             },
             _ = wake.notified() => {
                 woken = true;
@@ -407,7 +503,7 @@ async fn write_out<S: AsyncWrite + Unpin>(
                         buf.extend_from_slice(&cl.pending);
                         cl.pending.clear();
                     }
-                    _ => break false,
+                    _ => break Written::Closed,
                 }
             }
         }
