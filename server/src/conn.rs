@@ -4,7 +4,10 @@
 //! a bounded batch, for fairness), take the state lock once, execute the
 //! batch, release the lock, write all replies with one write. Output other
 //! clients produced for this one (MONITOR, pub/sub, unblocking) sits in
-//! `Client::pending` and is flushed when the task is woken.
+//! `Client::pending` and is flushed when the task is woken. While the socket
+//! takes no more output, the client's next requests are still read and run
+//! (their replies queue behind), so a client that does not read grows its
+//! output toward its limits and client eviction, as in Redis.
 
 use crate::cmd::execute_owned;
 use crate::cmd::transaction::BusyTx;
