@@ -73,6 +73,10 @@ impl Default for Decoder {
     }
 }
 
+/// An argument this large gets its room reserved once, when its header
+/// arrives.
+const BIG_ARG: usize = 32 * 1024;
+
 fn find_crlf(buf: &[u8]) -> Option<usize> {
     memchr_nl(buf).and_then(|i| (i > 0 && buf[i - 1] == b'\r').then(|| i - 1))
 }
@@ -113,6 +117,17 @@ impl Decoder {
     /// True while a request has been started but not completed.
     pub fn in_progress(&self) -> bool {
         self.remaining > 0
+    }
+
+    /// Bytes of the arguments of the request in progress read so far.
+    pub fn partial_len(&self) -> usize {
+        self.args.iter().map(|a| a.len()).sum()
+    }
+
+    /// The room reserved for a large argument whose header has been read
+    /// (0: none).
+    pub fn reserved(&self) -> usize {
+        self.bulk_len.filter(|&l| l >= BIG_ARG).map_or(0, |l| l + 2)
     }
 
     /// Decodes the next complete request from `buf`, consuming its bytes.
@@ -178,7 +193,7 @@ impl Decoder {
                 };
                 if buf.len() < len + 2 {
                     // Large arguments: make room once instead of growing by doubling.
-                    if len >= 32 * 1024 {
+                    if len >= BIG_ARG {
                         buf.reserve(len + 2 - buf.len());
                     }
                     return Ok(None);

@@ -4,12 +4,15 @@
 //! a bounded batch, for fairness), take the state lock once, execute the
 //! batch, release the lock, write all replies with one write. Output other
 //! clients produced for this one (MONITOR, pub/sub, unblocking) sits in
-//! `Client::pending` and is flushed when the task is woken.
+//! `Client::pending` and is flushed when the task is woken. While the socket
+//! takes no more output, the client's next requests are still read and run
+//! (their replies queue behind), so a client that does not read grows its
+//! output toward its limits and client eviction, as in Redis.
 
 use crate::cmd::execute_owned;
 use crate::cmd::transaction::BusyTx;
 use crate::state::{now_ms, Client, Shared};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -45,7 +48,7 @@ pub struct Peer {
 /// Serves one connection, TCP or Unix socket alike.
 pub async fn serve<S>(shared: Arc<Shared>, mut sock: S, peer: Peer)
 where
-    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd,
+    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd + Duplex,
 {
     let fd = sock.as_raw_fd();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
@@ -114,6 +117,8 @@ where
     // before it have run.
     let mut proto_err = None;
     let mut busy_tx = BusyTx::default();
+    // Input arrived that client eviction has not seen.
+    let mut unreported = false;
     loop {
         // Until AUTH succeeds, one request at a time: the next one is decoded
         // with the limits that apply after it.
@@ -127,6 +132,14 @@ where
                     break;
                 }
             }
+        }
+        // A large request still arriving counts toward client memory now.
+        if std::mem::take(&mut unreported)
+            && batch.is_empty()
+            && (inbuf.capacity() > KEEP_BUF || dec.in_progress() && dec.partial_len() > KEEP_BUF)
+            && !report_input(&shared, id, &inbuf, &dec).await
+        {
+            break;
         }
         let mut timed_out = false;
         if paused {
@@ -158,7 +171,10 @@ where
                 _ = sleep_or_never(idle) => break,
             };
             match event {
-                Event::Read => continue,
+                Event::Read => {
+                    unreported = true;
+                    continue;
+                }
                 Event::Deadline => timed_out = true,
                 Event::Wake => {}
             }
@@ -180,6 +196,8 @@ where
             busy_tx.apply(st, &mut cl);
             st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
             let aof_mark = st.aof.offset;
+            // Replies of earlier batches the socket has not taken yet.
+            let carried = out.len();
             let had_pending = !cl.pending.is_empty();
             if !cl.pending.is_empty() {
                 out.buf.extend_from_slice(&cl.pending);
@@ -229,8 +247,16 @@ where
             }
             cl.last_interaction_ms = st.wall_ms(st.last_tick);
             cl.qbuf = inbuf.len();
-            st.stats.net_output_bytes += out.len() as u64;
-            cl.rbuf.used(out.len());
+            cl.qbuf_alloc = dec.reserved();
+            cl.argv_pending = if dec.in_progress() {
+                dec.partial_len()
+            } else {
+                0
+            };
+            st.stats.net_output_bytes += (out.len() - carried) as u64;
+            cl.rbuf.used(out.len() - carried);
+            // The replies count as the client's output until written.
+            unsent.store(out.len(), Ordering::Relaxed);
             timeout_s = st.tun.timeout_s;
             monitor = cl.monitor || cl.peer.replica;
             busy_tx.in_multi = cl.multi.is_some();
@@ -243,8 +269,13 @@ where
             // subscribers: 1.5 -> 0.8 of Redis).
             defer = st.woken == woken;
             st.clients.insert(id, cl);
+            // Evicted by its own command: no reply.
+            let evicted = st.evict_clients() && !st.clients.contains_key(&id);
+            if evicted {
+                out.buf.clear();
+            }
             aof_wait = st.aof.commit(aof_mark, had_pending);
-            close
+            close || evicted
         } else {
             if blocked.is_none() {
                 busy_replies(&shared, &mut batch, &mut out, &mut busy_tx);
@@ -261,8 +292,23 @@ where
             if defer {
                 crate::round::after().await;
             }
-            if !write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent).await {
-                break;
+            // While the socket takes nothing, the client's next requests
+            // are read and run, as Redis does: its output keeps growing
+            // toward its limits.
+            let read = (blocked.is_none() && !paused && !close).then_some(Input {
+                buf: &mut inbuf,
+                dec: &mut dec,
+                batch: &mut batch,
+                err: &mut proto_err,
+                bytes: &mut bytes_in,
+            });
+            match write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent, read).await {
+                Written::All => {}
+                Written::Closed => break,
+                Written::Part(off) => {
+                    out.buf.advance(off);
+                    continue;
+                }
             }
             out.buf.clear();
             // Buffers grown for one big batch are given back: they count in
@@ -280,6 +326,24 @@ where
         }
     }
     shared.lock_eventually().await.remove_client(id);
+}
+
+/// Shows input not yet runnable (a large request arriving) in the
+/// client's CLIENT LIST fields and lets client eviction weigh it. False
+/// when the client is gone.
+async fn report_input(shared: &Shared, id: u64, inbuf: &BytesMut, dec: &Decoder) -> bool {
+    // A busy script holds the lock: the next batch reports it.
+    let Some(mut st) = shared.lock_or_busy().await else {
+        return true;
+    };
+    let Some(cl) = st.clients.get_mut(&id) else {
+        return false;
+    };
+    cl.qbuf = inbuf.len();
+    cl.qbuf_alloc = dec.reserved();
+    cl.argv_pending = dec.partial_len();
+    st.evict_clients();
+    st.clients.contains_key(&id)
 }
 
 /// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL
@@ -329,29 +393,106 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
     }
 }
 
+/// A socket `write_out` can read while it writes: readiness, and
+/// non-blocking reads and writes through a shared reference.
+pub trait Duplex {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize>;
+    fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+}
+
+macro_rules! duplex {
+    ($t:ty) => {
+        impl Duplex for $t {
+            fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+                <$t>::readable(self)
+            }
+            fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+                <$t>::writable(self)
+            }
+            fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize> {
+                <$t>::try_read_buf(self, buf)
+            }
+            fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
+                <$t>::try_write(self, buf)
+            }
+        }
+    };
+}
+duplex!(tokio::net::TcpStream);
+duplex!(tokio::net::UnixStream);
+
+/// Where input read while writing goes.
+struct Input<'a> {
+    buf: &'a mut BytesMut,
+    dec: &'a mut Decoder,
+    batch: &'a mut Vec<Vec<Bytes>>,
+    err: &'a mut Option<protocol::ProtocolError>,
+    bytes: &'a mut u64,
+}
+
+enum Written {
+    All,
+    Closed,
+    /// Stopped after this many bytes: requests arrived to run.
+    Part(usize),
+}
+
 /// Writes `buf` while staying responsive to wake-ups: a client that does
 /// not read must still notice CLIENT KILL or an output limit, and its
 /// unsent bytes (`unsent`) are what the limit counts. Output others queue
-/// meanwhile is appended to `buf`. False when the connection must close.
-async fn write_out<S: AsyncWrite + Unpin>(
+/// meanwhile is appended to `buf`. With `input`, the socket is read too,
+/// and complete requests end the write early.
+async fn write_out<S: Duplex>(
     sock: &mut S,
     buf: &mut BytesMut,
     shared: &Shared,
     id: u64,
     wake: &Notify,
     unsent: &AtomicUsize,
-) -> bool {
+    mut input: Option<Input<'_>>,
+) -> Written {
     let mut off = 0;
     let mut woken = false;
     let ok = loop {
         if off == buf.len() {
-            break true;
+            break Written::All;
         }
         unsent.store(buf.len() - off, Ordering::Relaxed);
+        let reading = input.is_some();
         tokio::select! {
-            r = sock.write(&buf[off..]) => match r {
-                Ok(0) | Err(_) => break false,
+            biased;
+            r = sock.writable() => match r.and_then(|()| sock.try_write(&buf[off..])) {
+                Ok(0) => break Written::Closed,
                 Ok(n) => off += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break Written::Closed,
+            },
+            r = sock.readable(), if reading => {
+                let inp = input.as_mut().expect("reading");
+                if inp.buf.capacity() - inp.buf.len() < READ_CHUNK / 4 {
+                    inp.buf.reserve(READ_CHUNK);
+                }
+                match r.and_then(|()| sock.try_read_buf(inp.buf)) {
+                    // The rest is written; the main loop sees the end.
+                    Ok(0) => input = None,
+                    Ok(n) => {
+                        *inp.bytes += n as u64;
+                        while inp.err.is_none() && inp.batch.len() < MAX_BATCH {
+                            match inp.dec.decode(inp.buf) {
+                                Ok(Some(args)) => inp.batch.push(args),
+                                Ok(None) => break,
+                                Err(e) => *inp.err = Some(e),
+                            }
+                        }
+                        if !inp.batch.is_empty() || inp.err.is_some() {
+                            break Written::Part(off);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => input = None,
+                }
             },
             _ = wake.notified() => {
                 woken = true;
@@ -365,7 +506,7 @@ async fn write_out<S: AsyncWrite + Unpin>(
                         buf.extend_from_slice(&cl.pending);
                         cl.pending.clear();
                     }
-                    _ => break false,
+                    _ => break Written::Closed,
                 }
             }
         }

@@ -13,6 +13,7 @@
 
 pub mod acl;
 pub mod aof;
+pub mod clientmem;
 pub mod cmd;
 pub mod config;
 pub mod conn;

@@ -82,6 +82,10 @@ pub struct Client {
     pub wake: Arc<Notify>,
     /// Input buffer size, for CLIENT LIST's qbuf.
     pub qbuf: usize,
+    /// Room reserved for a large argument arriving, and the arguments of a
+    /// request not complete yet: client memory (`clientmem`).
+    pub qbuf_alloc: usize,
+    pub argv_pending: usize,
     /// CLIENT LIST's rbs and rbp.
     pub rbuf: crate::replybuf::ReplyBufSize,
     /// Set while the client waits in a blocking command.
@@ -178,6 +182,8 @@ impl Client {
             pending: BytesMut::new(),
             wake: Arc::new(Notify::new()),
             qbuf: 0,
+            qbuf_alloc: 0,
+            argv_pending: 0,
             rbuf: crate::replybuf::ReplyBufSize::new(now),
             blocked: None,
             deny_blocking: false,
@@ -221,6 +227,7 @@ pub struct Stats {
     /// Active expiry cycles that stopped at their time budget.
     pub expired_time_cap_reached: u64,
     pub evicted_keys: u64,
+    pub evicted_clients: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub total_error_replies: u64,
@@ -519,6 +526,35 @@ impl State {
         self.peak_memory = 0;
     }
 
+    /// Client eviction: while the evictable clients' memory is past
+    /// `maxmemory-clients`, the largest is closed at once (its connection
+    /// finds itself gone). Masters, replicas (MONITOR) and CLIENT NO-EVICT
+    /// clients are neither evicted nor counted. Runs after each batch and
+    /// as a large request arrives; true if it evicted anyone.
+    pub fn evict_clients(&mut self) -> bool {
+        let limit = self.cfg.maxmemory_clients.bytes(self.cfg.maxmemory);
+        if limit == 0 {
+            return false;
+        }
+        let evictable = self
+            .clients
+            .values()
+            .filter(|c| !c.no_evict && !c.monitor && !c.killed)
+            .map(|c| (c.usage().total(), c.id))
+            .collect();
+        let victims = crate::clientmem::victims(evictable, limit);
+        let now = now_ms();
+        for &id in &victims {
+            if let Some(c) = self.clients.get(&id) {
+                tracing::info!("Evicting client: {}", c.line(now, None));
+                c.wake.notify_one();
+            }
+            self.stats.evicted_clients += 1;
+            self.remove_client(id);
+        }
+        !victims.is_empty()
+    }
+
     /// Marks a client killed and wakes its connection so it closes.
     pub fn kill_client(&mut self, id: u64) {
         if let Some(c) = self.clients.get_mut(&id) {
@@ -565,7 +601,7 @@ impl Client {
                 }
                 (q, args.iter().map(|a| a.len()).sum::<usize>())
             }
-            None => (cl.qbuf, 0),
+            None => (cl.qbuf, cl.argv_pending),
         };
         // Redis's letters, in its order.
         let mut flags: String = [
@@ -593,12 +629,13 @@ impl Client {
             flags.push('N');
         }
         let omem = cl.output_bytes();
-        // Queued commands, and their arguments' bytes plus a pointer each, as
-        // Redis 7.0 counts `multi-mem`.
-        let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |q| {
-            let mem = q.iter().flatten().map(|a| a.len() + 8).sum::<usize>();
-            (q.len() as i64, mem)
-        });
+        let multi = cl.multi.as_ref().map_or(-1, |q| q.len() as i64);
+        let usage = crate::clientmem::Usage {
+            qbuf,
+            argv: argv_mem,
+            ..cl.usage()
+        };
+        let multi_mem = usage.multi;
         let name = cl
             .name
             .as_ref()
@@ -633,7 +670,7 @@ impl Client {
             // Unwritten output as Redis's reply list: 16 KB blocks.
             omem.div_ceil(16 * 1024),
             omem,
-            37632 + qbuf + multi_mem + omem,
+            usage.total(),
             if omem > 0 { "rw" } else { "r" },
             if current.is_some() { "NULL" } else { &cl.last_cmd },
             cl.user.name,
@@ -644,6 +681,25 @@ impl Client {
             },
             if cl.resp3 { 3 } else { 2 },
         )
+    }
+
+    /// What the client holds between commands (`clientmem`).
+    pub fn usage(&self) -> crate::clientmem::Usage {
+        crate::clientmem::Usage {
+            qbuf: self.qbuf,
+            qbuf_alloc: self.qbuf_alloc,
+            argv: self.argv_pending,
+            // Queued commands, and their arguments' bytes plus a pointer
+            // each, as Redis 7.0 counts `multi-mem`.
+            multi: self.multi.as_ref().map_or(0, |q| {
+                q.iter().flatten().map(|a| a.len() + 8).sum::<usize>()
+            }),
+            omem: self.output_bytes(),
+            watched: self.watched.len(),
+            channels: self.subs.channels.len() + self.subs.shard.len(),
+            patterns: self.subs.patterns.len(),
+            prefixes: self.tracking.prefixes,
+        }
     }
 
     /// The type CLIENT LIST/KILL TYPE filters on.

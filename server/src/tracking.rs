@@ -40,6 +40,8 @@ pub struct Mode {
     pub broken: bool,
     /// The client invalidations go to; 0: this connection.
     pub redirect: u64,
+    /// How many BCAST prefixes the client has (its memory, `clientmem`).
+    pub prefixes: usize,
 }
 
 impl Mode {
@@ -278,6 +280,7 @@ impl State {
         // CLIENT CACHING given before still holds for the next command.
         mode.on = true;
         mode.caching = cl.tracking.caching;
+        mode.prefixes = cl.tracking.prefixes;
         cl.tracking = mode;
         if mode.bcast {
             let empty = [Bytes::new()];
@@ -290,6 +293,7 @@ impl State {
                 let ids = &mut t.prefixes.entry(p.clone()).or_default().clients;
                 if !ids.contains(&cl.id) {
                     ids.push(cl.id);
+                    cl.tracking.prefixes += 1;
                 }
             }
             t.relens();

@@ -335,7 +335,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             );
             f!("expire_cycle_cpu_milliseconds:{}", s.expire_cycle_cpu_ms);
             f!("evicted_keys:{}", s.evicted_keys);
-            f!("evicted_clients:0");
+            f!("evicted_clients:{}", s.evicted_clients);
             let cur = st
                 .memory
                 .exceeded_since
