@@ -196,8 +196,10 @@ where
             busy_tx.apply(st, &mut cl);
             st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
             let aof_mark = st.aof.offset;
-            // Replies of earlier batches the socket has not taken yet.
+            // Replies of earlier batches the socket has not taken yet: from
+            // here they are counted in `out`, not as unsent.
             let carried = out.len();
+            unsent.store(0, Ordering::Relaxed);
             let had_pending = !cl.pending.is_empty();
             if !cl.pending.is_empty() {
                 out.buf.extend_from_slice(&cl.pending);
