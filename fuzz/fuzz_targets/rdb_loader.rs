@@ -67,10 +67,10 @@ fuzz_target!(|data: &[u8]| {
             p.extend_from_slice(&10u16.to_le_bytes());
             let c = crc64(0, &p);
             p.extend_from_slice(&c.to_le_bytes());
-            if let Ok(v) = rdb::restore_payload(&p, &lim) {
+            if let Ok(v) = rdb::restore_payload(&p, &lim, true) {
                 // What loads must dump and load back to the same payload.
                 let d = rdb::dump_payload(&v, &rdb::SaveOpts::default());
-                let v2 = rdb::restore_payload(&d, &lim).expect("own payload loads");
+                let v2 = rdb::restore_payload(&d, &lim, true).expect("own payload loads");
                 assert_eq!(canon(&v), canon(&v2));
             }
         }

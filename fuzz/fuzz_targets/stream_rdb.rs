@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     let c = crc64(0, &p);
     p.extend_from_slice(&c.to_le_bytes());
     let lim = Limits::default();
-    let Ok(Value::Stream(mut s)) = rdb::restore_payload(&p, &lim) else {
+    let Ok(Value::Stream(mut s)) = rdb::restore_payload(&p, &lim, true) else {
         return;
     };
     let fwd = entries(&s, false);
@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(fwd, rev);
     assert_eq!(fwd.len() as u64, s.len());
     let d = rdb::dump_payload(&Value::Stream(s.clone()), &SaveOpts::default());
-    match rdb::restore_payload(&d, &lim) {
+    match rdb::restore_payload(&d, &lim, true) {
         Ok(Value::Stream(s2)) => assert_eq!(entries(&s2, false), fwd),
         _ => panic!("own payload loads"),
     }

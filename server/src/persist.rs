@@ -212,7 +212,7 @@ pub struct LoadOpts {
 pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
     LoadOpts {
         lim: limits(st),
-        verify: st.cfg.rdbchecksum,
+        verify: st.cfg.rdbchecksum && !st.skip_checksum_validation,
         merge,
         key_delay: st.cfg.key_load_delay,
         script_run: st.script_run.clone(),

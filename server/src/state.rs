@@ -350,6 +350,9 @@ pub struct State {
     /// MIGRATE's cached connections.
     pub migrate: crate::migrate::Links,
     pub oom: crate::oom::OomScore,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: DUMP payloads and RDB files
+    /// load without their CRC checked.
+    pub skip_checksum_validation: bool,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
@@ -428,6 +431,7 @@ impl State {
             engine: None,
             migrate: Default::default(),
             oom: Default::default(),
+            skip_checksum_validation: false,
             script_run: Arc::default(),
             scripts_may_call_any: false,
             pubsub: Default::default(),

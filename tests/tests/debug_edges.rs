@@ -284,3 +284,31 @@ fn reply_buffer_shrinks_when_idle_and_grows_when_busy() {
         err("ERR value is not an integer or out of range")
     );
 }
+
+/// DEBUG SET-SKIP-CHECKSUM-VALIDATION: a payload whose CRC does not match
+/// restores once checks are off; a corrupt ziplist is refused either way,
+/// with the integrity failure in the verbose log.
+#[test]
+fn skip_checksum_validation() {
+    let s = Server::start(&[("enable-debug-command", "yes"), ("loglevel", "verbose")]);
+    let mut c = s.raw();
+    let nocrc = b"\x00\x01v\n\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+    let restore = |c: &mut RawClient, key: &str, p: &[u8]| {
+        c.cmd(&[b"RESTORE".as_slice(), key.as_bytes(), b"0", p])
+    };
+    assert_eq!(
+        restore(&mut c, "k", nocrc),
+        err("ERR DUMP payload version or checksum are wrong")
+    );
+    assert_eq!(c.cmd(&["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1"]), ok());
+    assert_eq!(restore(&mut c, "k", nocrc), ok());
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+    let badzl = b"\x0D\x1B\x1B\x00\x00\x00\x16\x00\x00\x00\x04\x00\x00\x02\x61\x00\x04\x02\x62\x00\x04\x14\x63\x00\x04\x02\x64\x00\xFF\x09\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+    assert_eq!(restore(&mut c, "z", badzl), err("ERR Bad data format"));
+    assert!(s.log().contains("integrity check failed"), "{}", s.log());
+    assert_eq!(c.cmd(&["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "0"]), ok());
+    assert_eq!(
+        restore(&mut c, "k2", nocrc),
+        err("ERR DUMP payload version or checksum are wrong")
+    );
+}

@@ -21,6 +21,14 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // The process ends here (crash.rs): abort, or exit(1) under
         // `use-exit-on-panic`.
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
+        ("set-skip-checksum-validation", 3) => {
+            // atoi, as Redis.
+            let on = std::str::from_utf8(&a[2])
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok());
+            c.st.skip_checksum_validation = on.unwrap_or(0) != 0;
+            c.out.ok();
+        }
         ("aof-flush-sleep", 3) => {
             // atoi, as Redis: anything else is 0 (no sleep).
             let us = std::str::from_utf8(&a[2])
@@ -298,6 +306,8 @@ fn debug_help(c: &mut Ctx) {
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Sets the threshold for elements to be inserted as plain vs packed nodes",
             "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+            "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+            "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "PAUSE-CRON <0|1>",

@@ -114,9 +114,16 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::other("ERR Invalid TTL value, must be >= 0"));
     }
     let lim = persist::limits(c.st);
-    let value = rdb::restore_payload(&a[3], &lim).map_err(|e| match e {
+    let verify = !c.st.skip_checksum_validation;
+    let value = rdb::restore_payload(&a[3], &lim, verify).map_err(|e| match e {
         RestoreError::Checksum => Error::other("ERR DUMP payload version or checksum are wrong"),
-        RestoreError::BadFormat(_) => Error::other("ERR Bad data format"),
+        RestoreError::BadFormat(e) => {
+            tracing::debug!(
+                "Internal error in RDB reading offset 0, function at RESTORE -> {}",
+                e.msg
+            );
+            Error::other("ERR Bad data format")
+        }
     })?;
     let deleted = replace && c.st.dbs[db].remove(key).is_some();
     if ttl > 0 && !absttl {

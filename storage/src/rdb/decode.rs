@@ -250,7 +250,7 @@ fn parse_f64_text(s: &[u8]) -> Option<f64> {
 
 pub(super) fn blob_err(e: BlobError, blob_start: usize) -> LoadError {
     LoadError {
-        msg: format!("{} (blob offset {})", e.msg, e.at),
+        msg: format!("integrity check failed: {} (blob offset {})", e.msg, e.at),
         offset: blob_start,
     }
 }
@@ -273,7 +273,7 @@ impl Build<'_> {
         for m in items {
             let s = set.get_or_insert_with(|| Set::new_for(&m));
             if !s.add(&m, self.lim.set_max_intset) {
-                return at("duplicate set member", start);
+                return at("integrity check failed: duplicate set member", start);
             }
         }
         Ok(set.unwrap_or_else(Set::new_table))
@@ -287,7 +287,7 @@ impl Build<'_> {
                 return at("sorted set with a NaN score", start);
             }
             if z.contains(&m) {
-                return at("duplicate sorted set member", start);
+                return at("integrity check failed: duplicate sorted set member", start);
             }
             z.add(&m, s, ZaddFlags::default(), &self.lim.zset);
         }
@@ -301,7 +301,7 @@ impl Build<'_> {
         }
         for (f, v) in pairs {
             if !h.set(&f, &v, &self.lim.hash) {
-                return at("duplicate hash field", start);
+                return at("integrity check failed: duplicate hash field", start);
             }
         }
         Ok(h)
@@ -464,7 +464,13 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
 }
 
 /// Checks a DUMP payload's footer and reads its value (RESTORE).
-pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Value, RestoreError> {
+/// With `verify_checksum` false (DEBUG SET-SKIP-CHECKSUM-VALIDATION) the
+/// CRC is not checked; the version still is.
+pub fn restore_payload(
+    p: &[u8],
+    lim: &Limits,
+    verify_checksum: bool,
+) -> Result<Value, RestoreError> {
     if p.len() < 10 {
         return Err(RestoreError::Checksum);
     }
@@ -475,7 +481,7 @@ pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Value, RestoreError> {
     }
     let mut c = [0u8; 8];
     c.copy_from_slice(&p[body + 2..]);
-    if crc64(0, &p[..body + 2]) != u64::from_le_bytes(c) {
+    if verify_checksum && crc64(0, &p[..body + 2]) != u64::from_le_bytes(c) {
         return Err(RestoreError::Checksum);
     }
     // The reader sees the footer too, as Redis's does: a string whose

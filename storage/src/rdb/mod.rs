@@ -190,13 +190,13 @@ mod roundtrip_tests {
             b"\x00\x0c123456789012\n\x00\x91\x10\x01\xb1\xd1\x16\xe7\xac",
         ];
         for p in cases {
-            let v = restore_payload(p, &lim).unwrap();
+            let v = restore_payload(p, &lim, true).unwrap();
             assert_eq!(&dump_payload(&v, &SaveOpts::default())[..], *p);
         }
         let mut bad = cases[0].to_vec();
         bad[3] ^= 1;
         assert_eq!(
-            restore_payload(&bad, &lim).err(),
+            restore_payload(&bad, &lim, true).err(),
             Some(RestoreError::Checksum)
         );
     }
@@ -291,19 +291,19 @@ mod legacy_tests {
         let lim = Limits::default();
         let zl = ziplist(&[(b"a", 0), (b"1", 0xf2), (b"300", 0xc0), (b"hello", 0)]);
         // LIST_ZIPLIST, LIST_QUICKLIST (v1: ziplist nodes), HASH_ZIPLIST.
-        let v = restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&zl), 9), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_LIST_ZIPLIST, &blob(&zl), 9), &lim, true).unwrap();
         assert_eq!(contents(&v), strs(&["a", "1", "300", "hello"]));
         let mut ql = vec![2u8];
         ql.extend(blob(&zl));
         ql.extend(blob(&zl));
-        let v = restore_payload(&payload(TYPE_LIST_QUICKLIST, &ql, 9), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_LIST_QUICKLIST, &ql, 9), &lim, true).unwrap();
         assert_eq!(contents(&v).len(), 8);
-        let v = restore_payload(&payload(TYPE_HASH_ZIPLIST, &blob(&zl), 9), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_HASH_ZIPLIST, &blob(&zl), 9), &lim, true).unwrap();
         assert_eq!(v.encoding(), "listpack");
         assert_eq!(contents(&v), strs(&["a", "1", "300", "hello"]));
         // ZSET_ZIPLIST: member, score pairs.
         let zz = ziplist(&[(b"m", 0), (b"2", 0xf3), (b"n", 0), (b"1.5", 0)]);
-        let v = restore_payload(&payload(TYPE_ZSET_ZIPLIST, &blob(&zz), 9), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_ZSET_ZIPLIST, &blob(&zz), 9), &lim, true).unwrap();
         assert_eq!(contents(&v), strs(&["n", "1.5", "m", "2"]));
         // ZSET with text doubles, including the inf markers.
         let mut z = vec![3u8];
@@ -313,24 +313,24 @@ mod legacy_tests {
         z.push(255);
         z.extend(blob(b"c"));
         z.push(254);
-        let v = restore_payload(&payload(TYPE_ZSET, &z, 6), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_ZSET, &z, 6), &lim, true).unwrap();
         assert_eq!(contents(&v), strs(&["b", "-inf", "a", "2.5", "c", "inf"]));
         // Zipmap hash: zmlen, (len key len free value)*, end.
         let zm = b"\x02\x01f\x01\x00v\x02ab\x03\x01xyz\x00\xff";
-        let v = restore_payload(&payload(TYPE_HASH_ZIPMAP, &blob(zm), 3), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_HASH_ZIPMAP, &blob(zm), 3), &lim, true).unwrap();
         assert_eq!(contents(&v), strs(&["f", "v", "ab", "xyz"]));
         // Plain linked list and plain set.
         let mut l = vec![2u8];
         l.extend(blob(b"x"));
         l.extend(blob(b"12"));
-        let v = restore_payload(&payload(TYPE_LIST, &l, 6), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_LIST, &l, 6), &lim, true).unwrap();
         assert_eq!(contents(&v), strs(&["x", "12"]));
-        let v = restore_payload(&payload(TYPE_SET, &l, 6), &lim).unwrap();
+        let v = restore_payload(&payload(TYPE_SET, &l, 6), &lim, true).unwrap();
         assert_eq!(v.encoding(), "hashtable");
         // A truncated stream is refused; modules name themselves.
-        let e = restore_payload(&payload(TYPE_STREAM_LISTPACKS, b"\x00", 10), &lim);
+        let e = restore_payload(&payload(TYPE_STREAM_LISTPACKS, b"\x00", 10), &lim, true);
         assert!(matches!(e, Err(RestoreError::BadFormat(_))));
-        let e = restore_payload(&payload(TYPE_MODULE_2, b"\x00", 10), &lim);
+        let e = restore_payload(&payload(TYPE_MODULE_2, b"\x00", 10), &lim, true);
         assert!(matches!(e, Err(RestoreError::BadFormat(ref e)) if e.msg.contains("module")));
     }
 

@@ -240,9 +240,9 @@ mod tests {
     #[test]
     fn payloads_match_redis() {
         let lim = Limits::default();
-        let v = restore_payload(PLAIN, &lim).unwrap();
+        let v = restore_payload(PLAIN, &lim, true).unwrap();
         assert_eq!(dump_payload(&v, &SaveOpts::default()), PLAIN);
-        let v = restore_payload(GROUPS, &lim).unwrap();
+        let v = restore_payload(GROUPS, &lim, true).unwrap();
         let Value::Stream(s) = &v else { panic!() };
         assert_eq!((s.len(), s.entries_added), (2, 3));
         assert_eq!(s.max_deleted_id, crate::StreamId::new(1, 2));
@@ -255,7 +255,7 @@ mod tests {
             ..SaveOpts::default()
         };
         let again = dump_payload(&v, &plain);
-        let w = restore_payload(&again, &lim).unwrap();
+        let w = restore_payload(&again, &lim, true).unwrap();
         assert_eq!(dump_payload(&w, &plain), again);
         assert_eq!(
             dump_payload(&w, &SaveOpts::default()),
@@ -269,7 +269,7 @@ mod tests {
                 let n = bad.len() - 8;
                 let crc = crate::rdb::crc64::crc64(0, &bad[..n]);
                 bad[n..].copy_from_slice(&crc.to_le_bytes());
-                if let Ok(Value::Stream(mut s)) = restore_payload(&bad, &lim) {
+                if let Ok(Value::Stream(mut s)) = restore_payload(&bad, &lim, true) {
                     exercise(&mut s);
                 }
             }
