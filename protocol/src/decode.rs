@@ -321,6 +321,23 @@ fn hex(c: u8) -> u8 {
     (c as char).to_digit(16).unwrap_or(0) as u8
 }
 
+/// Appends a command in RESP (a multibulk of bulk strings), as clients,
+/// the AOF and the replication stream write it.
+pub fn write_command<A: AsRef<[u8]>>(buf: &mut Vec<u8>, args: &[A]) {
+    let mut ib = itoa::Buffer::new();
+    buf.push(b'*');
+    buf.extend_from_slice(ib.format(args.len()).as_bytes());
+    buf.extend_from_slice(b"\r\n");
+    for a in args {
+        let a = a.as_ref();
+        buf.push(b'$');
+        buf.extend_from_slice(ib.format(a.len()).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        buf.extend_from_slice(a);
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
 /// Redis's `sdscatrepr`: a double-quoted string with C escapes, which
 /// [`split_args`] reads back (MONITOR lines, the AOF manifest).
 pub fn repr(a: &[u8]) -> String {

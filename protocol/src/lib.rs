@@ -11,6 +11,7 @@ mod decode;
 mod reply;
 
 pub use decode::{
-    repr, split_args, Decoder, ProtocolError, DEFAULT_MAX_BULK, MAX_INLINE, MAX_MULTIBULK,
+    repr, split_args, write_command, Decoder, ProtocolError, DEFAULT_MAX_BULK, MAX_INLINE,
+    MAX_MULTIBULK,
 };
 pub use reply::{format_double, parse_reply, Frame, ReplyBuf};

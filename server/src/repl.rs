@@ -163,20 +163,6 @@ pub struct Repl {
     pub sync_partial_err: u64,
 }
 
-fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
-    let mut ib = itoa::Buffer::new();
-    buf.push(b'*');
-    buf.extend_from_slice(ib.format(args.len()).as_bytes());
-    buf.extend_from_slice(b"\r\n");
-    for a in args {
-        buf.push(b'$');
-        buf.extend_from_slice(ib.format(a.len()).as_bytes());
-        buf.extend_from_slice(b"\r\n");
-        buf.extend_from_slice(a);
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
 impl Default for Repl {
     fn default() -> Self {
         Repl {
@@ -292,10 +278,10 @@ impl Repl {
         let db = db.map(|d| d & !crate::propagate::REPL_ONLY);
         if let Some(db) = db.filter(|&d| self.sel_db != Some(d)) {
             let n = Bytes::copy_from_slice(itoa::Buffer::new().format(db).as_bytes());
-            resp(&mut self.fresh, &[Bytes::from_static(b"SELECT"), n]);
+            protocol::write_command(&mut self.fresh, &[Bytes::from_static(b"SELECT"), n]);
             self.sel_db = Some(db);
         }
-        resp(&mut self.fresh, args);
+        protocol::write_command(&mut self.fresh, args);
     }
 
     /// Adds the bytes `fresh` gained since `before` to the backlog.

@@ -119,20 +119,6 @@ pub struct Rewrite {
     commands: bool,
 }
 
-fn resp(buf: &mut Vec<u8>, args: &[Bytes]) {
-    let mut ib = itoa::Buffer::new();
-    buf.push(b'*');
-    buf.extend_from_slice(ib.format(args.len()).as_bytes());
-    buf.extend_from_slice(b"\r\n");
-    for a in args {
-        buf.push(b'$');
-        buf.extend_from_slice(ib.format(a.len()).as_bytes());
-        buf.extend_from_slice(b"\r\n");
-        buf.extend_from_slice(a);
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
 fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
@@ -145,10 +131,10 @@ impl Aof {
     fn emit(&mut self, db: usize, args: &[Bytes]) {
         let before = self.buf.len();
         if self.sel_db != Some(db) {
-            resp(&mut self.buf, &[b("SELECT"), num(db as i64)]);
+            protocol::write_command(&mut self.buf, &[b("SELECT"), num(db as i64)]);
             self.sel_db = Some(db);
         }
-        resp(&mut self.buf, args);
+        protocol::write_command(&mut self.buf, args);
         self.count(before);
     }
 
@@ -507,7 +493,7 @@ mod tests {
     #[test]
     fn resp_form() {
         let mut v = Vec::new();
-        resp(&mut v, &[b("SET"), b("k"), b("")]);
+        protocol::write_command(&mut v, &[b("SET"), b("k"), b("")]);
         assert_eq!(v, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
     }
 

@@ -63,7 +63,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if !o.auth.is_empty() {
         let mut args: Vec<&[u8]> = vec![b"AUTH"];
         args.extend(o.auth.iter().map(|b| &b[..]));
-        command(&mut request, &args);
+        protocol::write_command(&mut request, &args);
     }
     let select = request.len();
     for (k, ttl, payload) in &moving {
@@ -72,7 +72,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         if o.replace {
             args.push(b"REPLACE");
         }
-        command(&mut request, &args);
+        protocol::write_command(&mut request, &args);
     }
     // A connection that went stale while cached fails at once: one retry
     // with a new one, as long as the target cannot have run anything.
@@ -85,7 +85,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         let mut req = request.clone();
         if link.db != Some(db) {
             let mut sel = Vec::new();
-            command(&mut sel, &[b"SELECT", db.to_string().as_bytes()]);
+            protocol::write_command(&mut sel, &[&b"SELECT"[..], db.to_string().as_bytes()]);
             req.splice(select..select, sel);
         }
         let expected = usize::from(!o.auth.is_empty()) + usize::from(link.db != Some(db));
@@ -227,13 +227,4 @@ fn exchange(
         }
     }
     Ok(replies)
-}
-
-fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
 }
