@@ -58,35 +58,21 @@ fn invalid_id() -> Error {
 
 /// Redis's `string2ull`: a strict integer first (negative refused), then
 /// `strtoull`'s looser form (leading blanks, a sign, leading zeros; a
-/// minus wraps).
+/// minus wraps): SCAN's cursor rule after the blanks, with a digit needed.
+/// A number that fits an i64 must not be negative (Redis's `string2ull`).
 fn parse_u64(s: &[u8]) -> Option<u64> {
     if let Some(n) = storage::num::parse_i64(s) {
         return u64::try_from(n).ok();
     }
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits = &s[i..];
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+    let blanks = s
+        .iter()
+        .take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        .count();
+    let t = &s[blanks..];
+    if t.is_empty() {
         return None;
     }
-    let mut n: u64 = 0;
-    for &d in digits {
-        n = n.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    Some(if neg { n.wrapping_neg() } else { n })
+    super::scan::parse_cursor(t)
 }
 
 /// Parses `ms-seq`, `ms` (seq = `missing_seq`), and unless `strict` the
