@@ -19,6 +19,7 @@ use std::ops::DerefMut;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
+use storage::rdb::LoadSummary;
 use storage::Db;
 use tracing::{info, warn};
 
@@ -85,10 +86,7 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
                     );
                 }
             }
-            info!(
-                "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                sum.keys, sum.expired
-            );
+            log_done(&sum);
             st.rdb.last_load_keys_loaded = sum.keys as u64;
             st.rdb.last_load_keys_expired = sum.expired as u64;
             info!(
@@ -97,11 +95,30 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
             );
             Ok(())
         }
-        Err(e) => Err(format!(
-            "Fatal error loading the DB ({}): {}. Exiting.",
-            path.display(),
-            describe(&e, &data)
-        )),
+        // Redis's shape: the error, then its check-rdb report of the file.
+        Err(e) => {
+            warn!(
+                "Internal error in RDB reading offset 0, function at rdbLoad -> {}",
+                e.msg
+            );
+            warn!("--- RDB ERROR DETECTED --- {}", path.display());
+            warn!("[offset {}] {}", e.offset, describe(&e, &data));
+            Err("Terminating server after rdb file reading failure.".into())
+        }
+    }
+}
+
+fn log_done(sum: &LoadSummary) {
+    if sum.empty > 0 {
+        warn!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            sum.keys, sum.expired, sum.empty
+        );
+    } else {
+        info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            sum.keys, sum.expired
+        );
     }
 }
 
@@ -284,10 +301,7 @@ fn load_file<H: Hold>(
             )
         })?;
         info!("RDB is base AOF");
-        info!(
-            "Done loading RDB, keys loaded: {}, keys expired: {}.",
-            sum.keys, sum.expired
-        );
+        log_done(&sum);
         commands = &data[sum.end..];
     }
     if !commands.is_empty() {

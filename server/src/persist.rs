@@ -328,6 +328,13 @@ impl rdb::Sink for Loader<'_> {
         }
     }
 
+    fn empty_key(&mut self, key: &[u8]) {
+        warn!(
+            "rdbLoadObject skipping empty key: {}",
+            String::from_utf8_lossy(key)
+        );
+    }
+
     fn key(&mut self, k: rdb::Loaded) -> Result<(), String> {
         self.keys += 1;
         match self.key_delay {

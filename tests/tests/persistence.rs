@@ -377,7 +377,8 @@ fn corrupt_and_truncated_files_are_refused() {
         std::fs::write(d.path().join("dump.rdb"), &bad).unwrap();
         let log = refused_start(d.dir());
         assert!(
-            log.contains("Fatal error loading the DB") && log.contains("offset"),
+            log.contains("Terminating server after rdb file reading failure.")
+                && log.contains("offset"),
             "flip at {pos}: {log}"
         );
     }

@@ -82,6 +82,8 @@ pub trait Sink {
     fn progress(&mut self, _offset: usize) {}
     /// An AUX field of the header (`redis-ver`, `used-mem`, …).
     fn aux(&mut self, _key: &[u8], _value: &[u8]) {}
+    /// A key whose aggregate value is empty, which is not loaded.
+    fn empty_key(&mut self, _key: &[u8]) {}
 }
 
 impl<F: FnMut(Loaded) -> Result<(), String>> Sink for F {
@@ -381,11 +383,9 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
                 match container {
                     QL_PLAIN => q.push_back(&blob),
                     QL_PACKED => {
-                        let items = lp_vec(&blob, node_start, t == TYPE_LIST_QUICKLIST)?;
-                        if items.is_empty() {
-                            return at("empty quicklist node", node_start);
-                        }
-                        for e in items {
+                        // An empty node is dropped, as Redis does; a list
+                        // left with none is then skipped as an empty key.
+                        for e in lp_vec(&blob, node_start, t == TYPE_LIST_QUICKLIST)? {
                             q.push_back(&e);
                         }
                     }
@@ -620,6 +620,7 @@ pub fn load_into(
                 let exp = expire.take();
                 let (idle_s, fr) = (idle.take(), freq.take());
                 let Some(value) = value else {
+                    sink.empty_key(&key);
                     sum.empty += 1;
                     continue;
                 };

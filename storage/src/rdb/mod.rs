@@ -334,6 +334,30 @@ mod legacy_tests {
         assert!(matches!(e, Err(RestoreError::BadFormat(ref e)) if e.msg.contains("module")));
     }
 
+    /// Empty aggregates (and empty quicklist nodes) are skipped, as Redis
+    /// skips them, instead of failing the load.
+    #[test]
+    fn empty_keys_are_skipped() {
+        let mut f = b"REDIS0009".to_vec();
+        f.extend([OP_SELECTDB, 0, TYPE_SET, 3, b's', b'e', b't', 0]);
+        let empty = ziplist(&[]);
+        let full = ziplist(&[(b"x", 0)]);
+        f.extend([TYPE_LIST_QUICKLIST, 1, b'e', 1]);
+        f.extend(blob(&empty));
+        f.extend([TYPE_LIST_QUICKLIST, 1, b'l', 2]);
+        f.extend(blob(&empty));
+        f.extend(blob(&full));
+        f.extend([OP_EOF, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut keys = Vec::new();
+        let sum = load(&f, &Limits::default(), 0, true, |k: Loaded| {
+            keys.push((k.key, contents(&k.value)));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((sum.keys, sum.empty), (1, 2));
+        assert_eq!(keys, vec![(b"l".to_vec(), strs(&["x"]))]);
+    }
+
     #[test]
     fn function_payload_round_trip() {
         let long =
