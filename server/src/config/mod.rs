@@ -702,7 +702,8 @@ impl Config {
                     | "notify-keyspace-events",
                     n,
                 ) if n >= 1 => args.join(" "),
-                (_, 1) => args[0].clone(),
+                ("replicaof", 2) => args.join(" "),
+                (_, 1) if opt.name != "replicaof" => args[0].clone(),
                 _ => return Err(fatal("wrong number of arguments")),
             };
             let canon = self.check(opt, &value).map_err(|e| fatal(&e))?;
@@ -734,6 +735,9 @@ impl Config {
         let mut done = std::collections::HashSet::new();
         let mut users_left = users.unwrap_or_default().iter();
         let render = |name: &'static str, v: &str| -> Vec<String> {
+            if name == "replicaof" && v.is_empty() {
+                return vec![];
+            }
             if name == "save" {
                 if v.is_empty() {
                     return vec!["save \"\"".into()];
@@ -752,6 +756,7 @@ impl Config {
                             | "client-output-buffer-limit"
                             | "oom-score-adj-values"
                             | "latency-tracking-info-percentiles"
+                            | "replicaof"
                     )
             {
                 return vec![format!("{name} \"{v}\"")];
@@ -783,8 +788,7 @@ impl Config {
         for o in all() {
             if canonical(o.name) != o.name
                 || done.contains(o.name)
-                || self.raw(o.name) == o.default
-                || o.name == "dir"
+                || self.raw(o.name) == o.default && o.name != "dir"
             {
                 continue;
             }
