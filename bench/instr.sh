@@ -22,22 +22,24 @@
 # Env: REDIS_SERVER, CINNABAR_BIN, PORT_BASE as for bench/types.sh; KEEP=1
 # keeps the scratch directory and prints its path.
 #
-# Measured 2026-11-26, -n 20000 -c 1 -P 1, Ir per request (cinnabar before
+# Measured 2026-11-26, -n 20000, Ir per request. -c 1 -P 1: cinnabar before
 # and after the decoder's one-piece path, the hashed command lookup and the
-# stream changes of that day; Redis 7.0.15):
-#   test                       before    after    redis
-#   PING                         8344     8180     3889
-#   GEOADD                      14747    14142    15218
-#   XADD 3 fields               16176    14050    13713
-#   XADD MAXLEN ~ 1000          19448    15671    16420
-#   XACK                        11444    10717    10575
-#   XREADGROUP 1 new entry      55214    53786    71864
-#   PFADD                       10517    10160     6641
-#   PFCOUNT hll:a                9117     8885     4927
-# PING is the per-request floor: cinnabar's is ~4,300 instructions above
-# Redis's, nearly all of it Tokio (epoll, task wake-ups, the worker's park
-# and timers) and the connection loop; the commands' own work is below
-# Redis's for every test above.
+# stream changes of that day, and Redis 7.0.15; then, after them, -c 50
+# (types.sh's clients) at -P 1 and -P 16:
+#                          ---------- -c 1 -P 1 ---------   -c 50 -P 1    -c 50 -P 16
+#   test                   before    after    redis       cinn  redis    cinn  redis
+#   PING                     8344     8098     3750       5609   3254    2055   2522
+#   GEOADD                  14747    14114    15444      11595  14791    7085  12596
+#   XADD 3 fields           16176    13980    13694      11469  13138    7927  12212
+#   XADD MAXLEN ~ 1000      19448    15588    16433      13079  15793    9541  14889
+#   XREADGROUP 1 new        55214    53597    71784      51156  71566   47757  70786
+#   XACK                    11444    10580    10418       8110   9931    4181   6348
+#   PFADD                   10517    10083     6591       7616   6065    3303   3801
+#   PFCOUNT hll:a            9117     8846     4794       6285   4216    2727   3253
+# PING is the per-request floor: at -P 1 cinnabar's is 2,400-4,300
+# instructions above Redis's, nearly all of it Tokio (epoll, task wake-ups,
+# the worker's park and timers) and the connection loop; each command's own
+# work (its count minus PING's) is below Redis's in every test above.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
