@@ -53,10 +53,13 @@ rps() { # port pipeline test [tls options...]
     | tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) { v = $i; break } } END { print v + 0 }'
 }
 
+# free_port runs in a subshell: step past the port it gave.
 ctls=$(free_port)
+[ -z "$NEXT_PORT" ] || NEXT_PORT=$((ctls + 1))
 start cinnabar "$CINNABAR_BIN" --tls-port "$ctls" "${TLS_OPTS[@]}"
 cport=$START_PORT
 rtls=$(free_port)
+[ -z "$NEXT_PORT" ] || NEXT_PORT=$((rtls + 1))
 start redis "$REDIS_BIN" --tls-port "$rtls" "${TLS_OPTS[@]}" || {
   echo "$REDIS_BIN did not start with TLS (built without it?): nothing to compare" >&2
   exit 1

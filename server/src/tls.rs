@@ -108,12 +108,13 @@ pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
             })?)
         }
     };
-    let mut sc = builder.with_single_cert(certs, key).map_err(|e| {
-        let why = match e {
-            rustls::Error::InconsistentKeys(_) => "key values mismatch".to_string(),
-            e => e.to_string(),
-        };
-        format!("Failed to load private key: {}: {why}", cfg.tls_key_file)
+    let mut sc = builder.with_single_cert(certs, key).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => format!(
+            "Failed to load private key: {}: key values mismatch",
+            cfg.tls_key_file
+        ),
+        // rustls reads only X.509 v3 certificates.
+        e => format!("Failed to load certificate: {}: {e}", cfg.tls_cert_file),
     })?;
     sc.ignore_client_order = cfg.tls_prefer_server_ciphers;
     if cfg.tls_session_caching {
