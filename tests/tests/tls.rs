@@ -639,3 +639,42 @@ fn replication_over_tls_both_ways_with_redis() {
     rm.raw().cmd(&["SET", "streamed", "4"]);
     wait_key(&r, "streamed", "4");
 }
+
+/// How the handshake of a new connection with `cfg` went, after a PING
+/// (which also takes in the server's session tickets).
+async fn handshake_kind(cfg: Arc<rustls::ClientConfig>, port: u16) -> rustls::HandshakeKind {
+    let mut c = connect(cfg, port).await.unwrap();
+    let r = exchange(&mut c, &encode(&["PING"]), 1).await.unwrap();
+    assert_eq!(r, [simple("PONG")]);
+    c.get_ref().1.handshake_kind().unwrap()
+}
+
+#[test]
+fn sessions_resume_as_the_cache_options_say() {
+    use rustls::HandshakeKind::{Full, Resumed};
+    let t = Tls::new();
+    let (s, port) = t.server(&[("tls-session-cache-timeout", "1")]);
+    let rt = rt();
+    let cfg = t.client_config("ca", Some("ca-client"));
+    rt.block_on(async {
+        assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
+        assert_eq!(handshake_kind(cfg.clone(), port).await, Resumed);
+        // Past tls-session-cache-timeout the session is gone.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
+    });
+    // Redis's OpenSSL still hands out tickets with caching off, and answers
+    // one offered back with an internal_error alert.
+    if is_real_redis() {
+        return;
+    }
+    assert_eq!(
+        s.raw().cmd(&["CONFIG", "SET", "tls-session-caching", "no"]),
+        ok()
+    );
+    let cfg = t.client_config("ca", Some("ca-client"));
+    rt.block_on(async {
+        assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
+        assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
+    });
+}
