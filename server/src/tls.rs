@@ -638,11 +638,12 @@ impl TlsStream {
     }
 
     pub fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        // Everything decrypted is taken below, or there was nothing.
+        self.plain_left = false;
         let n = self.pull()?;
         let len = buf.len();
         buf.resize(len + n, 0);
         self.conn.reader().read_exact(&mut buf[len..])?;
-        self.plain_left = false;
         Ok(n)
     }
 
