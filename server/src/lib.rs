@@ -36,6 +36,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod testkit;
+pub mod tls;
 pub mod tracking;
 
 pub use error::{CmdResult, Error};

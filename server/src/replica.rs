@@ -14,7 +14,7 @@ use protocol::{Decoder, ReplyBuf};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{info, warn};
 
@@ -69,7 +69,7 @@ async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64) {
 
 /// Reads one line (without CRLF), skipping the newlines a master sends as
 /// keep-alives before it.
-async fn line(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<String> {
+async fn line<S: AsyncRead + Unpin>(sock: &mut S, buf: &mut BytesMut) -> io::Result<String> {
     loop {
         while buf.first() == Some(&b'\n') {
             buf.advance(1);
@@ -82,7 +82,7 @@ async fn line(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<String> {
     }
 }
 
-async fn read_more(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<()> {
+async fn read_more<S: AsyncRead + Unpin>(sock: &mut S, buf: &mut BytesMut) -> io::Result<()> {
     buf.reserve(64 * 1024);
     let n = tokio::time::timeout(Duration::from_secs(60), sock.read_buf(buf))
         .await
@@ -101,8 +101,13 @@ fn resp(args: &[&str]) -> Vec<u8> {
     v
 }
 
-async fn ask(sock: &mut TcpStream, buf: &mut BytesMut, args: &[&str]) -> io::Result<String> {
+async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
+    sock: &mut S,
+    buf: &mut BytesMut,
+    args: &[&str],
+) -> io::Result<String> {
     sock.write_all(&resp(args)).await?;
+    sock.flush().await?;
     line(sock, buf).await
 }
 
@@ -112,15 +117,47 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         gen,
         MasterState::Connecting,
     );
-    let mut sock = TcpStream::connect((host, port)).await?;
+    let sock = TcpStream::connect((host, port)).await?;
     let _ = sock.set_nodelay(true);
+    let tls = {
+        let st = shared.lock_eventually().await;
+        st.cfg
+            .tls_replication
+            .then(|| crate::tls::client_context(&st.cfg))
+    };
+    match tls {
+        None => sync(shared, sock, gen).await,
+        Some(ctx) => {
+            let ctx = ctx.map_err(io::Error::other)?;
+            let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                .map_err(io::Error::other)?;
+            let sock = tokio_rustls::TlsConnector::from(ctx)
+                .connect(name, sock)
+                .await?;
+            sync(shared, sock, gen).await
+        }
+    }
+}
+
+/// The handshake, the RDB or the backlog, then the stream, over plain TCP
+/// or TLS (`tls-replication`).
+async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Arc<Shared>,
+    mut sock: S,
+    gen: u64,
+) -> io::Result<()> {
     let mut buf = BytesMut::new();
     let (user, pass, my_port, replid, offset) = {
         let st = shared.lock_eventually().await;
         (
             st.cfg.masteruser.clone(),
             st.cfg.masterauth.clone(),
-            st.tcp_port,
+            // The port replicas of this one connect to, as Redis tells it.
+            if st.cfg.tls_replication {
+                st.cfg.tls_port as u16
+            } else {
+                st.tcp_port
+            },
             st.replid.clone(),
             st.repl.offset,
         )
@@ -207,9 +244,9 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
 }
 
 /// Applies the master's stream until the link drops or REPLICAOF changes.
-async fn follow(
+async fn follow<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Arc<Shared>,
-    sock: &mut TcpStream,
+    sock: &mut S,
     mut buf: BytesMut,
     gen: u64,
 ) -> io::Result<()> {
@@ -272,6 +309,7 @@ async fn follow(
         for off in acks {
             sock.write_all(&resp(&["REPLCONF", "ACK", &off.to_string()]))
                 .await?;
+            sock.flush().await?;
             ack_due = tokio::time::Instant::now() + Duration::from_secs(1);
         }
         buf.reserve(64 * 1024);

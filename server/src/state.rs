@@ -276,6 +276,9 @@ pub struct Tuning {
     pub latency_tracking: bool,
 }
 
+/// `State::relisten`: (state, the TCP listeners, the TLS ones).
+pub type Relisten = fn(&mut State, bool, bool) -> std::io::Result<()>;
+
 pub struct State {
     pub dbs: Vec<Db>,
     pub cfg: Config,
@@ -299,12 +302,16 @@ pub struct State {
     /// When the last command ended (or the running batch started).
     pub last_tick: Instant,
     /// The accept loops, replaced when CONFIG SET changes port or bind.
-    pub accept_tasks: Vec<tokio::task::AbortHandle>,
+    /// Each with whether it serves `tls-port`.
+    pub accept_tasks: Vec<(tokio::task::AbortHandle, bool)>,
     /// Set by the server once it listens: replaces the listeners with ones
-    /// on the configured `port` and `bind` (CONFIG SET).
-    pub relisten: Option<fn(&mut State) -> std::io::Result<()>>,
+    /// on the configured `port` and `bind` (CONFIG SET): the TCP ones, the
+    /// TLS ones (`tls-port`), or both.
+    pub relisten: Option<Relisten>,
     /// The state's owner, for commands that start tasks (rebinding).
     pub shared: std::sync::Weak<Shared>,
+    /// The TLS context the `tls-port` listeners hand new connections.
+    pub tls: Arc<crate::tls::Current>,
     pub run_id: String,
     pub slowlog: VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -404,6 +411,7 @@ impl State {
             accept_tasks: Vec::new(),
             relisten: None,
             shared: std::sync::Weak::new(),
+            tls: Arc::default(),
             run_id,
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,
