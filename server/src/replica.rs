@@ -21,6 +21,10 @@ use tracing::{info, warn};
 /// The server cron's part: the link task of a new REPLICAOF (or of
 /// `replicaof` in the config, at start) is started here.
 pub fn cron(shared: &Arc<Shared>, st: &mut State) {
+    // The data on disk is loaded first, as Redis loads before it connects.
+    if st.loading.is_some() {
+        return;
+    }
     if !st.repl.configured {
         st.repl.configured = true;
         let cfg = st.cfg.replicaof.clone();
@@ -147,7 +151,12 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         &["REPLCONF", "listening-port", &my_port.to_string()],
     )
     .await?;
-    ask(&mut sock, &mut buf, &["REPLCONF", "capa", "psync2"]).await?;
+    ask(
+        &mut sock,
+        &mut buf,
+        &["REPLCONF", "capa", "eof", "capa", "psync2"],
+    )
+    .await?;
     let reply = ask(
         &mut sock,
         &mut buf,
@@ -161,14 +170,7 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         };
         set_state(&mut *shared.lock_eventually().await, gen, MasterState::Sync);
         let head = line(&mut sock, &mut buf).await?;
-        let len: usize = head
-            .strip_prefix('$')
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| io::Error::other(format!("bad bulk header from master: {head}")))?;
-        while buf.len() < len {
-            read_more(&mut sock, &mut buf).await?;
-        }
-        let rdb = buf.split_to(len);
+        let rdb = read_rdb(&mut sock, &mut buf, &head).await?;
         let mut st = shared.lock_eventually().await;
         if !current(&st, gen) {
             return Ok(());
@@ -204,6 +206,34 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         MasterState::Connected,
     );
     follow(shared, &mut sock, buf, gen).await
+}
+
+/// The master's RDB after its header line: `$<len>` (disk-based sync), or
+/// `$EOF:<40-byte mark>` (diskless), the image then ending with the mark,
+/// which comes last as the master sends nothing more before this replica's
+/// first ACK.
+async fn read_rdb(sock: &mut TcpStream, buf: &mut BytesMut, head: &str) -> io::Result<BytesMut> {
+    let bad = || {
+        io::Error::other(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{head}'), are you sure the host and port are right?"))
+    };
+    let spec = head.strip_prefix('$').ok_or_else(bad)?;
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes();
+        if mark.len() != 40 {
+            return Err(bad());
+        }
+        while !buf.ends_with(mark) {
+            read_more(sock, buf).await?;
+        }
+        let mut rdb = buf.split_to(buf.len());
+        rdb.truncate(rdb.len() - mark.len());
+        return Ok(rdb);
+    }
+    let len: usize = spec.parse().map_err(|_| bad())?;
+    while buf.len() < len {
+        read_more(sock, buf).await?;
+    }
+    Ok(buf.split_to(len))
 }
 
 /// Applies the master's stream until the link drops or REPLICAOF changes.

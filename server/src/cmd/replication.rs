@@ -96,6 +96,8 @@ fn new_replica(c: &Ctx, psync: bool) -> Replica {
         ip: c.cl.peer.ip.clone().unwrap_or_else(|| peer_ip.to_string()),
         port: c.cl.peer.port,
         rdb_only: c.cl.peer.rdb_only,
+        eof: c.cl.peer.eof,
+        since_s: now_ms() / 1000,
         psync,
         sync_offset: 0,
         ack_offset: 0,
@@ -104,10 +106,11 @@ fn new_replica(c: &Ctx, psync: bool) -> Replica {
     }
 }
 
-/// Makes the client a replica and gets it an RDB: it joins a BGSAVE
-/// started for replicas if one runs (with a copy of the stream another
-/// replica buffered since its start), else starts one, else waits for the
-/// snapshot engine (the cron starts it).
+/// Makes the client a replica and gets it an RDB: it joins a disk-based
+/// BGSAVE started for replicas if one runs (with a copy of the stream
+/// another replica buffered since its start), else starts one, else waits
+/// for the snapshot engine, or for others to join a diskless sync within
+/// `repl-diskless-sync-delay` (the cron starts them).
 fn full_sync(c: &mut Ctx, psync: bool) {
     if c.cl.peer.replica || c.cl.monitor {
         return;
@@ -122,7 +125,9 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
     if running {
         let other = st.repl.replicas.iter().find_map(|o| match &o.link {
-            Link::WaitBgsaveEnd(buf) => Some((buf.clone(), o.sync_offset)),
+            Link::WaitBgsaveEnd(buf) if !st.repl.bgsave_diskless => {
+                Some((buf.clone(), o.sync_offset))
+            }
             _ => None,
         });
         if let Some((buf, offset)) = other {
@@ -134,8 +139,9 @@ fn full_sync(c: &mut Ctx, psync: bool) {
         }
         st.repl.replicas.push(r);
     } else {
+        let delayed = st.cfg.repl_diskless_sync && r.eof && st.cfg.repl_diskless_sync_delay > 0;
         st.repl.replicas.push(r);
-        if !persist::child_active(st) {
+        if !persist::child_active(st) && !delayed {
             start_bgsave(st, Some((c.cl.id, &mut *c.out)));
         }
     }
@@ -145,22 +151,37 @@ fn fullresync(st: &State, offset: u64) -> String {
     format!("+FULLRESYNC {} {offset}\r\n", st.replid)
 }
 
-/// Starts a BGSAVE for the replicas waiting for one: they buffer the
-/// stream from now on, and PSYNC replicas are told where it starts. The
-/// replica running the command (`current`) gets that in its reply.
+/// Starts a BGSAVE for the replicas waiting for one: streamed to their
+/// sockets when `repl-diskless-sync` is on and all of them read an RDB
+/// ended by a mark, else to disk. They buffer the stream from now on, and
+/// PSYNC replicas are told where it starts. The replica running the
+/// command (`current`) gets that in its reply.
 fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
-    tracing::info!("Starting BGSAVE for SYNC with target: disk");
-    persist::bgsave_start(st);
     let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
-    if !persist::bgsave_in_progress(st) {
-        tracing::warn!("BGSAVE for replication failed");
-        let ids: Vec<u64> = st
+    let ids: Vec<u64> = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| waiting(r))
+        .map(|r| r.id)
+        .collect();
+    let diskless = st.cfg.repl_diskless_sync
+        && st
             .repl
             .replicas
             .iter()
             .filter(|r| waiting(r))
-            .map(|r| r.id)
-            .collect();
+            .all(|r| r.eof);
+    let started = if diskless {
+        tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
+        persist::bgsave_start_replicas(st, ids.clone())
+    } else {
+        tracing::info!("Starting BGSAVE for SYNC with target: disk");
+        persist::bgsave_start(st);
+        persist::bgsave_in_progress(st)
+    };
+    if !started {
+        tracing::warn!("BGSAVE for replication failed");
         for id in ids {
             let msg = b"-ERR BGSAVE failed, replication can't continue\r\n";
             match current.as_mut().filter(|(cur, _)| *cur == id) {
@@ -172,6 +193,7 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
         return;
     }
     st.repl.bgsave_for_replicas = true;
+    st.repl.bgsave_diskless = diskless;
     // The stream after the snapshot starts with a SELECT.
     st.repl.sel_db = None;
     let offset = st.repl.offset;
@@ -189,6 +211,30 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
             Some((_, out)) => out.raw(line.as_bytes()),
             None => st.repl_send(id, line.as_bytes()),
         }
+    }
+}
+
+/// Starts the sync replicas wait for once the snapshot engine is free:
+/// a diskless one after `repl-diskless-sync-delay` seconds (the oldest
+/// replica's wait), or as soon as `repl-diskless-sync-max-replicas` wait.
+fn start_pending_sync(st: &mut State, now_s: i64) {
+    let waiting: Vec<i64> = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.link, Link::WaitBgsaveStart))
+        .map(|r| r.since_s)
+        .collect();
+    if waiting.is_empty() || persist::child_active(st) {
+        return;
+    }
+    let oldest = waiting.iter().min().copied().unwrap_or(now_s);
+    let max = st.cfg.repl_diskless_sync_max_replicas;
+    if !st.cfg.repl_diskless_sync
+        || now_s - oldest >= st.cfg.repl_diskless_sync_delay
+        || (max > 0 && waiting.len() as i64 >= max)
+    {
+        start_bgsave(st, None);
     }
 }
 
@@ -285,9 +331,10 @@ fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
             c.cl.peer.ip = Some(String::from_utf8_lossy(val).into_owned());
         } else if is(opt, "capa") {
-            // eof: the RDB is always sent with its length.
             if is(val, "psync2") {
                 c.cl.peer.psync2 = true;
+            } else if is(val, "eof") {
+                c.cl.peer.eof = true;
             }
         } else if is(opt, "ack") {
             // Answered with nothing, as the replica reads no reply.
@@ -334,6 +381,9 @@ fn ack(st: &mut State, id: u64, offset: u64) {
     };
     r.ack_offset = r.ack_offset.max(offset);
     r.ack_time_s = now_ms() / 1000;
+    if matches!(r.link, Link::WaitAck(_)) {
+        st.repl_online(id);
+    }
     let ready: Vec<(u64, i64)> = st
         .repl
         .waiters
@@ -386,12 +436,13 @@ fn b(s: &'static str) -> Bytes {
     Bytes::from_static(s.as_bytes())
 }
 
-/// The replication cron, once a second: a BGSAVE for replicas that wait
-/// for the snapshot engine, newlines to replicas waiting for their RDB
+/// The replication cron: a sync for replicas that wait for one (each
+/// call); once a second, newlines to replicas waiting for their RDB
 /// (they read them as keep-alives), a PING in the stream every
 /// `repl-ping-replica-period` seconds.
 pub fn cron(st: &mut State) {
     let now_s = now_ms() / 1000;
+    start_pending_sync(st, now_s);
     if now_s == st.repl.cron_second {
         return;
     }
@@ -420,15 +471,19 @@ pub fn cron(st: &mut State) {
         st.repl.free_backlog();
         st.replid = crate::state::random_hex40();
     }
-    let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
-    if st.repl.replicas.iter().any(waiting) && !persist::child_active(st) {
-        start_bgsave(st, None);
-    }
+    let diskless = st.repl.bgsave_diskless;
     let ids: Vec<(u64, bool)> = st
         .repl
         .replicas
         .iter()
-        .map(|r| (r.id, !matches!(r.link, Link::Online)))
+        .map(|r| {
+            let pre_sync = match r.link {
+                Link::WaitBgsaveStart => true,
+                Link::WaitBgsaveEnd(_) => !diskless,
+                _ => false,
+            };
+            (r.id, pre_sync)
+        })
         .collect();
     for (id, pre_sync) in ids {
         // A newline before the RDB; else any bytes held back.
