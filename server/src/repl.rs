@@ -102,6 +102,39 @@ impl MasterState {
     }
 }
 
+/// Where a FAILOVER is (INFO's `master_failover_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailoverState {
+    #[default]
+    None,
+    /// Writes are paused until a replica has the whole stream.
+    WaitForSync,
+    /// This server is becoming a replica of the target, which promotes
+    /// itself on the PSYNC that says FAILOVER.
+    InProgress,
+}
+
+impl FailoverState {
+    pub fn name(self) -> &'static str {
+        match self {
+            FailoverState::None => "no-failover",
+            FailoverState::WaitForSync => "waiting-for-sync",
+            FailoverState::InProgress => "failover-in-progress",
+        }
+    }
+}
+
+/// A FAILOVER in progress.
+#[derive(Default)]
+pub struct Failover {
+    pub state: FailoverState,
+    /// TO host port; any replica otherwise.
+    pub target: Option<(String, u16)>,
+    /// TIMEOUT's end (unix ms), 0 without one.
+    pub end_ms: i64,
+    pub force: bool,
+}
+
 /// A replica attached to this master.
 pub struct Replica {
     pub id: u64,
@@ -165,6 +198,7 @@ pub struct Repl {
     pub waiters: Vec<Waiter>,
     /// This server's master, when it is a replica.
     pub master: Option<Master>,
+    pub failover: Failover,
     /// PSYNC2: the replication ID this server had before its last change
     /// of history (a promotion), valid up to `second_offset`.
     pub replid2: Option<String>,
@@ -201,6 +235,7 @@ impl Default for Repl {
             bgsave_diskless: false,
             waiters: Vec::new(),
             master: None,
+            failover: Failover::default(),
             replid2: None,
             second_offset: -1,
             applying: false,

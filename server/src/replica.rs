@@ -119,7 +119,7 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
     let mut sock = TcpStream::connect((host, port)).await?;
     let _ = sock.set_nodelay(true);
     let mut buf = BytesMut::new();
-    let (user, pass, my_port, replid, offset) = {
+    let (user, pass, my_port, replid, offset, failover) = {
         let st = shared.lock_eventually().await;
         (
             st.cfg.masteruser.clone(),
@@ -127,6 +127,7 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
             st.tcp_port,
             st.replid.clone(),
             st.repl.offset,
+            st.repl.failover.state == crate::repl::FailoverState::InProgress,
         )
     };
     let pong = ask(&mut sock, &mut buf, &["PING"]).await?;
@@ -157,12 +158,28 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         &["REPLCONF", "capa", "eof", "capa", "psync2"],
     )
     .await?;
-    let reply = ask(
-        &mut sock,
-        &mut buf,
-        &["PSYNC", &replid, &(offset + 1).to_string()],
-    )
-    .await?;
+    let offset = (offset + 1).to_string();
+    let mut psync = vec!["PSYNC", &replid, &offset];
+    if failover {
+        // The target promotes itself on this.
+        psync.push("FAILOVER");
+    }
+    let reply = ask(&mut sock, &mut buf, &psync).await?;
+    if failover {
+        let mut st = shared.lock_eventually().await;
+        if !current(&st, gen) {
+            return Ok(());
+        }
+        if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
+            crate::cmd::replication::clear_failover(&mut st);
+        } else {
+            crate::cmd::replication::abort_failover(
+                &mut st,
+                "Failover target rejected psync request",
+            );
+            return Ok(());
+        }
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut w = rest.split(' ');
         let (Some(id), Some(Ok(off))) = (w.next(), w.next().map(str::parse::<u64>)) else {
@@ -240,16 +257,44 @@ async fn read_rdb(sock: &mut TcpStream, buf: &mut BytesMut, head: &str) -> io::R
 async fn follow(
     shared: &Arc<Shared>,
     sock: &mut TcpStream,
-    mut buf: BytesMut,
+    buf: BytesMut,
     gen: u64,
 ) -> io::Result<()> {
-    let id = {
+    // The master's client is in the client list (flags=M) between
+    // batches, where CLIENT KILL can end it.
+    let (id, wake) = {
         let mut st = shared.lock_eventually().await;
         st.next_client_id += 1;
-        st.next_client_id - 1
+        let id = st.next_client_id - 1;
+        let addr =
+            |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        use std::os::fd::AsRawFd;
+        let mut master = Client::new(
+            id,
+            addr(sock.peer_addr()),
+            addr(sock.local_addr()),
+            sock.as_raw_fd(),
+            true,
+        );
+        master.peer.master = true;
+        master.user.name = "(superuser)".into();
+        let wake = master.wake.clone();
+        st.clients.insert(id, Box::new(master));
+        (id, wake)
     };
-    let mut master = Client::new(id, String::new(), String::new(), -1, true);
-    master.peer.master = true;
+    let res = apply_stream(shared, sock, buf, gen, id, &wake).await;
+    shared.lock_eventually().await.remove_client(id);
+    res
+}
+
+async fn apply_stream(
+    shared: &Arc<Shared>,
+    sock: &mut TcpStream,
+    mut buf: BytesMut,
+    gen: u64,
+    id: u64,
+    wake: &tokio::sync::Notify,
+) -> io::Result<()> {
     let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
     let mut ack_due = tokio::time::Instant::now();
     loop {
@@ -260,18 +305,23 @@ async fn follow(
             if !current(st, gen) {
                 return Ok(());
             }
+            let Some(mut master) = st.clients.remove(&id).filter(|c| !c.killed) else {
+                return Err(io::Error::other("the link was killed"));
+            };
             st.last_tick = std::time::Instant::now();
             let mut out = ReplyBuf::new(false);
             // What the master sent, relayed as applied.
             let sent = buf.clone().freeze();
             let mut pos = 0;
+            let mut res = Ok(());
             loop {
                 let before = buf.len();
                 let args: Vec<Bytes> = match dec.decode(&mut buf) {
                     Ok(Some(a)) => a,
                     Ok(None) => break,
                     Err(e) => {
-                        return Err(io::Error::other(format!("protocol error from master: {e}")))
+                        res = Err(io::Error::other(format!("protocol error from master: {e}")));
+                        break;
                     }
                 };
                 let used = (before - buf.len()) as u64;
@@ -289,6 +339,9 @@ async fn follow(
                 st.repl.proxy(&sent[pos..pos + used as usize]);
                 pos += used as usize;
             }
+            master.last_interaction_ms = st.wall_ms(st.last_tick);
+            st.clients.insert(id, master);
+            res?;
             if !st.repl.fresh.is_empty() {
                 st.repl_deliver();
             }
@@ -312,6 +365,8 @@ async fn follow(
                 Err(e) => return Err(e),
             },
             _ = tokio::time::sleep_until(ack_due) => {}
+            // CLIENT KILL: seen at the top of the loop.
+            _ = wake.notified() => {}
         }
     }
 }

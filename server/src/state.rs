@@ -543,7 +543,7 @@ impl State {
         let evictable = self
             .clients
             .values()
-            .filter(|c| !c.no_evict && !c.monitor && !c.killed)
+            .filter(|c| !c.no_evict && !c.monitor && !c.killed && !c.peer.master)
             .map(|c| (c.usage().total(), c.id))
             .collect();
         let victims = crate::clientmem::victims(evictable, limit);
@@ -611,6 +611,7 @@ impl Client {
         let mut flags: String = [
             (cl.peer.replica, 'S'),
             (cl.monitor, 'O'),
+            (cl.peer.master, 'M'),
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
             (cl.blocked.is_some(), 'b'),
@@ -711,6 +712,8 @@ impl Client {
         let cl = self;
         if cl.monitor || cl.peer.replica {
             "replica"
+        } else if cl.peer.master {
+            "master"
         } else if cl.subs.any() {
             "pubsub"
         } else {

@@ -450,3 +450,31 @@ fn a_replica_leaves_expiry_to_its_master() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn the_master_link_is_a_client_flagged_m() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let list = cli(&s, &["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(
+        list.starts_with("id=") && list.contains(&format!("addr=127.0.0.1:{} ", m.port)),
+        "{list}"
+    );
+    assert!(
+        list.contains(" flags=M ") && list.contains(" user=(superuser) "),
+        "{list}"
+    );
+    assert!(cli(&s, &["INFO", "clients"]).contains("connected_clients:2"));
+    // Killed, it reconnects with PSYNC (partial).
+    assert_eq!(cli(&s, &["CLIENT", "KILL", "TYPE", "master"]), "1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&m, &["INFO", "stats"]).contains("sync_partial_ok:1") {
+        assert!(Instant::now() < deadline, "no partial resync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -6,7 +6,7 @@
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;
-use crate::repl::{Link, Master, MasterState, Replica, Waiter};
+use crate::repl::{FailoverState, Link, Master, MasterState, Replica, Waiter};
 use crate::state::{now_ms, BlockKind, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -17,6 +17,7 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("replconf", replconf),
     ("wait", wait),
     ("replicaof", replicaof),
+    ("failover", failover),
     ("slaveof", replicaof),
 ];
 
@@ -39,12 +40,29 @@ fn linked(st: &State) -> bool {
         .is_none_or(|m| m.state == MasterState::Connected)
 }
 
-/// PSYNC replicationid offset
+/// PSYNC replicationid offset [FAILOVER]
 fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let offset = int_arg(&a[2])?;
     if c.cl.peer.replica || c.cl.monitor {
         return Ok(());
     }
+    // Its master hands over: this server promotes itself, and the old
+    // master continues from its own offset.
+    if a.len() > 3 && is(&a[3], "failover") {
+        if a[1].as_ref() != c.st.replid.as_bytes() {
+            return Err(Error::other(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        unset_master(c.st, "failover request");
+        tracing::info!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(&a[1])
+        );
+    }
+    if c.st.repl.failover.state != FailoverState::None {
+        return Err(Error::other("NOMASTERLINK Can't SYNC while failing over"));
+    }
+    let offset = int_arg(&a[2])?;
     if !linked(c.st) {
         return Err(Error::other(
             "NOMASTERLINK Can't SYNC while not connected with my master",
@@ -281,18 +299,23 @@ pub fn drop_master_link(st: &mut State) -> bool {
     true
 }
 
+/// This server stops following its master (`why` is logged): its data
+/// stays; its history is its own from here, and the master's so far stays
+/// valid for PSYNC.
+fn unset_master(st: &mut State, why: &str) {
+    if st.repl.master.take().is_some() {
+        let old = std::mem::replace(&mut st.replid, crate::state::random_hex40());
+        st.repl.shift_id(old);
+        st.repl.sel_db = None;
+        tracing::info!("MASTER MODE enabled ({why})");
+        apply_oom(st);
+    }
+}
+
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
 fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if is(&a[1], "no") && is(&a[2], "one") {
-        if c.st.repl.master.take().is_some() {
-            // Its data stays; its history is its own from here, and the
-            // master's so far stays valid for PSYNC.
-            let old = std::mem::replace(&mut c.st.replid, crate::state::random_hex40());
-            c.st.repl.shift_id(old);
-            c.st.repl.sel_db = None;
-            tracing::info!("MASTER MODE enabled (user request from '{}')", c.cl.addr);
-            apply_oom(c.st);
-        }
+        unset_master(c.st, &format!("user request from '{}'", c.cl.addr));
         c.out.ok();
         return Ok(());
     }
@@ -311,6 +334,153 @@ fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     set_master(c.st, &host, port);
     c.out.ok();
     Ok(())
+}
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
+fn failover(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (mut to, mut timeout, mut force, mut abort) = (None, 0, false, false);
+    let mut j = 1;
+    while j < a.len() {
+        if is(&a[j], "to") && j + 2 < a.len() && to.is_none() {
+            let port = int_arg(&a[j + 2])?;
+            to = Some((String::from_utf8_lossy(&a[j + 1]).into_owned(), port));
+            j += 3;
+        } else if is(&a[j], "timeout") && j + 1 < a.len() && timeout == 0 {
+            timeout = int_arg(&a[j + 1])?;
+            if timeout <= 0 {
+                return Err(Error::other("ERR FAILOVER timeout must be greater than 0"));
+            }
+            j += 2;
+        } else if is(&a[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else if is(&a[j], "abort") && !abort {
+            abort = true;
+            j += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let st = &mut *c.st;
+    if abort {
+        if force || timeout > 0 || to.is_some() {
+            return Err(Error::Syntax);
+        }
+        if st.repl.failover.state == FailoverState::None {
+            return Err(Error::other("ERR No failover in progress."));
+        }
+        abort_failover(st, "Failover manually aborted");
+        c.out.ok();
+        return Ok(());
+    }
+    if force && (timeout == 0 || to.is_none()) {
+        return Err(Error::other(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    if st.repl.master.is_some() {
+        return Err(Error::other(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
+    }
+    if st.repl.replicas.is_empty() {
+        return Err(Error::other("ERR FAILOVER requires connected replicas."));
+    }
+    if st.repl.failover.state != FailoverState::None {
+        return Err(Error::other("ERR FAILOVER already in progress."));
+    }
+    let target = match to {
+        Some((host, port)) => {
+            let r = st
+                .repl
+                .replicas
+                .iter()
+                .find(|r| r.ip.eq_ignore_ascii_case(&host) && r.port == port)
+                .ok_or_else(|| {
+                    Error::other("ERR FAILOVER target HOST and PORT is not a replica.")
+                })?;
+            if !matches!(r.link, Link::Online) {
+                return Err(Error::other("ERR FAILOVER target replica is not online."));
+            }
+            tracing::info!("FAILOVER requested to {host}:{port}.");
+            Some((host, port as u16))
+        }
+        None => {
+            tracing::info!("FAILOVER requested to any replica.");
+            None
+        }
+    };
+    st.repl.failover = crate::repl::Failover {
+        state: FailoverState::WaitForSync,
+        target,
+        end_ms: if timeout > 0 { now_ms() + timeout } else { 0 },
+        force,
+    };
+    // Writes wait while the replicas catch up, and until the target leads.
+    st.pause = Some(crate::state::Pause {
+        until_ms: i64::MAX,
+        writes_only: true,
+    });
+    c.out.ok();
+    Ok(())
+}
+
+/// The FAILOVER ends: writes go on.
+pub fn clear_failover(st: &mut State) {
+    st.repl.failover = Default::default();
+    st.pause = None;
+}
+
+/// The FAILOVER ends without a new master: this server stays (or is
+/// again) the master, and its replicas resync to learn its new ID.
+pub fn abort_failover(st: &mut State, why: &str) {
+    tracing::info!("FAILOVER aborted: {why}");
+    if st.repl.failover.state == FailoverState::InProgress {
+        unset_master(st, "failover aborted");
+        let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
+        for id in ids {
+            st.kill_client(id);
+        }
+    }
+    clear_failover(st);
+}
+
+/// A FAILOVER waiting for a replica: the target (or any replica) that
+/// acknowledged the whole stream becomes this server's master; past the
+/// timeout, FORCE fails over anyway, else the failover is abandoned.
+fn failover_cron(st: &mut State) {
+    if st.repl.failover.state != FailoverState::WaitForSync {
+        return;
+    }
+    let f = &st.repl.failover;
+    if f.end_ms > 0 && f.end_ms <= now_ms() {
+        match f.target.clone().filter(|_| f.force) {
+            Some((host, port)) => {
+                tracing::info!("FAILOVER to {host}:{port} time out exceeded, failing over.");
+                fail_over(st, &host, port);
+            }
+            None => abort_failover(st, "Replica never caught up before timeout"),
+        }
+        return;
+    }
+    let offset = st.repl.offset;
+    let synced = st.repl.replicas.iter().find(|r| {
+        matches!(r.link, Link::Online)
+            && r.ack_offset == offset
+            && f.target
+                .as_ref()
+                .is_none_or(|(h, p)| r.ip.eq_ignore_ascii_case(h) && r.port == *p as i64)
+    });
+    if let Some(r) = synced {
+        let (host, port) = (r.ip.clone(), r.port as u16);
+        tracing::info!("Failover target {host}:{port} is synced, failing over.");
+        fail_over(st, &host, port);
+    }
+}
+
+fn fail_over(st: &mut State, host: &str, port: u16) {
+    st.repl.failover.state = FailoverState::InProgress;
+    set_master(st, host, port);
 }
 
 /// REPLCONF option value [option value ...]
@@ -443,12 +613,18 @@ fn b(s: &'static str) -> Bytes {
 pub fn cron(st: &mut State) {
     let now_s = now_ms() / 1000;
     start_pending_sync(st, now_s);
+    failover_cron(st);
     if now_s == st.repl.cron_second {
         return;
     }
     st.repl.cron_second = now_s;
     let period = st.cfg.repl_ping_replica_period.max(1) as u64;
-    if st.repl.cron_loops.is_multiple_of(period) && !st.repl.replicas.is_empty() {
+    // Not while writes are paused: the offset stays for a FAILOVER to
+    // reach.
+    if st.repl.cron_loops.is_multiple_of(period)
+        && !st.repl.replicas.is_empty()
+        && !st.pause.as_ref().is_some_and(|p| p.writes_only)
+    {
         st.repl.feed_plain(&[b("PING")]);
         st.repl_deliver();
     }
@@ -536,7 +712,7 @@ pub fn info(st: &State, now_ms: i64) -> String {
         );
     }
     let (first, histlen) = r.backlog_span();
-    s += "master_failover_state:no-failover\r\n";
+    s += &format!("master_failover_state:{}\r\n", r.failover.state.name());
     s += &format!("master_replid:{}\r\n", st.replid);
     let none = "0000000000000000000000000000000000000000";
     s += &format!(
