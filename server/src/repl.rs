@@ -72,6 +72,8 @@ pub struct Peer {
 pub enum MasterState {
     Connect,
     Connecting,
+    /// Connected, exchanging PING, AUTH, REPLCONF and PSYNC.
+    Handshake,
     Sync,
     Connected,
 }
@@ -96,6 +98,7 @@ impl MasterState {
         match self {
             MasterState::Connect => "connect",
             MasterState::Connecting => "connecting",
+            MasterState::Handshake => "handshake",
             MasterState::Sync => "sync",
             MasterState::Connected => "connected",
         }

@@ -59,7 +59,12 @@ async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64) {
         if !current(&*shared.lock_eventually().await, gen) {
             return;
         }
-        if let Err(e) = session(&shared, &host, port, gen).await {
+        let timeout = shared.lock_eventually().await.cfg.repl_timeout.max(1) as u64;
+        let link = REPL_TIMEOUT.scope(
+            Duration::from_secs(timeout),
+            session(&shared, &host, port, gen),
+        );
+        if let Err(e) = link.await {
             warn!("Replication link to MASTER {host}:{port}: {e}");
         }
         set_state(
@@ -86,11 +91,21 @@ async fn line(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<String> {
     }
 }
 
+tokio::task_local! {
+    /// `repl-timeout` when the link started: the longest silence of the
+    /// master (which sends newlines while the replica waits) before the
+    /// link is dropped.
+    static REPL_TIMEOUT: Duration;
+}
+
 async fn read_more(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<()> {
     buf.reserve(64 * 1024);
-    let n = tokio::time::timeout(Duration::from_secs(60), sock.read_buf(buf))
+    let t = REPL_TIMEOUT
+        .try_with(|t| *t)
+        .unwrap_or(Duration::from_secs(60));
+    let n = tokio::time::timeout(t, sock.read_buf(buf))
         .await
-        .map_err(|_| io::Error::other("timeout reading from the master"))??;
+        .map_err(|_| io::Error::other("Timeout connecting to the MASTER..."))??;
     if n == 0 {
         return Err(io::Error::other("the master closed the connection"));
     }
@@ -118,6 +133,11 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
     );
     let mut sock = TcpStream::connect((host, port)).await?;
     let _ = sock.set_nodelay(true);
+    set_state(
+        &mut *shared.lock_eventually().await,
+        gen,
+        MasterState::Handshake,
+    );
     let mut buf = BytesMut::new();
     let (user, pass, my_port, replid, offset, failover) = {
         let st = shared.lock_eventually().await;

@@ -478,3 +478,45 @@ fn the_master_link_is_a_client_flagged_m() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_replica_shows_its_handshake_and_times_out_on_a_silent_master() {
+    // The master waits for more replicas a long time, sending newlines.
+    let m = Server::start(&[
+        ("repl-diskless-sync-delay", "1000"),
+        ("enable-debug-command", "yes"),
+    ]);
+    let s = Server::start(&[("repl-timeout", "2")]);
+    cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cli(&s, &["ROLE"]).contains("handshake") {
+        assert!(Instant::now() < deadline, "no handshake state");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Silent (it sleeps): the replica gives up after repl-timeout.
+    let mut c = m.raw();
+    c.send_cmd(&["DEBUG", "SLEEP", "4"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.log().contains("Timeout connecting to the MASTER") {
+        assert!(Instant::now() < deadline, "no timeout");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn becoming_a_replica_ends_blocked_clients_waits() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[]);
+    let mut b = s.raw();
+    b.send_cmd(&["BLPOP", "foo", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    assert_eq!(
+        b.read(),
+        protocol::Frame::Error(
+            "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                .into()
+        )
+    );
+    b.expect_closed();
+}

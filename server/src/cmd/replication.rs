@@ -274,6 +274,29 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
     for id in ids {
         st.kill_client(id);
     }
+    // Its blocked clients would be served by writes it no longer makes
+    // (Redis closes them too).
+    let blocked: Vec<u64> = st
+        .clients
+        .values()
+        .filter(|cl| cl.blocked.is_some() && !cl.killed)
+        .map(|cl| cl.id)
+        .collect();
+    for id in blocked {
+        let Some(mut cl) = st.clients.remove(&id) else {
+            continue;
+        };
+        if let Some(b) = cl.blocked.take() {
+            st.unregister_blocked(id, &b);
+            st.repl.waiters.retain(|w| w.id != id);
+        }
+        let mut out = ReplyBuf::new(cl.resp3);
+        out.error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)");
+        cl.pending.extend_from_slice(&out.buf);
+        cl.close_after_reply = true;
+        cl.wake.notify_one();
+        st.clients.insert(id, cl);
+    }
     tracing::info!("Connecting to MASTER {host}:{port}");
     apply_oom(st);
 }

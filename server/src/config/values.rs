@@ -257,6 +257,7 @@ values! {
     repl_backlog_size: i64 = "repl-backlog-size" => ReplBacklog,
     repl_ping_replica_period: i64 = "repl-ping-replica-period",
     repl_backlog_ttl: i64 = "repl-backlog-ttl",
+    repl_timeout: i64 = "repl-timeout",
     repl_diskless_sync: bool = "repl-diskless-sync",
     repl_diskless_sync_delay: i64 = "repl-diskless-sync-delay",
     repl_diskless_sync_max_replicas: i64 = "repl-diskless-sync-max-replicas",
