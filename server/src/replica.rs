@@ -215,6 +215,10 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         for db in st.dbs.iter_mut() {
             drop(db.take());
         }
+        // The master's functions replace ours, as its keys do.
+        if let Some(e) = st.engine.as_mut() {
+            e.flush_functions();
+        }
         if let Err(e) = crate::persist::load_bytes(&mut st, &rdb) {
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
         }

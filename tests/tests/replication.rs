@@ -520,3 +520,19 @@ fn becoming_a_replica_ends_blocked_clients_waits() {
     );
     b.expect_closed();
 }
+
+#[test]
+fn a_full_resync_replaces_the_replicas_functions() {
+    let lib = "#!lua name=test\nredis.register_function('test', function() return 'hello1' end)";
+    let m = Server::start(&[("repl-diskless-sync-delay", "0")]);
+    let s = Server::start(&[]);
+    assert_eq!(cli(&m, &["FUNCTION", "LOAD", lib]), "test");
+    assert_eq!(cli(&s, &["FUNCTION", "LOAD", lib]), "test");
+    cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no sync: {}", s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(cli(&s, &["FUNCTION", "LIST"]).contains("test"));
+}
