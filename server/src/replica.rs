@@ -320,6 +320,9 @@ async fn apply_stream(
     wake: &tokio::sync::Notify,
 ) -> io::Result<()> {
     let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
+    // The start of a command the decoder has taken but not completed: it
+    // counts (and is relayed) with the command, once applied.
+    let mut partial: Vec<u8> = Vec::new();
     let mut ack_due = tokio::time::Instant::now();
     loop {
         let mut acks: Vec<u64> = Vec::new();
@@ -342,7 +345,10 @@ async fn apply_stream(
                 let before = buf.len();
                 let args: Vec<Bytes> = match dec.decode(&mut buf) {
                     Ok(Some(a)) => a,
-                    Ok(None) => break,
+                    Ok(None) => {
+                        partial.extend_from_slice(&sent[pos..pos + before - buf.len()]);
+                        break;
+                    }
                     Err(e) => {
                         res = Err(io::Error::other(format!("protocol error from master: {e}")));
                         break;
@@ -359,6 +365,9 @@ async fn apply_stream(
                     crate::cmd::execute(st, &mut master, &mut out, &args);
                     st.repl.applying = false;
                     out.buf.clear();
+                }
+                if !partial.is_empty() {
+                    st.repl.proxy(&std::mem::take(&mut partial));
                 }
                 st.repl.proxy(&sent[pos..pos + used as usize]);
                 pos += used as usize;

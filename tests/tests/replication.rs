@@ -536,3 +536,38 @@ fn a_full_resync_replaces_the_replicas_functions() {
     }
     assert!(cli(&s, &["FUNCTION", "LIST"]).contains("test"));
 }
+
+/// `master_repl_offset` of `s`.
+fn repl_offset(s: &Server) -> String {
+    cli(s, &["INFO", "replication"])
+        .lines()
+        .find_map(|l| l.strip_prefix("master_repl_offset:"))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_replica_counts_commands_split_across_reads() {
+    let m = Server::start(&[("repl-ping-replica-period", "3600")]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let big = "x".repeat(300_000);
+    let mut c = m.raw();
+    for i in 0..20 {
+        c.cmd(&["SET", &format!("k{i}"), &big]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while repl_offset(&m) != repl_offset(&s) {
+        assert!(
+            Instant::now() < deadline,
+            "offsets differ: {} {}",
+            repl_offset(&m),
+            repl_offset(&s)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

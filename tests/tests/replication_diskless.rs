@@ -238,9 +238,10 @@ fn an_online_replica_past_its_output_limit_is_closed() {
         s.cli_out(&["INFO", "replication"]).contains("state=online")
     });
     // The replica reads nothing more: its output grows past 64 kB.
-    let big = "x".repeat(100_000);
+    // More than the socket buffers take.
+    let big = "x".repeat(200_000);
     let mut w = s.raw();
-    for i in 0..20 {
+    for i in 0..60 {
         w.cmd(&["SET", &format!("big{i}"), &big]);
     }
     wait_for("the replica is closed", || {
