@@ -91,6 +91,9 @@ pub struct Master {
     /// (unix s).
     pub last_io_s: i64,
     pub down_since_s: i64,
+    /// The database the master's stream last selected: a partial resync
+    /// goes on without a SELECT (Redis keeps its cached master client).
+    pub db: usize,
 }
 
 impl MasterState {

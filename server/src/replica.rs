@@ -302,6 +302,7 @@ async fn follow(
         );
         master.peer.master = true;
         master.user.name = "(superuser)".into();
+        master.db = st.repl.master.as_ref().map_or(0, |m| m.db);
         let wake = master.wake.clone();
         st.clients.insert(id, Box::new(master));
         (id, wake)
@@ -373,6 +374,9 @@ async fn apply_stream(
                 pos += used as usize;
             }
             master.last_interaction_ms = st.wall_ms(st.last_tick);
+            if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
+                m.db = master.db;
+            }
             st.clients.insert(id, master);
             res?;
             if !st.repl.fresh.is_empty() {

@@ -571,3 +571,31 @@ fn a_replica_counts_commands_split_across_reads() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_partial_resync_goes_on_in_the_selected_database() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut c = m.raw();
+    c.cmd(&["SELECT", "9"]);
+    c.cmd(&["INCR", "x"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    assert_eq!(cli(&s, &["CLIENT", "KILL", "TYPE", "master"]), "1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&m, &["INFO", "stats"]).contains("sync_partial_ok:1") {
+        assert!(Instant::now() < deadline, "no partial resync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // No SELECT comes after the resync: db 9 still.
+    c.cmd(&["INCR", "x"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    let mut r = s.raw();
+    r.cmd(&["SELECT", "9"]);
+    assert_eq!(r.cmd(&["GET", "x"]), protocol::Frame::Bulk("2".into()));
+    assert_eq!(cli(&s, &["DBSIZE"]), "0");
+}

@@ -269,6 +269,7 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         state: MasterState::Connect,
         last_io_s: now_s,
         down_since_s: now_s,
+        db: 0,
     });
     let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
     for id in ids {
