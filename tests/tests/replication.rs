@@ -599,3 +599,17 @@ fn a_partial_resync_goes_on_in_the_selected_database() {
     assert_eq!(r.cmd(&["GET", "x"]), protocol::Frame::Bulk("2".into()));
     assert_eq!(cli(&s, &["DBSIZE"]), "0");
 }
+
+#[test]
+fn psync_with_a_wrong_offset_is_refused_and_logged() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["PSYNC", "replicationid", "offset_str"]),
+        protocol::Frame::Error("ERR value is not an integer or out of range".into())
+    );
+    assert!(s
+        .log()
+        .contains("asks for synchronization but with a wrong offset"));
+    assert_eq!(c.cmd(&["PING"]), protocol::Frame::Simple("PONG".into()));
+}

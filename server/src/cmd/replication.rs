@@ -62,12 +62,19 @@ fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if c.st.repl.failover.state != FailoverState::None {
         return Err(Error::other("NOMASTERLINK Can't SYNC while failing over"));
     }
-    let offset = int_arg(&a[2])?;
     if !linked(c.st) {
         return Err(Error::other(
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));
     }
+    let offset = int_arg(&a[2]).inspect_err(|_| {
+        let r = new_replica(c, true);
+        tracing::warn!(
+            "Replica {}:{} asks for synchronization but with a wrong offset",
+            r.ip,
+            r.port
+        );
+    })?;
     if a[1].as_ref() != b"?" {
         let ours = c.st.repl.knows(&c.st.replid, &a[1], offset);
         let held = u64::try_from(offset)
