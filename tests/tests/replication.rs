@@ -613,3 +613,12 @@ fn psync_with_a_wrong_offset_is_refused_and_logged() {
         .contains("asks for synchronization but with a wrong offset"));
     assert_eq!(c.cmd(&["PING"]), protocol::Frame::Simple("PONG".into()));
 }
+
+#[test]
+fn info_shows_the_replica_priority_and_announcement() {
+    let s = Server::start(&[("replica-priority", "7"), ("replica-announced", "no")]);
+    cli(&s, &["REPLICAOF", "127.0.0.1", "1"]);
+    let info = cli(&s, &["INFO", "replication"]);
+    assert!(info.contains("slave_priority:7"), "{info}");
+    assert!(info.contains("replica_announced:0"), "{info}");
+}

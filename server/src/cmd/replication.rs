@@ -726,9 +726,9 @@ pub fn info(st: &State, now_ms: i64) -> String {
                     now_ms / 1000 - m.down_since_s
                 );
             }
-            s += "slave_priority:100\r\n";
+            s += &format!("slave_priority:{}\r\n", st.cfg.replica_priority);
             s += &format!("slave_read_only:{}\r\n", st.cfg.replica_read_only as u8);
-            s += "replica_announced:1\r\n";
+            s += &format!("replica_announced:{}\r\n", st.cfg.replica_announced as u8);
         }
     }
     s += &format!("connected_slaves:{}\r\n", r.replicas.len());

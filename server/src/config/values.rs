@@ -263,6 +263,8 @@ values! {
     repl_diskless_sync_max_replicas: i64 = "repl-diskless-sync-max-replicas",
     repl_diskless_load: String = "repl-diskless-load",
     replica_read_only: bool = "replica-read-only",
+    replica_priority: i64 = "replica-priority",
+    replica_announced: bool = "replica-announced",
     replica_serve_stale_data: bool = "replica-serve-stale-data",
     masterauth: String = "masterauth",
     masteruser: String = "masteruser",
