@@ -622,3 +622,16 @@ fn info_shows_the_replica_priority_and_announcement() {
     assert!(info.contains("slave_priority:7"), "{info}");
     assert!(info.contains("replica_announced:0"), "{info}");
 }
+
+#[test]
+fn a_replica_that_would_get_a_reply_is_disconnected() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    let mut r = attach(&s);
+    r.send_cmd(&["PING"]);
+    r.expect_closed();
+    assert!(s
+        .log()
+        .contains("Replica generated a reply to command 'ping', disconnecting it: "));
+    assert_eq!(cli(&s, &["PING"]), "PONG");
+}
