@@ -338,6 +338,38 @@ pub fn notify_display(f: u32) -> String {
     s
 }
 
+/// A set of SHUTDOWN's flags (`shutdown-on-sigterm`): any of `choices`
+/// but the first (`default`, no flag), in their order.
+fn shutdown_flags(choices: &[&str], value: &str) -> Result<String, String> {
+    let bad = || {
+        format!(
+            "argument(s) must be one of the following: {}",
+            choices.join(", ")
+        )
+    };
+    let mut set = vec![false; choices.len()];
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.is_empty() {
+        return Err(bad());
+    }
+    for w in &words {
+        let i = choices.iter().position(|c| c.eq_ignore_ascii_case(w));
+        set[i.ok_or_else(bad)?] = true;
+    }
+    if set[1] && set[2] {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    let on: Vec<&str> = (1..choices.len())
+        .filter(|&i| set[i])
+        .map(|i| choices[i])
+        .collect();
+    Ok(if on.is_empty() {
+        choices[0].to_string()
+    } else {
+        on.join(" ")
+    })
+}
+
 impl Config {
     /// An option's canonical text (CONFIG GET).
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -412,6 +444,9 @@ impl Config {
             Kind::UMemory => parse_memory_u64(value)
                 .map(|n| n.to_string())
                 .ok_or_else(|| "argument must be a memory value".to_string()),
+            Kind::Enum(choices) if opt.name.starts_with("shutdown-on-sig") => {
+                shutdown_flags(choices, value)
+            }
             Kind::Enum(choices) => {
                 let l = value.to_ascii_lowercase();
                 if choices.contains(&l.as_str()) {
@@ -699,7 +734,9 @@ impl Config {
                     | "client-output-buffer-limit"
                     | "oom-score-adj-values"
                     | "latency-tracking-info-percentiles"
-                    | "notify-keyspace-events",
+                    | "notify-keyspace-events"
+                    | "shutdown-on-sigint"
+                    | "shutdown-on-sigterm",
                     n,
                 ) if n >= 1 => args.join(" "),
                 (_, 1) => args[0].clone(),
@@ -722,10 +759,11 @@ impl Config {
 
     /// CONFIG REWRITE: rewrites the config file with the current values,
     /// keeping comments and unknown lines, replacing each option's lines,
-    /// and appending options that differ from their default.
+    /// and appending options that differ from their default (`force_all`,
+    /// DEBUG CONFIG-REWRITE-FORCE-ALL: every option that has a value).
     /// `users`: the `user` lines to write (in place of the old ones, the
     /// rest at the end), or None to keep the file's.
-    pub fn rewrite(&self, users: Option<&[String]>) -> Result<(), String> {
+    pub fn rewrite(&self, users: Option<&[String]>, force_all: bool) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -752,6 +790,8 @@ impl Config {
                             | "client-output-buffer-limit"
                             | "oom-score-adj-values"
                             | "latency-tracking-info-percentiles"
+                            | "shutdown-on-sigint"
+                            | "shutdown-on-sigterm"
                     )
             {
                 return vec![format!("{name} \"{v}\"")];
@@ -781,11 +821,14 @@ impl Config {
         }
         let mut header = false;
         for o in all() {
-            if canonical(o.name) != o.name
-                || done.contains(o.name)
-                || self.raw(o.name) == o.default
-                || o.name == "dir"
-            {
+            let unchanged = if force_all {
+                // Redis leaves out the strings it holds as NULL (no
+                // unixsocket, no masterauth), which read back the same.
+                self.raw(o.name).is_empty() && matches!(o.kind, Kind::Str)
+            } else {
+                self.raw(o.name) == o.default || o.name == "dir"
+            };
+            if canonical(o.name) != o.name || done.contains(o.name) || unchanged {
                 continue;
             }
             if !header {
