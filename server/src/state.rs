@@ -217,6 +217,9 @@ pub struct CmdStat {
 #[derive(Default)]
 pub struct Stats {
     pub total_connections: u64,
+    /// Snapshot jobs started (BGSAVE, AOF rewrites, full syncs): what
+    /// Redis counts as its forks.
+    pub total_forks: u64,
     pub rejected_connections: u64,
     pub total_commands: u64,
     pub net_input_bytes: u64,

@@ -257,3 +257,66 @@ fn config_rewrite_force_all_round_trips() {
         err("ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address")
     );
 }
+
+/// The server's output when it refuses `args`.
+fn refused_args(args: &[&str]) -> String {
+    let out = std::process::Command::new(server_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} started");
+    String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout)
+}
+
+/// Command-line options as redis-server reads them: a `--word` right after
+/// an option name without a value is that value, `--name value` in one
+/// argument is a whole line, `--save` without a value is `save ""`, and
+/// `replicaof` takes a host and a port.
+#[test]
+fn command_line_options_as_redis_reads_them() {
+    for (args, want) in [
+        (&["--port"][..], ">>> 'port'\nwrong number of arguments"),
+        (
+            &["--port", "--loglevel", "verbose"],
+            ">>> 'port \"--loglevel\" \"verbose\"'\nwrong number of arguments",
+        ),
+        (
+            &["--port", "--bla", "--loglevel", "verbose"],
+            ">>> 'port \"--bla\"'\nargument couldn't be parsed into an integer",
+        ),
+        (
+            &["--shutdown-on-sigint"],
+            ">>> 'shutdown-on-sigint'\nargument(s) must be one of the following",
+        ),
+        (
+            &["--replicaof", "127.0.0.1", "abc"],
+            ">>> 'replicaof \"127.0.0.1\" \"abc\"'\nInvalid master port",
+        ),
+        (
+            &["--replicaof", "--127.0.0.1", "--abc"],
+            ">>> 'replicaof \"--127.0.0.1\"'\nwrong number of arguments",
+        ),
+    ] {
+        let text = refused_args(args);
+        assert!(text.contains(want), "{args:?}: {text}");
+    }
+    let s = Server::start(&[
+        ("save", "3600 1"),
+        ("proc-title-template", "--my--title"),
+        ("shutdown-on-sigint", "nosave force now"),
+    ]);
+    let mut c = s.raw();
+    let get = |c: &mut RawClient, name: &str| match c.cmd(&["CONFIG", "GET", name]) {
+        RespFrame::Array(v) => text(&v[1]),
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(get(&mut c, "proc-title-template"), "--my--title");
+    assert_eq!(get(&mut c, "shutdown-on-sigint"), "nosave now force");
+    let master = Server::start(&[]);
+    let replica = Server::start(&[("replicaof", &format!("127.0.0.1 {}", master.port))]);
+    let mut r = replica.raw();
+    assert_eq!(
+        get(&mut r, "replicaof"),
+        format!("127.0.0.1 {}", master.port)
+    );
+}

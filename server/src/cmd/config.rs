@@ -125,7 +125,7 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if followups.contains(&Followup::Appendonly) {
-        crate::aof::follow_appendonly(c.st);
+        crate::aof::follow_appendonly(c.st, c.cl.deny_blocking);
     }
     // A lower limit evicts at once, as in Redis.
     if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {

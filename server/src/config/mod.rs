@@ -338,6 +338,11 @@ pub fn notify_display(f: u32) -> String {
     s
 }
 
+/// `replicaof no one`: no master.
+fn is_no_one(host: &str, port: &str) -> bool {
+    host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one")
+}
+
 /// A set of SHUTDOWN's flags (`shutdown-on-sigterm`): any of `choices`
 /// but the first (`default`, no flag), in their order.
 fn shutdown_flags(choices: &[&str], value: &str) -> Result<String, String> {
@@ -638,19 +643,32 @@ impl Config {
             }
         }
         // As redis-server: each `--name` starts a line, later words are its
-        // arguments, quoted so spaces survive.
+        // arguments, quoted so spaces survive. A `--word` right after a bare
+        // option name is that option's value; `--name value` in one word is
+        // a whole line. `--save` without a value means `save ""`.
         let mut extra = String::new();
-        for a in rest {
-            if let Some(name) = a.strip_prefix("--") {
-                if !extra.is_empty() {
-                    extra.push('\n');
+        let mut had_value = true;
+        for (j, a) in rest.iter().enumerate() {
+            match a.strip_prefix("--").filter(|_| had_value) {
+                Some(line) => {
+                    if !extra.is_empty() {
+                        extra.push('\n');
+                    }
+                    extra.push_str(line);
+                    extra.push(' ');
+                    let words = split_args(a.as_bytes()).map_or(0, |w| w.len());
+                    had_value = words != 1;
+                    let next_is_option = rest.get(j + 1).is_none_or(|n| n.starts_with("--"));
+                    if words == 1 && a.eq_ignore_ascii_case("--save") && next_is_option {
+                        extra.push_str("\"\"");
+                        had_value = true;
+                    }
                 }
-                extra.push_str(name);
-            } else {
-                extra.push_str(&format!(
-                    " \"{}\"",
-                    a.replace('\\', "\\\\").replace('"', "\\\"")
-                ));
+                None => {
+                    extra.push_str(&protocol::repr(a.as_bytes()));
+                    extra.push(' ');
+                    had_value = true;
+                }
             }
         }
         text.push('\n');
@@ -734,11 +752,26 @@ impl Config {
                     | "client-output-buffer-limit"
                     | "oom-score-adj-values"
                     | "latency-tracking-info-percentiles"
-                    | "notify-keyspace-events"
-                    | "shutdown-on-sigint"
-                    | "shutdown-on-sigterm",
+                    | "notify-keyspace-events",
                     n,
                 ) if n >= 1 => args.join(" "),
+                // Flag sets: no flag at all is refused as a bad flag.
+                ("shutdown-on-sigint" | "shutdown-on-sigterm", _) => args.join(" "),
+                ("replicaof", _) => {
+                    // Host and port, or both in one argument.
+                    let words: Vec<&str> = match args {
+                        [one] => one.split_whitespace().collect(),
+                        _ => args.iter().map(String::as_str).collect(),
+                    };
+                    match words[..] {
+                        [host, port] if is_no_one(host, port) => String::new(),
+                        [host, port] => match port.parse::<u16>() {
+                            Ok(port) => format!("{host} {port}"),
+                            Err(_) => return Err(fatal("Invalid master port")),
+                        },
+                        _ => return Err(fatal("wrong number of arguments")),
+                    }
+                }
                 (_, 1) => args[0].clone(),
                 _ => return Err(fatal("wrong number of arguments")),
             };
