@@ -476,6 +476,14 @@ fn commands_allowed_while_busy_run_while_the_script_waits() {
         err("ERR WATCH inside MULTI is not allowed")
     );
     assert_eq!(b.cmd(&["DISCARD"]), ok());
+    // SHUTDOWN waits for the script unless NOSAVE; ABORT runs.
+    assert_eq!(b.cmd(&["SHUTDOWN"]), err(BUSY));
+    assert_eq!(b.cmd(&["SHUTDOWN", "SAVE"]), err(BUSY));
+    assert_eq!(
+        b.cmd(&["SHUTDOWN", "ABORT"]),
+        err("ERR No shutdown in progress.")
+    );
+    assert_eq!(b.cmd(&["RESET"]), simple("RESET"));
     let Frame::Array(hello) = other.cmd(&["HELLO", "2", "SETNAME", "abortscript"]) else {
         panic!("HELLO while busy did not answer");
     };

@@ -297,8 +297,13 @@ fn run(
 }
 
 /// Whether `args` is a command Redis runs while a script is busy (flagged
-/// `allow_busy`), for `busy_call`.
+/// `allow_busy`), for `busy_call`. SHUTDOWN waits for the script but with
+/// NOSAVE (the connection exits at once) or ABORT: its other forms are
+/// refused with -BUSY.
 pub fn runs_while_busy(args: &[Bytes]) -> bool {
+    if is(&args[0], "shutdown") {
+        return args[1..].iter().any(|a| is(a, "abort"));
+    }
     resolve(args).is_ok_and(|c| c.has(ALLOW_BUSY))
 }
 
