@@ -33,6 +33,7 @@ pub mod info;
 pub mod keys;
 pub mod keyspace;
 pub mod list;
+mod lolwut;
 pub mod memory;
 pub mod module;
 #[rustfmt::skip]

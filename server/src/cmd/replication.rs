@@ -211,6 +211,8 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         st.kill_client(id);
     }
     tracing::info!("Connecting to MASTER {host}:{port}");
+    // CONFIG GET and CONFIG REWRITE show the live master, as Redis's do.
+    st.cfg.set("replicaof", &format!("{host} {port}")).ok();
     apply_oom(st);
 }
 
@@ -244,6 +246,7 @@ fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let old = std::mem::replace(&mut c.st.replid, crate::state::random_hex40());
             c.st.repl.shift_id(old);
             c.st.repl.sel_db = None;
+            c.st.cfg.set("replicaof", "").ok();
             tracing::info!("MASTER MODE enabled (user request from '{}')", c.cl.addr);
             apply_oom(c.st);
         }

@@ -805,6 +805,9 @@ impl Config {
         let mut done = std::collections::HashSet::new();
         let mut users_left = users.unwrap_or_default().iter();
         let render = |name: &'static str, v: &str| -> Vec<String> {
+            if name == "replicaof" && v.is_empty() {
+                return vec![];
+            }
             if name == "save" {
                 if v.is_empty() {
                     return vec!["save \"\"".into()];
@@ -825,6 +828,7 @@ impl Config {
                             | "latency-tracking-info-percentiles"
                             | "shutdown-on-sigint"
                             | "shutdown-on-sigterm"
+                            | "replicaof"
                     )
             {
                 return vec![format!("{name} \"{v}\"")];
@@ -859,7 +863,7 @@ impl Config {
                 // unixsocket, no masterauth), which read back the same.
                 self.raw(o.name).is_empty() && matches!(o.kind, Kind::Str)
             } else {
-                self.raw(o.name) == o.default || o.name == "dir"
+                self.raw(o.name) == o.default && o.name != "dir"
             };
             if canonical(o.name) != o.name || done.contains(o.name) || unchanged {
                 continue;
