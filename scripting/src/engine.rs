@@ -111,6 +111,10 @@ pub trait Host {
     fn acl_check(&mut self, _args: &[Bytes]) -> Result<bool, String> {
         Ok(true)
     }
+
+    /// Called now and then while the run is past `busy-reply-threshold`:
+    /// the host serves what others may do meanwhile.
+    fn while_busy(&mut self) {}
 }
 
 /// How a run failed: its error reply, and whether that is a command's
@@ -443,6 +447,9 @@ impl Engine {
                     if let Some(nudge) = f.nudge.get() {
                         nudge();
                     }
+                }
+                if f.busy.load(Relaxed) {
+                    with_host(|h| h.map(|h| h.while_busy()));
                 }
                 Ok(VmState::Continue)
             },

@@ -82,7 +82,7 @@ where
         while let Ok(Some(args)) = dec.decode(&mut inbuf) {
             batch.push(args);
         }
-        busy_replies(&shared, &mut batch, &mut out, &mut BusyTx::default());
+        busy_replies(&shared, None, &mut batch, &mut out, &mut BusyTx::default()).await;
         if !out.is_empty() {
             if sock.write_all(&out.buf).await.is_err() || sock.flush().await.is_err() {
                 return;
@@ -282,7 +282,7 @@ where
             close || evicted
         } else {
             if blocked.is_none() {
-                busy_replies(&shared, &mut batch, &mut out, &mut busy_tx);
+                busy_replies(&shared, Some(id), &mut batch, &mut out, &mut busy_tx).await;
             }
             false
         };
@@ -352,9 +352,16 @@ async fn report_input(shared: &Shared, id: u64, inbuf: &BytesMut, dec: &Decoder)
 
 /// Answers requests while a script is busy: SCRIPT KILL and FUNCTION KILL
 /// act on it, FUNCTION STATS shows a running function, SHUTDOWN NOSAVE
-/// exits, MULTI/DISCARD/EXEC go through `tx`, anything else is refused
+/// exits, the other commands Redis allows then run for client `id` (on
+/// the script's thread), EXEC goes through `tx`, anything else is refused
 /// with -BUSY.
-fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf, tx: &mut BusyTx) {
+async fn busy_replies(
+    shared: &Shared,
+    id: Option<u64>,
+    batch: &mut Vec<Vec<Bytes>>,
+    out: &mut ReplyBuf,
+    tx: &mut BusyTx,
+) {
     use crate::cmd::scripting::{busy_error, busy_function_stats, kill_running};
     let run = &shared.script;
     for args in batch.drain(..) {
@@ -386,6 +393,10 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
             std::process::exit(0);
+        } else if let Some(id) = id.filter(|_| crate::cmd::scripting::runs_while_busy(&args)) {
+            let reply = crate::cmd::scripting::busy_call(shared, id, args, tx).await;
+            out.buf.extend_from_slice(&reply);
+            continue;
         } else {
             let busy = busy_error(run.function.load(std::sync::atomic::Ordering::Relaxed));
             tx.answer(&args, busy)

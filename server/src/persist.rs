@@ -707,6 +707,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         child.kill(st);
         return Err(e);
     }
+    st.stats.total_forks += 1;
     Ok(child)
 }
 

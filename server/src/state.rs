@@ -217,6 +217,9 @@ pub struct CmdStat {
 #[derive(Default)]
 pub struct Stats {
     pub total_connections: u64,
+    /// Snapshot jobs started (BGSAVE, AOF rewrites, full syncs): what
+    /// Redis counts as its forks.
+    pub total_forks: u64,
     pub rejected_connections: u64,
     pub total_commands: u64,
     pub net_input_bytes: u64,
@@ -362,6 +365,8 @@ pub struct State {
     pub skip_checksum_validation: bool,
     /// The running script's state, shared with connection tasks (`Shared::script`).
     pub script_run: Arc<scripting::RunFlags>,
+    /// What connections hand to a running script's thread (`Shared::busy`).
+    pub busy: Arc<parking_lot::Mutex<BusyQueue>>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
     pub scripts_may_call_any: bool,
     /// Pub/Sub subscriptions of all clients (see `pubsub`).
@@ -441,6 +446,7 @@ impl State {
             oom: Default::default(),
             skip_checksum_validation: false,
             script_run: Arc::default(),
+            busy: Arc::default(),
             scripts_may_call_any: false,
             pubsub: Default::default(),
             aof: Default::default(),
@@ -802,12 +808,28 @@ pub struct Shared {
     /// a script runs past `busy-reply-threshold` the lock stays held and
     /// connections answer -BUSY instead of waiting.
     pub script: Arc<scripting::RunFlags>,
+    /// The same queue as `State::busy`: the commands Redis allows while a
+    /// script is busy run on the script's thread, which holds the lock.
+    pub busy: Arc<parking_lot::Mutex<BusyQueue>>,
+}
+
+/// A command a connection hands to the running script's thread, which
+/// runs it with the state between two steps of the script.
+pub type BusyWork = Box<dyn FnOnce(&mut State) + Send>;
+
+/// Work for the running script's thread; open while a script runs (it
+/// takes what is left before it returns the lock).
+#[derive(Default)]
+pub struct BusyQueue {
+    pub open: bool,
+    pub work: Vec<BusyWork>,
 }
 
 impl Shared {
     pub fn new(st: State) -> Shared {
         Shared {
             script: st.script_run.clone(),
+            busy: st.busy.clone(),
             state: Mutex::new(st),
             shutdown: Notify::new(),
         }

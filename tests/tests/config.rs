@@ -149,3 +149,174 @@ fn oom_score_adj_sets_the_process_score() {
         err("ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - argument(s) must be one of the following: no, yes, relative, absolute")
     );
 }
+
+/// Starts the server on `conf` (which sets `port`); waits until it listens.
+fn start_with_conf(conf: &std::path::Path, port: u16) -> std::process::Child {
+    let child = std::process::Command::new(server_bin())
+        .arg(conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while RawClient::try_connect(port).is_err() {
+        assert!(std::time::Instant::now() < deadline, "server not listening");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
+/// CONFIG GET * as sorted (name, value) pairs.
+fn all_config(c: &mut RawClient) -> Vec<(String, String)> {
+    let cinnabar_tests::RespFrame::Array(kv) = c.cmd(&["CONFIG", "GET", "*"]) else {
+        panic!("CONFIG GET * is not an array");
+    };
+    let mut pairs: Vec<_> = kv.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
+    pairs.sort();
+    pairs
+}
+
+/// `shutdown-on-sigint`/`shutdown-on-sigterm` take a set of SHUTDOWN's
+/// flags, shown in Redis's order.
+#[test]
+fn shutdown_on_signal_options_take_flags() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    for (set, shown) in [
+        ("now nosave", "nosave now"),
+        ("force now save", "save now force"),
+        ("NOW now", "now"),
+        ("default force", "force"),
+        ("default", "default"),
+    ] {
+        assert_eq!(
+            c.cmd(&["CONFIG", "SET", "shutdown-on-sigterm", set]),
+            ok(),
+            "{set}"
+        );
+        let cinnabar_tests::RespFrame::Array(v) = c.cmd(&["CONFIG", "GET", "shutdown-on-sigterm"])
+        else {
+            panic!("CONFIG GET is not an array");
+        };
+        assert_eq!(text(&v[1]), shown, "{set}");
+    }
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "shutdown-on-sigint", "save nosave"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'shutdown-on-sigint') - shutdown options SAVE and NOSAVE can't be used simultaneously")
+    );
+    for bad in ["", "later"] {
+        assert_eq!(
+            c.cmd(&["CONFIG", "SET", "shutdown-on-sigint", bad]),
+            err("ERR CONFIG SET failed (possibly related to argument 'shutdown-on-sigint') - argument(s) must be one of the following: default, save, nosave, now, force")
+        );
+    }
+}
+
+/// DEBUG CONFIG-REWRITE-FORCE-ALL writes every option to the config file,
+/// defaults included; a server started from it has the same configuration.
+#[test]
+fn config_rewrite_force_all_round_trips() {
+    let dir = TempDir::new("forceall");
+    let port = free_port();
+    let conf = dir.path().join("redis.conf");
+    let lines = format!(
+        "port {port}\nbind 127.0.0.1\nsave \"\"\nenable-debug-command yes\ndir {}\n",
+        dir.dir()
+    );
+    std::fs::write(&conf, lines).unwrap();
+    let mut child = start_with_conf(&conf, port);
+    let mut c = RawClient::connect(port);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "shutdown-on-sigterm", "nosave now"]),
+        ok()
+    );
+    let before = all_config(&mut c);
+    assert_eq!(c.cmd(&["DEBUG", "CONFIG-REWRITE-FORCE-ALL"]), ok());
+    let written = std::fs::read_to_string(&conf).unwrap();
+    for line in [
+        "shutdown-on-sigterm nosave now",
+        "maxmemory-policy noeviction",
+        "hz 10",
+    ] {
+        assert!(
+            written.lines().any(|l| l == line),
+            "{line} missing:\n{written}"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut child = start_with_conf(&conf, port);
+    let mut c = RawClient::connect(port);
+    assert_eq!(all_config(&mut c), before);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Without a config file, Redis reports the NULL path's errno.
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    assert_eq!(
+        s.raw().cmd(&["DEBUG", "CONFIG-REWRITE-FORCE-ALL"]),
+        err("ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address")
+    );
+}
+
+/// The server's output when it refuses `args`.
+fn refused_args(args: &[&str]) -> String {
+    let out = std::process::Command::new(server_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} started");
+    String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout)
+}
+
+/// Command-line options as redis-server reads them: a `--word` right after
+/// an option name without a value is that value, `--name value` in one
+/// argument is a whole line, `--save` without a value is `save ""`, and
+/// `replicaof` takes a host and a port.
+#[test]
+fn command_line_options_as_redis_reads_them() {
+    for (args, want) in [
+        (&["--port"][..], ">>> 'port'\nwrong number of arguments"),
+        (
+            &["--port", "--loglevel", "verbose"],
+            ">>> 'port \"--loglevel\" \"verbose\"'\nwrong number of arguments",
+        ),
+        (
+            &["--port", "--bla", "--loglevel", "verbose"],
+            ">>> 'port \"--bla\"'\nargument couldn't be parsed into an integer",
+        ),
+        (
+            &["--shutdown-on-sigint"],
+            ">>> 'shutdown-on-sigint'\nargument(s) must be one of the following",
+        ),
+        (
+            &["--replicaof", "127.0.0.1", "abc"],
+            ">>> 'replicaof \"127.0.0.1\" \"abc\"'\nInvalid master port",
+        ),
+        (
+            &["--replicaof", "--127.0.0.1", "--abc"],
+            ">>> 'replicaof \"--127.0.0.1\"'\nwrong number of arguments",
+        ),
+    ] {
+        let text = refused_args(args);
+        assert!(text.contains(want), "{args:?}: {text}");
+    }
+    let s = Server::start(&[
+        ("save", "3600 1"),
+        ("proc-title-template", "--my--title"),
+        ("shutdown-on-sigint", "nosave force now"),
+    ]);
+    let mut c = s.raw();
+    let get = |c: &mut RawClient, name: &str| match c.cmd(&["CONFIG", "GET", name]) {
+        RespFrame::Array(v) => text(&v[1]),
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(get(&mut c, "proc-title-template"), "--my--title");
+    assert_eq!(get(&mut c, "shutdown-on-sigint"), "nosave now force");
+    let master = Server::start(&[]);
+    let replica = Server::start(&[("replicaof", &format!("127.0.0.1 {}", master.port))]);
+    let mut r = replica.raw();
+    assert_eq!(
+        get(&mut r, "replicaof"),
+        format!("127.0.0.1 {}", master.port)
+    );
+}

@@ -43,3 +43,81 @@ fn slow_expire_cycle_is_a_latency_event() {
     let latest = format!("{:?}", c.cmd(&["LATENCY", "LATEST"]));
     assert!(latest.contains("expire-cycle"), "{latest}");
 }
+
+fn info(c: &mut RawClient, section: &str) -> String {
+    text(&c.cmd(&["INFO", section]))
+}
+
+/// A blocked command counts when it ends, as Redis's: served, its latency
+/// sample; failed by CLIENT UNBLOCK ... ERROR, its failed call and the
+/// UNBLOCKED error.
+#[test]
+fn blocked_commands_count_when_they_end() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let mut rd = s.raw();
+    let Ok(id) = text(&rd.cmd(&["CLIENT", "ID"])).parse::<i64>() else {
+        panic!("CLIENT ID is not a number");
+    };
+    rd.send_cmd(&["BLPOP", "list1", "0"]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(c.cmd(&["LPUSH", "list1", "a"]), int(1));
+    assert_eq!(rd.read(), RespFrame::Array(vec![bulk("list1"), bulk("a")]));
+    assert!(info(&mut c, "latencystats").contains("latency_percentiles_usec_blpop:p50="));
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    rd.send_cmd(&["BLPOP", "list1", "0"]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        c.cmd(&["CLIENT", "UNBLOCK", &id.to_string(), "ERROR"]),
+        int(1)
+    );
+    assert_eq!(
+        rd.read(),
+        err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    );
+    let errors = info(&mut c, "errorstats");
+    assert!(errors.contains("errorstat_UNBLOCKED:count=1"), "{errors}");
+    let cmds = info(&mut c, "commandstats");
+    assert!(
+        cmds.contains("cmdstat_blpop:calls=1,")
+            && cmds.contains(",rejected_calls=0,failed_calls=1"),
+        "{cmds}"
+    );
+    assert!(info(&mut c, "stats").contains("total_error_replies:1"));
+}
+
+/// Snapshot jobs count as Redis's forks; CONFIG SET appendonly yes inside
+/// a transaction schedules the rewrite for the cron.
+#[test]
+fn snapshot_jobs_count_as_forks() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let forks = |c: &mut RawClient| {
+        let stats = info(c, "stats");
+        let line = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("total_forks:"))
+            .map(|v| v.trim().to_string());
+        line.and_then(|v| v.parse::<u64>().ok())
+            .expect("total_forks")
+    };
+    assert_eq!(forks(&mut c), 0);
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["SET", "foo", "bar"]), simple("QUEUED"));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendonly", "yes"]),
+        simple("QUEUED")
+    );
+    assert_eq!(c.cmd(&["EXEC"]), RespFrame::Array(vec![ok(), ok()]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while forks(&mut c) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rewrite never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(s
+        .log()
+        .contains("AOF was enabled during a transaction. An AOF background was scheduled to start when possible."));
+}

@@ -828,3 +828,23 @@ fn changes_count_elements() {
         assert_eq!(changes(&mut c) - before, want, "{cmd:?}");
     }
 }
+
+/// With save points, FLUSHALL saves the empty dataset at once: no change
+/// is left to save, and the save is not counted as one of SAVE/BGSAVE's.
+#[test]
+fn flushall_with_save_points_saves_at_once() {
+    let s = Server::start(&[("save", "3600 1")]);
+    let mut c = s.raw();
+    assert_eq!(cmd(&mut c, &["SET", "key", "value"]), ok());
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
+    assert_eq!(cmd(&mut c, &["FLUSHALL"]), ok());
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(info_field(&mut c, "rdb_saves"), "0");
+    assert!(s.dir.join("dump.rdb").exists());
+    assert!(s.log().contains("DB saved on disk"));
+    // Without save points it is a change like any other.
+    assert_eq!(cmd(&mut c, &["CONFIG", "SET", "save", ""]), ok());
+    assert_eq!(cmd(&mut c, &["SET", "key", "value"]), ok());
+    assert_eq!(cmd(&mut c, &["FLUSHALL"]), ok());
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "2");
+}

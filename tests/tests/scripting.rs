@@ -437,6 +437,99 @@ fn function_stats_while_a_function_is_busy() {
     assert_eq!(b.cmd(&["PING"]), simple("PONG"));
 }
 
+/// The commands Redis allows while a script is busy (HELLO, WATCH, MULTI,
+/// ...) run before it ends, so a script can see their effect; a client
+/// its writes unblocked is still served only after it.
+#[test]
+fn commands_allowed_while_busy_run_while_the_script_waits() {
+    let s = Server::start(&[
+        ("busy-reply-threshold", "100"),
+        ("enable-debug-command", "yes"),
+    ]);
+    let mut a = s.raw();
+    let mut popper = s.raw();
+    let mut other = s.raw();
+    // Connected before: a connection accepted while busy has no client
+    // record until the script ends, and is answered -BUSY meanwhile.
+    let mut b = s.raw();
+    assert_eq!(a.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]), ok());
+    popper.send_cmd(&["BLPOP", "x", "0"]);
+    thread::sleep(Duration::from_millis(100));
+    a.send_cmd(&[
+        "EVAL",
+        "redis.call('lpush', KEYS[1], 'y')
+         while not string.find(redis.call('client', 'list'), 'abortscript') do end
+         redis.call('lpush', KEYS[1], 'z')
+         return 'done'",
+        "1",
+        "x",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.cmd(&["PING"]) == simple("PONG") {
+        assert!(Instant::now() < deadline, "the script never got busy");
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(b.cmd(&["MULTI"]), ok());
+    assert_eq!(b.cmd(&["GET", "x"]), err(BUSY));
+    assert_eq!(
+        b.cmd(&["WATCH", "x"]),
+        err("ERR WATCH inside MULTI is not allowed")
+    );
+    assert_eq!(b.cmd(&["DISCARD"]), ok());
+    // SHUTDOWN waits for the script unless NOSAVE; ABORT runs.
+    assert_eq!(b.cmd(&["SHUTDOWN"]), err(BUSY));
+    assert_eq!(b.cmd(&["SHUTDOWN", "SAVE"]), err(BUSY));
+    assert_eq!(
+        b.cmd(&["SHUTDOWN", "ABORT"]),
+        err("ERR No shutdown in progress.")
+    );
+    assert_eq!(b.cmd(&["RESET"]), simple("RESET"));
+    let Frame::Array(hello) = other.cmd(&["HELLO", "2", "SETNAME", "abortscript"]) else {
+        panic!("HELLO while busy did not answer");
+    };
+    assert_eq!(hello[..2], [bulk("server"), bulk("redis")]);
+    assert_eq!(a.read(), bulk("done"));
+    assert_eq!(popper.read(), arr(vec![bulk("x"), bulk("z")]));
+    assert_eq!(other.cmd(&["CLIENT", "GETNAME"]), bulk("abortscript"));
+}
+
+/// Functions on a replica that lost its master with
+/// `replica-serve-stale-data no`: only those flagged `allow-stale` run,
+/// and they may call only the commands flagged `stale`.
+#[test]
+fn functions_on_a_stale_replica() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let lib = "#!lua name=stale
+        redis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}
+        redis.register_function{function_name='f2', callback=function() return 'hello' end, flags={'allow-stale', 'no-writes'}}
+        redis.register_function{function_name='f3', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}
+        redis.register_function{function_name='f4', callback=function() return redis.call('info', 'server') end, flags={'allow-stale', 'no-writes'}}";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), bulk("stale"));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "no"]),
+        ok()
+    );
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", "1"]), ok());
+    let masterdown =
+        err("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.");
+    assert_eq!(c.cmd(&["FCALL", "f1", "0"]), masterdown);
+    assert_eq!(c.cmd(&["FCALL", "f2", "0"]), bulk("hello"));
+    assert_eq!(
+        c.cmd(&["FCALL", "f3", "0"]),
+        err("ERR Can not execute the command on a stale replica script: f3, on @user_function:4.")
+    );
+    assert!(text(&c.cmd(&["FCALL", "f4", "0"])).contains("redis_version"));
+    // EVAL: a script without a shebang never runs stale.
+    assert_eq!(c.cmd(&["EVAL", "return 1", "0"]), masterdown);
+    assert_eq!(
+        c.cmd(&["EVAL", "#!lua flags=no-writes,allow-stale\nreturn 1", "0"]),
+        int(1)
+    );
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    assert_eq!(c.cmd(&["FCALL", "f1", "0"]), bulk("hello"));
+}
+
 #[test]
 fn script_that_wrote_is_unkillable_and_shutdown_nosave_exits() {
     let mut s = Server::start(&[("busy-reply-threshold", "200")]);

@@ -388,8 +388,9 @@ pub fn shutdown(st: &mut State) {
     }
 }
 
-/// Follows `appendonly` after CONFIG SET changed it.
-pub fn follow_appendonly(st: &mut State) {
+/// Follows `appendonly` after CONFIG SET changed it (`in_exec`: inside
+/// MULTI/EXEC, where the rewrite waits for the cron).
+pub fn follow_appendonly(st: &mut State, in_exec: bool) {
     if !st.aof.ready {
         return;
     }
@@ -399,7 +400,11 @@ pub fn follow_appendonly(st: &mut State) {
         // As Redis: appending starts with a rewrite, whose base holds
         // the data written so far.
         st.aof.wait_rewrite = true;
-        if crate::persist::child_active(st) || st.prop.pending() {
+        if crate::persist::child_active(st) {
+            warn!("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+            st.aof.rewrite_scheduled = true;
+        } else if in_exec || st.prop.pending() {
+            warn!("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
             st.aof.rewrite_scheduled = true;
         } else if rewrite_start(st).is_err() {
             warn!("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");

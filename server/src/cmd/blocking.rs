@@ -95,6 +95,7 @@ impl State {
                     };
                     let res = (cmd.handler)(&mut ctx, &b.args);
                     self.command_end(prop, &b.args);
+                    let failed = res.is_err();
                     if let Err(e) = res {
                         out.error(&e.to_string());
                     }
@@ -106,6 +107,7 @@ impl State {
                         again.deadline = b.deadline;
                     } else {
                         let dur = start.elapsed().as_micros() as u64;
+                        self.unblocked_stats(cmd.name, dur, failed);
                         super::call::slowlog_if_slow(self, &cl, cmd, &b.args, dur);
                         self.unregister_blocked(id, &b);
                         cl.pending.extend_from_slice(&out.buf);
@@ -153,7 +155,12 @@ impl State {
             if error {
                 let b = cl.blocked.take().expect("blocked");
                 self.unregister_blocked(id, &b);
-                out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+                out.error(UNBLOCKED);
+                self.count_error(UNBLOCKED);
+                if let Ok(cmd) = resolve(&b.args) {
+                    self.unblocked_stats(cmd.name, 0, true);
+                }
             } else {
                 self.unblock_timed_out(&mut cl, &mut out);
             }
@@ -165,12 +172,26 @@ impl State {
         done
     }
 
+    /// A blocked command's end (served, timed out, or failed by CLIENT
+    /// UNBLOCK) in its statistics: the time its last run took, a
+    /// failure, a latency sample, as Redis counts it when it unblocks.
+    fn unblocked_stats(&mut self, name: &'static str, dur: u64, failed: bool) {
+        let track = self.tun.latency_tracking;
+        let stat = self.stats.cmd.entry(name).or_default();
+        stat.usec += dur;
+        stat.failed += failed as u64;
+        if track {
+            super::call::record_latency(stat, dur);
+        }
+    }
+
     /// Ends a client's wait with its timeout reply (a null array; WAIT's
     /// is the number of replicas that acknowledged its writes).
     pub fn unblock_timed_out(&mut self, cl: &mut Client, out: &mut ReplyBuf) {
         if let Some(b) = cl.blocked.take() {
             self.unregister_blocked(cl.id, &b);
             if let Ok(cmd) = resolve(&b.args) {
+                self.unblocked_stats(cmd.name, 0, false);
                 super::call::slowlog_if_slow(self, cl, cmd, &b.args, 0);
             }
             out.resp3 = cl.resp3;

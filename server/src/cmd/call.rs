@@ -80,10 +80,7 @@ pub(super) fn call(
     stat.usec += dur;
     // Not a command that just blocked: it is counted when it is served.
     if st.tun.latency_tracking && cl.blocked.is_none() {
-        let h = stat.latency.get_or_insert_with(|| {
-            Box::new(hdrhistogram::Histogram::new_with_bounds(1, 1_000_000_000, 2).expect("bounds"))
-        });
-        h.saturating_record((dur * 1000).clamp(1, 1_000_000_000));
+        record_latency(stat, dur);
     }
     // A script's reply may hold errors while it succeeds.
     if std::mem::take(&mut st.failed_reply) || res.is_err() {
@@ -128,6 +125,14 @@ pub(super) fn call(
     if cl.blocked.is_none() {
         slowlog_if_slow(st, cl, cmd, args, dur);
     }
+}
+
+/// Adds a call of `dur` microseconds to the command's latency histogram.
+pub(super) fn record_latency(stat: &mut crate::state::CmdStat, dur: u64) {
+    let h = stat.latency.get_or_insert_with(|| {
+        Box::new(hdrhistogram::Histogram::new_with_bounds(1, 1_000_000_000, 2).expect("bounds"))
+    });
+    h.saturating_record((dur * 1000).clamp(1, 1_000_000_000));
 }
 
 /// Logs the command in the slowlog if it took at least

@@ -156,7 +156,7 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if followups.contains(&Followup::Appendonly) {
-        crate::aof::follow_appendonly(c.st);
+        crate::aof::follow_appendonly(c.st, c.cl.deny_blocking);
     }
     // A lower limit evicts at once, as in Redis.
     if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
@@ -177,7 +177,9 @@ fn resetstat(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// CONFIG REWRITE
 fn rewrite(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let users = super::acl::config_lines(c.st);
-    c.st.cfg.rewrite(users.as_deref()).map_err(Error::other)?;
+    c.st.cfg
+        .rewrite(users.as_deref(), false)
+        .map_err(Error::other)?;
     c.out.ok();
     Ok(())
 }

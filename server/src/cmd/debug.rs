@@ -48,6 +48,16 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
             c.out.ok();
         }
+        ("config-rewrite-force-all", 2) => {
+            let users = super::acl::config_lines(c.st);
+            c.st.cfg.rewrite(users.as_deref(), true).map_err(|e| {
+                // Redis reports errno: without a file, a NULL path's EFAULT.
+                let why = e.strip_prefix("ERR Rewriting config file: ");
+                let why = why.unwrap_or("Bad address");
+                Error::other(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {why}"))
+            })?;
+            c.out.ok();
+        }
         ("set-active-expire", 3) => {
             c.st.active_expire = atoi(&a[2]) != 0;
             c.out.ok();

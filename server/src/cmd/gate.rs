@@ -118,14 +118,7 @@ fn check(
     }
     // Without its master, a replica that must not serve stale data runs
     // only the commands flagged `stale` (EXEC: if all it queued are).
-    if !st.cfg.replica_serve_stale_data
-        && st
-            .repl
-            .master
-            .as_ref()
-            .is_some_and(|m| m.state != crate::repl::MasterState::Connected)
-        && denies_stale(cl, cmd)
-    {
+    if st.serving_stale_refused() && denies_stale(st, cl, cmd, args) {
         return Err((Some(cmd), Error::other(MASTERDOWN)));
     }
     if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
@@ -146,13 +139,23 @@ const MASTERDOWN: &str =
 
 /// Whether `cmd` is refused on a stale replica: not flagged `stale`, or an
 /// EXEC that queued such a command.
-fn denies_stale(cl: &Client, cmd: &Command) -> bool {
-    !cmd.has(flags::STALE)
+fn denies_stale(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
+    !serves_stale(st, cmd, args)
         || (cmd.name == "exec"
             && cl.multi.as_ref().is_some_and(|q| {
                 q.iter()
-                    .any(|a| resolve(a).is_ok_and(|c| !c.has(flags::STALE)))
+                    .any(|a| resolve(a).is_ok_and(|c| !serves_stale(st, c, a)))
             }))
+}
+
+/// Whether `cmd` is flagged `stale`. A script or function that declared
+/// its flags replaces the command's: only `allow-stale` runs, and a
+/// script without a shebang never does.
+fn serves_stale(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
+    match super::client::runner_flags(st, cmd, args) {
+        Some(f) => f & scripting::flags::ALLOW_STALE != 0,
+        None => cmd.has(flags::STALE),
+    }
 }
 
 /// Evicts as needed before a command (maxmemory set); true if the command
@@ -219,6 +222,16 @@ pub(super) fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
 }
 
 impl State {
+    /// A replica without its master that must not serve stale data.
+    pub fn serving_stale_refused(&self) -> bool {
+        !self.cfg.replica_serve_stale_data
+            && self
+                .repl
+                .master
+                .as_ref()
+                .is_some_and(|m| m.state != crate::repl::MasterState::Connected)
+    }
+
     /// An error reply, in INFO errorstats (by its first word) and
     /// `total_error_replies`.
     pub fn count_error(&mut self, msg: &str) {

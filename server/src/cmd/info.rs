@@ -351,7 +351,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("pubsub_patterns:{}", st.pubsub.patterns.len());
             f!("pubsubshard_channels:{}", st.pubsub.shard.len());
             f!("latest_fork_usec:0");
-            f!("total_forks:0");
+            f!("total_forks:{}", st.stats.total_forks);
             f!("migrate_cached_sockets:{}", st.migrate.len());
             f!("slave_expires_tracked_keys:0");
             f!("active_defrag_hits:0");

@@ -748,8 +748,23 @@ fn flushdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// FLUSHALL [ASYNC | SYNC]
 fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let lazy = flush_async(c, a)?;
+    let save = !c.st.cfg.save.is_empty();
+    if save && crate::persist::bgsave_in_progress(c.st) {
+        // Its image of the old data is abandoned, as Redis kills its
+        // child; replicas waiting for it fail their sync.
+        crate::persist::abort_bgsave(c.st);
+        c.st.repl_bgsave_done(false, std::path::Path::new(""));
+    }
     for db in 0..c.st.dbs.len() {
         flush_db(c, db, lazy);
+    }
+    if save {
+        // With save points the empty dataset is saved at once, so none
+        // fires for the flush (Redis's flushAllDataAndResetRDB); this save
+        // is not one of INFO's rdb_saves.
+        let saves = c.st.rdb.saves;
+        let _ = crate::persist::save(c.st);
+        c.st.rdb.saves = saves;
     }
     c.st.force_propagate();
     c.st.invalidate_all();

@@ -12,10 +12,11 @@
 
 use super::flags::*;
 use super::help::help_reply;
+use super::transaction::BusyTx;
 use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::state::{Client, State};
-use bytes::Bytes;
+use crate::state::{Client, Shared, State};
+use bytes::{Bytes, BytesMut};
 use protocol::ReplyBuf;
 use scripting::{flags as sflags, Engine, FunctionCall, Host, RunFlags};
 use std::sync::atomic::Ordering::Relaxed;
@@ -146,6 +147,12 @@ impl ScriptHost<'_> {
                 "ERR This Redis command is not allowed from script",
             ));
         }
+        if !cmd.has(STALE) && self.st.serving_stale_refused() {
+            return Some((
+                Some(cmd),
+                "ERR Can not execute the command on a stale replica",
+            ));
+        }
         if !self.caller.is_empty() {
             if let Some(e) = super::acl::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
             {
@@ -204,6 +211,10 @@ impl Host for ScriptHost<'_> {
 
     fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
         super::acl::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
+    }
+
+    fn while_busy(&mut self) {
+        serve_busy(self.st);
     }
 
     fn error_reply(&mut self, msg: &[u8], counted: bool) {
@@ -272,14 +283,89 @@ fn run(
         caller,
     };
     let out = &mut *c.out;
+    host.st.busy.lock().open = true;
     let res = match target {
         Target::Script(sha) => eng.run_script(sha, keys, argv, threshold, &mut host, out),
         Target::Function(name) => eng.call_function(name, keys, argv, threshold, &mut host, out),
     };
+    host.st.busy.lock().open = false;
+    serve_busy(host.st);
     res.map_err(|e| match e.counted {
         true => Error::Relayed(e.msg),
         false => Error::Other(e.msg),
     })
+}
+
+/// Whether `args` is a command Redis runs while a script is busy (flagged
+/// `allow_busy`), for `busy_call`. SHUTDOWN waits for the script but with
+/// NOSAVE (the connection exits at once) or ABORT: its other forms are
+/// refused with -BUSY.
+pub fn runs_while_busy(args: &[Bytes]) -> bool {
+    if is(&args[0], "shutdown") {
+        return args[1..].iter().any(|a| is(a, "abort"));
+    }
+    resolve(args).is_ok_and(|c| c.has(ALLOW_BUSY))
+}
+
+/// Runs the commands other connections handed over while the script runs
+/// (see `busy_call`).
+fn serve_busy(st: &mut State) {
+    let work = std::mem::take(&mut st.busy.lock().work);
+    for w in work {
+        w(st);
+    }
+}
+
+/// Runs `args`, a command Redis allows while a script is busy (AUTH,
+/// HELLO, WATCH, MULTI, ...), for client `id` and returns its reply: on
+/// the script's thread between two steps of the script, or with the lock
+/// once the script is over. `tx` is what the connection answered while
+/// busy; it is applied first and follows the command.
+pub async fn busy_call(shared: &Shared, id: u64, args: Vec<Bytes>, tx: &mut BusyTx) -> BytesMut {
+    let (send, recv) = tokio::sync::oneshot::channel();
+    let mut mine = std::mem::take(tx);
+    let work = move |st: &mut State| {
+        let _ = send.send(run_while_busy(st, id, &args, &mut mine).map(|out| (out, mine)));
+    };
+    let queued = {
+        let mut q = shared.busy.lock();
+        if q.open {
+            q.work.push(Box::new(work));
+            None
+        } else {
+            Some(work)
+        }
+    };
+    if let Some(work) = queued {
+        work(&mut *shared.lock_eventually().await);
+    }
+    match recv.await {
+        Ok(Some((out, back))) => {
+            *tx = back;
+            out
+        }
+        // The client is gone.
+        _ => BytesMut::new(),
+    }
+}
+
+/// Runs `args` for client `id` while a script may be halfway through: the
+/// clients its writes unblocked wait for its end, and its own touches of
+/// watched keys stay its own.
+fn run_while_busy(st: &mut State, id: u64, args: &[Bytes], tx: &mut BusyTx) -> Option<BytesMut> {
+    let mut cl = st.clients.remove(&id)?;
+    tx.apply(st, &mut cl);
+    let ready = std::mem::take(&mut st.ready_keys);
+    let cas = std::mem::take(&mut st.dirty_cas_running);
+    let mut out = ReplyBuf::new(cl.resp3);
+    st.last_tick = std::time::Instant::now();
+    execute(st, &mut cl, &mut out, args);
+    st.dirty_cas_running = cas;
+    let mut ready_now = std::mem::replace(&mut st.ready_keys, ready);
+    st.ready_keys.append(&mut ready_now);
+    tx.in_multi = cl.multi.is_some();
+    st.clients.insert(id, cl);
+    Some(out.buf)
 }
 
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {

@@ -337,6 +337,43 @@ pub fn notify_display(f: u32) -> String {
     s
 }
 
+/// `replicaof no one`: no master.
+fn is_no_one(host: &str, port: &str) -> bool {
+    host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one")
+}
+
+/// A set of SHUTDOWN's flags (`shutdown-on-sigterm`): any of `choices`
+/// but the first (`default`, no flag), in their order.
+fn shutdown_flags(choices: &[&str], value: &str) -> Result<String, String> {
+    let bad = || {
+        format!(
+            "argument(s) must be one of the following: {}",
+            choices.join(", ")
+        )
+    };
+    let mut set = vec![false; choices.len()];
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.is_empty() {
+        return Err(bad());
+    }
+    for w in &words {
+        let i = choices.iter().position(|c| c.eq_ignore_ascii_case(w));
+        set[i.ok_or_else(bad)?] = true;
+    }
+    if set[1] && set[2] {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    let on: Vec<&str> = (1..choices.len())
+        .filter(|&i| set[i])
+        .map(|i| choices[i])
+        .collect();
+    Ok(if on.is_empty() {
+        choices[0].to_string()
+    } else {
+        on.join(" ")
+    })
+}
+
 impl Config {
     /// An option's canonical text (CONFIG GET).
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -407,6 +444,9 @@ impl Config {
             Kind::UMemory => parse_memory_u64(value)
                 .map(|n| n.to_string())
                 .ok_or_else(|| "argument must be a memory value".to_string()),
+            Kind::Enum(choices) if opt.name.starts_with("shutdown-on-sig") => {
+                shutdown_flags(choices, value)
+            }
             Kind::Enum(choices) => {
                 let l = value.to_ascii_lowercase();
                 if choices.contains(&l.as_str()) {
@@ -598,19 +638,32 @@ impl Config {
             }
         }
         // As redis-server: each `--name` starts a line, later words are its
-        // arguments, quoted so spaces survive.
+        // arguments, quoted so spaces survive. A `--word` right after a bare
+        // option name is that option's value; `--name value` in one word is
+        // a whole line. `--save` without a value means `save ""`.
         let mut extra = String::new();
-        for a in rest {
-            if let Some(name) = a.strip_prefix("--") {
-                if !extra.is_empty() {
-                    extra.push('\n');
+        let mut had_value = true;
+        for (j, a) in rest.iter().enumerate() {
+            match a.strip_prefix("--").filter(|_| had_value) {
+                Some(line) => {
+                    if !extra.is_empty() {
+                        extra.push('\n');
+                    }
+                    extra.push_str(line);
+                    extra.push(' ');
+                    let words = split_args(a.as_bytes()).map_or(0, |w| w.len());
+                    had_value = words != 1;
+                    let next_is_option = rest.get(j + 1).is_none_or(|n| n.starts_with("--"));
+                    if words == 1 && a.eq_ignore_ascii_case("--save") && next_is_option {
+                        extra.push_str("\"\"");
+                        had_value = true;
+                    }
                 }
-                extra.push_str(name);
-            } else {
-                extra.push_str(&format!(
-                    " \"{}\"",
-                    a.replace('\\', "\\\\").replace('"', "\\\"")
-                ));
+                None => {
+                    extra.push_str(&protocol::repr(a.as_bytes()));
+                    extra.push(' ');
+                    had_value = true;
+                }
             }
         }
         text.push('\n');
@@ -697,8 +750,24 @@ impl Config {
                     | "notify-keyspace-events",
                     n,
                 ) if n >= 1 => args.join(" "),
-                ("replicaof", 2) => args.join(" "),
-                (_, 1) if opt.name != "replicaof" => args[0].clone(),
+                // Flag sets: no flag at all is refused as a bad flag.
+                ("shutdown-on-sigint" | "shutdown-on-sigterm", _) => args.join(" "),
+                ("replicaof", _) => {
+                    // Host and port, or both in one argument.
+                    let words: Vec<&str> = match args {
+                        [one] => one.split_whitespace().collect(),
+                        _ => args.iter().map(String::as_str).collect(),
+                    };
+                    match words[..] {
+                        [host, port] if is_no_one(host, port) => String::new(),
+                        [host, port] => match port.parse::<u16>() {
+                            Ok(port) => format!("{host} {port}"),
+                            Err(_) => return Err(fatal("Invalid master port")),
+                        },
+                        _ => return Err(fatal("wrong number of arguments")),
+                    }
+                }
+                (_, 1) => args[0].clone(),
                 _ => return Err(fatal("wrong number of arguments")),
             };
             let canon = self.check(opt, &value).map_err(|e| fatal(&e))?;
@@ -718,10 +787,11 @@ impl Config {
 
     /// CONFIG REWRITE: rewrites the config file with the current values,
     /// keeping comments and unknown lines, replacing each option's lines,
-    /// and appending options that differ from their default.
+    /// and appending options that differ from their default (`force_all`,
+    /// DEBUG CONFIG-REWRITE-FORCE-ALL: every option that has a value).
     /// `users`: the `user` lines to write (in place of the old ones, the
     /// rest at the end), or None to keep the file's.
-    pub fn rewrite(&self, users: Option<&[String]>) -> Result<(), String> {
+    pub fn rewrite(&self, users: Option<&[String]>, force_all: bool) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("ERR The server is running without a config file".into());
         };
@@ -751,6 +821,8 @@ impl Config {
                             | "client-output-buffer-limit"
                             | "oom-score-adj-values"
                             | "latency-tracking-info-percentiles"
+                            | "shutdown-on-sigint"
+                            | "shutdown-on-sigterm"
                             | "replicaof"
                     )
             {
@@ -781,10 +853,14 @@ impl Config {
         }
         let mut header = false;
         for o in all() {
-            if canonical(o.name) != o.name
-                || done.contains(o.name)
-                || self.raw(o.name) == o.default && o.name != "dir"
-            {
+            let unchanged = if force_all {
+                // Redis leaves out the strings it holds as NULL (no
+                // unixsocket, no masterauth), which read back the same.
+                self.raw(o.name).is_empty() && matches!(o.kind, Kind::Str)
+            } else {
+                self.raw(o.name) == o.default && o.name != "dir"
+            };
+            if canonical(o.name) != o.name || done.contains(o.name) || unchanged {
                 continue;
             }
             if !header {
