@@ -753,7 +753,7 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // Its image of the old data is abandoned, as Redis kills its
         // child; replicas waiting for it fail their sync.
         crate::persist::abort_bgsave(c.st);
-        c.st.repl_bgsave_done(false, std::path::Path::new(""));
+        c.st.repl_bgsave_done(false, None);
     }
     for db in 0..c.st.dbs.len() {
         flush_db(c, db, lazy);
