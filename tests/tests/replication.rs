@@ -635,3 +635,25 @@ fn a_replica_that_would_get_a_reply_is_disconnected() {
         .contains("Replica generated a reply to command 'ping', disconnecting it: "));
     assert_eq!(cli(&s, &["PING"]), "PONG");
 }
+
+/// `min-replicas-to-write` holds scripts' writes to the same rule as
+/// commands': refused while too few replicas are connected, allowed once
+/// one is (and a read-only script is never refused).
+#[test]
+fn scripts_write_once_enough_replicas_are_connected() {
+    let m = Server::start(&[("min-replicas-to-write", "1")]);
+    let write = ["EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "k"];
+    assert_eq!(
+        cli(&m, &write),
+        "NOREPLICAS Not enough good replicas to write. script: b0e7bbc2efc136be74cdebcb73a106ad46ea881b, on @user_script:1."
+    );
+    assert_eq!(cli(&m, &["EVAL", "return redis.call('get', 'k')", "0"]), "");
+    let r = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cli(&m, &["INFO", "replication"]).contains("min_slaves_good_slaves:1") {
+        assert!(Instant::now() < deadline, "the replica did not connect");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(cli(&m, &write), "OK");
+    drop(r);
+}

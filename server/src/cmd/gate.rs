@@ -91,15 +91,7 @@ fn check(
     if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
-    if st.cfg.min_replicas_to_write > 0
-        && st.cfg.min_replicas_max_lag > 0
-        && st.repl.master.is_none()
-        && st
-            .repl
-            .good_replicas(crate::state::now_ms() / 1000, st.cfg.min_replicas_max_lag)
-            < st.cfg.min_replicas_to_write
-        && (writes(cl, cmd) || script_writes(st, cmd, args))
-    {
+    if too_few_replicas(st) && (writes(cl, cmd) || script_writes(st, cmd, args)) {
         return Err((Some(cmd), Error::other(NOREPLICAS)));
     }
     // A read-only replica takes writes from its master only. What EXEC
@@ -133,7 +125,19 @@ fn check(
 
 const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
-const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// `min-replicas-to-write` refuses writes now: a master with fewer good
+/// replicas than it asks for.
+pub fn too_few_replicas(st: &State) -> bool {
+    st.cfg.min_replicas_to_write > 0
+        && st.cfg.min_replicas_max_lag > 0
+        && st.repl.master.is_none()
+        && st
+            .repl
+            .good_replicas(crate::state::now_ms() / 1000, st.cfg.min_replicas_max_lag)
+            < st.cfg.min_replicas_to_write
+}
+
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const MASTERDOWN: &str =
     "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 

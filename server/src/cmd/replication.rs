@@ -735,6 +735,12 @@ pub fn info(st: &State, now_ms: i64) -> String {
         }
     }
     s += &format!("connected_slaves:{}\r\n", r.replicas.len());
+    if st.cfg.min_replicas_to_write > 0 && st.cfg.min_replicas_max_lag > 0 {
+        s += &format!(
+            "min_slaves_good_slaves:{}\r\n",
+            r.good_replicas(now_ms / 1000, st.cfg.min_replicas_max_lag)
+        );
+    }
     for (i, x) in r.replicas.iter().enumerate() {
         s += &format!(
             "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",

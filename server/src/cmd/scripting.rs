@@ -166,10 +166,8 @@ impl ScriptHost<'_> {
                 "ERR Write commands are not allowed from read-only scripts.",
             ));
         }
-        let min_replicas =
-            self.st.cfg.min_replicas_to_write > 0 && self.st.cfg.min_replicas_max_lag > 0;
-        if min_replicas && cmd.has(WRITE) {
-            return Some((Some(cmd), "NOREPLICAS Not enough good replicas to write."));
+        if cmd.has(WRITE) && super::gate::too_few_replicas(self.st) {
+            return Some((Some(cmd), super::gate::NOREPLICAS));
         }
         if self.oom_refuses && cmd.has(DENYOOM) && !self.run.wrote.load(Relaxed) {
             return Some((Some(cmd), OOM));
