@@ -246,6 +246,7 @@ fn replay<H: Hold>(
                 }
                 st.last_tick = Instant::now();
                 crate::cmd::execute(st, &mut cl, &mut out, &args);
+                st.check_source_reply(&out.buf, &args, true);
                 out.buf.clear();
                 if is_exec {
                     before_multi = None;

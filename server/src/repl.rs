@@ -317,6 +317,15 @@ impl Repl {
         self.backlog.is_some()
     }
 
+    /// The backlog's last `n` bytes (what a replica logs of the stream
+    /// when a command from its master failed).
+    pub fn backlog_tail(&self, n: usize) -> Vec<u8> {
+        self.backlog
+            .as_ref()
+            .map(|b| b.range(b.len().saturating_sub(n)..).copied().collect())
+            .unwrap_or_default()
+    }
+
     /// Frees the backlog (`repl-backlog-ttl` passed without replicas).
     pub fn free_backlog(&mut self) {
         self.backlog = None;

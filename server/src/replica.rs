@@ -413,6 +413,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
                     st.repl.applying = true;
                     crate::cmd::execute(st, &mut master, &mut out, &args);
                     st.repl.applying = false;
+                    st.check_source_reply(&out.buf, &args, false);
                     out.buf.clear();
                 }
                 if !partial.is_empty() {

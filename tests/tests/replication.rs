@@ -657,3 +657,36 @@ fn scripts_write_once_enough_replicas_are_connected() {
     assert_eq!(cli(&m, &write), "OK");
     drop(r);
 }
+
+/// A command from the master that fails on the replica (DEBUG REPLICATE
+/// sends one the master never ran) is logged as Redis logs it and counted
+/// in `unexpected_error_replies`; the replica goes on with the stream.
+#[test]
+fn errors_from_the_master_are_logged_and_counted() {
+    let m = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("repl-diskless-sync", "no"),
+    ]);
+    let r = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cli(&r, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        cli(&m, &["DEBUG", "REPLICATE", "fake-command-1", "a"]),
+        "OK"
+    );
+    assert_eq!(cli(&m, &["SET", "foo", "bar"]), "OK");
+    while cli(&r, &["GET", "foo"]) != "bar" {
+        assert!(Instant::now() < deadline, "the stream stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(cli(&m, &["EXISTS", "fake-command-1"]), "0");
+    assert!(cli(&r, &["INFO", "stats"]).contains("unexpected_error_replies:1"));
+    let log = r.log();
+    assert!(
+        log.contains("== CRITICAL == This replica is sending an error to its master: 'unknown command 'fake-command-1', with args beginning with: 'a' ' after processing the command '<unknown>'"),
+        "{log}"
+    );
+}

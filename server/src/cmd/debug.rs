@@ -58,6 +58,12 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             })?;
             c.out.ok();
         }
+        ("replicate", n) if n >= 3 => {
+            // To replicas only, not run here: a way to make them diverge.
+            c.propagate_as(a[2..].iter().cloned());
+            c.st.force_propagate_repl();
+            c.out.ok();
+        }
         ("set-active-expire", 3) => {
             c.st.active_expire = atoi(&a[2]) != 0;
             c.out.ok();
@@ -318,6 +324,8 @@ fn debug_help(c: &mut Ctx) {
             "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
             "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
+            "REPLICATE <string>",
+            "    Replicates the provided string to replicas, allowing data divergence.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "PAUSE-CRON <0|1>",

@@ -236,6 +236,38 @@ impl State {
                 .is_some_and(|m| m.state != crate::repl::MasterState::Connected)
     }
 
+    /// A command from the master (`aof`: from the AOF being loaded) that
+    /// answered `reply`, checked for an error: a server that diverges
+    /// from its source logs it as Redis does, counts it in
+    /// `unexpected_error_replies`, and under `propagation-error-behavior`
+    /// panic (panic-on-replicas: from a master only) stops.
+    pub fn check_source_reply(&mut self, reply: &[u8], args: &[Bytes], aof: bool) {
+        let Some(line) = reply.strip_prefix(b"-") else {
+            return;
+        };
+        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+        let msg = String::from_utf8_lossy(&line[..end]);
+        let msg = msg.strip_prefix("ERR ").unwrap_or(&msg);
+        let name = resolve(args).map_or("<unknown>", |c| c.name);
+        let (from, to) = if aof {
+            ("server", "AOF-loading-client")
+        } else {
+            ("replica", "master")
+        };
+        tracing::warn!(
+            "== CRITICAL == This {from} is sending an error to its {to}: '{msg}' after processing the command '{name}'"
+        );
+        let tail = self.repl.backlog_tail(256);
+        if !aof && !tail.is_empty() {
+            tracing::warn!("Latest backlog is: '{}'", protocol::repr(&tail));
+        }
+        self.stats.unexpected_error_replies += 1;
+        let behavior = self.cfg.propagation_error_behavior.as_str();
+        if behavior == "panic" || (behavior == "panic-on-replicas" && !aof) {
+            panic!("This {from} panicked sending an error to its {to} after processing the command '{name}'");
+        }
+    }
+
     /// An error reply, in INFO errorstats (by its first word) and
     /// `total_error_replies`.
     pub fn count_error(&mut self, msg: &str) {

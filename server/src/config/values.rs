@@ -273,6 +273,9 @@ values! {
     repl_diskless_sync_max_replicas: i64 = "repl-diskless-sync-max-replicas",
     repl_diskless_load: String = "repl-diskless-load",
     replica_read_only: bool = "replica-read-only",
+    /// ignore, panic or panic-on-replicas: what an error from a command of
+    /// the master (or of the AOF being loaded) does.
+    propagation_error_behavior: String = "propagation-error-behavior",
     replica_priority: i64 = "replica-priority",
     replica_announced: bool = "replica-announced",
     replica_serve_stale_data: bool = "replica-serve-stale-data",
