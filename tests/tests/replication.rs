@@ -689,4 +689,19 @@ fn errors_from_the_master_are_logged_and_counted() {
         log.contains("== CRITICAL == This replica is sending an error to its master: 'unknown command 'fake-command-1', with args beginning with: 'a' ' after processing the command '<unknown>'"),
         "{log}"
     );
+    // panic-on-replicas: the replica stops there.
+    let mut p = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("propagation-error-behavior", "panic-on-replicas"),
+    ]);
+    while !cli(&p, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(cli(&m, &["DEBUG", "REPLICATE", "fake-command-2"]), "OK");
+    while p.alive() {
+        assert!(Instant::now() < deadline, "the replica did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(p.log().contains("This replica panicked sending an error to its master after processing the command '<unknown>'"));
 }
