@@ -15,7 +15,7 @@ use mlua::{
 };
 use protocol::{format_double, ReplyBuf};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Script and function flags (shebang `flags=` and `register_function`).
@@ -70,6 +70,9 @@ pub struct RunFlags {
     /// What FUNCTION STATS shows while a function runs: other connections
     /// answer it without the state lock. Set by the host for each FCALL.
     pub function_call: std::sync::Mutex<Option<FunctionCall>>,
+    /// Where the running script's commands propagate, as `redis.set_repl`
+    /// left it: bit 1 set, not to the AOF; bit 2, not to replicas.
+    pub repl_skip: AtomicU8,
 }
 
 /// A running function as FUNCTION STATS shows it.
@@ -337,7 +340,7 @@ impl Engine {
         crate::textload::install(&lua)?;
         let resp3 = Arc::new(AtomicBool::new(false));
         let r = lua.create_table()?;
-        r.raw_set("helpers", helpers(&lua, &resp3)?)?;
+        r.raw_set("helpers", helpers(&lua, &resp3, &run)?)?;
         r.raw_set(
             "raw_access",
             lua.create_function(|lua, views: Table| crate::raw::create_raw_access(lua, &views))?,
@@ -566,6 +569,7 @@ impl Engine {
         run.wrote.store(false, Relaxed);
         run.busy.store(false, Relaxed);
         run.nudged.store(false, Relaxed);
+        run.repl_skip.store(0, Relaxed);
         run.function.store(is_function, Relaxed);
         if let Ok(mut n) = run.name.lock() {
             n.clear();
@@ -833,7 +837,7 @@ fn consts(lua: &Lua) -> mlua::Result<Table> {
 }
 
 /// The Rust-side `redis.*` helpers; each answers (ok, value-or-message).
-fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>) -> mlua::Result<Table> {
+fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>, run: &Arc<RunFlags>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set(
         "sha1hex",
@@ -904,9 +908,10 @@ fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>) -> mlua::Result<Table> {
             Ok(Value::Nil)
         })?,
     )?;
+    let flags = run.clone();
     t.raw_set(
         "set_repl",
-        lua.create_function(|lua, v: MultiValue| {
+        lua.create_function(move |lua, v: MultiValue| {
             if v.len() != 1 {
                 return fail(lua, "ERR redis.set_repl() requires two arguments.");
             }
@@ -921,6 +926,7 @@ fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>) -> mlua::Result<Table> {
                     "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
                 );
             }
+            flags.repl_skip.store(3 & !(n as u8), Relaxed);
             Ok(Value::Nil)
         })?,
     )?;

@@ -27,6 +27,21 @@ pub type Op = Vec<Bytes>;
 /// Set in an op's database number: the op is for replicas only, not the
 /// AOF (PUBLISH, as Redis's `forceCommandPropagation(PROPAGATE_REPL)`).
 pub const REPL_ONLY: usize = 1 << (usize::BITS - 1);
+/// The same, for the AOF only (a script's `redis.set_repl(REPL_AOF)`).
+pub const AOF_ONLY: usize = 1 << (usize::BITS - 2);
+
+/// The ops of `unit` not marked `exclude` (REPL_ONLY for the AOF,
+/// AOF_ONLY for replicas), with their plain database numbers.
+pub fn only(unit: &[(usize, Op)], exclude: usize) -> std::borrow::Cow<'_, [(usize, Op)]> {
+    const MARKS: usize = REPL_ONLY | AOF_ONLY;
+    if unit.iter().all(|(db, _)| db & MARKS == 0) {
+        return std::borrow::Cow::Borrowed(unit);
+    }
+    unit.iter()
+        .filter(|(db, _)| db & exclude == 0)
+        .map(|(db, op)| (db & !MARKS, op.clone()))
+        .collect()
+}
 
 /// A reader of the stream: the AOF, and the replication stream (`repl`).
 pub trait Consumer {
@@ -61,6 +76,10 @@ pub struct Stream {
     forced: bool,
     /// The same, for replicas only (see [`REPL_ONLY`]).
     forced_repl: bool,
+    /// Where ops go while a script said so (`redis.set_repl`): not to
+    /// the AOF, not to replicas.
+    skip_aof: bool,
+    skip_repl: bool,
 }
 
 /// Where a command started: what [`Stream::end`] compares with.
@@ -102,8 +121,15 @@ impl Stream {
         let forced = std::mem::take(&mut self.forced);
         let forced_repl = std::mem::take(&mut self.forced_repl);
         let changed = dirty > m.dirty || forced;
-        if (changed || forced_repl) && wanted(cs) {
-            let db = if changed { m.db } else { m.db | REPL_ONLY };
+        let mut db = if changed { m.db } else { m.db | REPL_ONLY };
+        if self.skip_aof {
+            db |= REPL_ONLY;
+        }
+        if self.skip_repl {
+            db |= AOF_ONLY;
+        }
+        let nowhere = db & REPL_ONLY != 0 && db & AOF_ONLY != 0;
+        if (changed || forced_repl) && !nowhere && wanted(cs) {
             if self.decided {
                 let own = self.rewrites.drain(m.rewrites..).map(|op| (db, op));
                 self.ops.extend(own);
@@ -143,6 +169,13 @@ impl Stream {
     /// it changed nothing.
     pub fn force_repl(&mut self) {
         self.forced_repl = true;
+    }
+
+    /// Where the ops of the commands that follow go (a script's
+    /// `redis.set_repl`; both until said otherwise).
+    pub fn set_targets(&mut self, aof: bool, repl: bool) {
+        self.skip_aof = !aof;
+        self.skip_repl = !repl;
     }
 
     /// Hands `op` to the consumers at once, as a unit of its own even

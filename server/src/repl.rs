@@ -351,7 +351,6 @@ impl Repl {
     }
 
     fn emit(&mut self, db: Option<usize>, args: &[Bytes]) {
-        let db = db.map(|d| d & !crate::propagate::REPL_ONLY);
         if let Some(db) = db.filter(|&d| self.sel_db != Some(d)) {
             let n = Bytes::copy_from_slice(itoa::Buffer::new().format(db).as_bytes());
             protocol::write_command(&mut self.fresh, &[Bytes::from_static(b"SELECT"), n]);
@@ -426,10 +425,11 @@ impl Consumer for Repl {
     }
 
     fn feed(&mut self, unit: &[(usize, Op)]) {
+        let unit = crate::propagate::only(unit, crate::propagate::AOF_ONLY);
         let before = self.fresh.len();
         if unit.len() > 1 {
             self.emit(Some(unit[0].0), &[Bytes::from_static(b"MULTI")]);
-            for (db, a) in unit {
+            for (db, a) in unit.iter() {
                 self.emit(Some(*db), a);
             }
             self.emit(None, &[Bytes::from_static(b"EXEC")]);

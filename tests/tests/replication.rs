@@ -705,3 +705,34 @@ fn errors_from_the_master_are_logged_and_counted() {
     }
     assert!(p.log().contains("This replica panicked sending an error to its master after processing the command '<unknown>'"));
 }
+
+/// `redis.set_repl` chooses where a script's next commands propagate:
+/// nowhere, the AOF only, replicas only, or both.
+#[test]
+fn scripts_choose_where_their_commands_propagate() {
+    let m = Server::start(&[
+        ("appendonly", "yes"),
+        ("enable-debug-command", "yes"),
+        ("repl-diskless-sync", "no"),
+    ]);
+    let r = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cli(&r, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let script = "redis.call('set','a','1'); redis.set_repl(redis.REPL_NONE); \
+                  redis.call('set','b','2'); redis.set_repl(redis.REPL_AOF); \
+                  redis.call('set','c','3'); redis.set_repl(redis.REPL_REPLICA); \
+                  redis.call('set','e','5'); redis.set_repl(redis.REPL_ALL); \
+                  redis.call('set','d','4')";
+    cli(&m, &["EVAL", script, "0"]);
+    let mget = |s: &Server| cli(s, &["MGET", "a", "b", "c", "d", "e"]);
+    while mget(&r) != "1\n\n\n4\n5" {
+        assert!(Instant::now() < deadline, "replica has {:?}", mget(&r));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(mget(&m), "1\n2\n3\n4\n5");
+    assert_eq!(cli(&m, &["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!(mget(&m), "1\n\n3\n4");
+}

@@ -313,22 +313,14 @@ impl crate::propagate::Consumer for Aof {
 
     /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
     fn feed(&mut self, ops: &[(usize, Vec<Bytes>)]) {
-        use crate::propagate::REPL_ONLY;
-        if ops.iter().any(|(db, _)| db & REPL_ONLY != 0) {
-            let ours: Vec<_> = ops
-                .iter()
-                .filter(|(db, _)| db & REPL_ONLY == 0)
-                .cloned()
-                .collect();
-            if !ours.is_empty() {
-                self.feed(&ours);
-            }
+        let ops = crate::propagate::only(ops, crate::propagate::REPL_ONLY);
+        if ops.is_empty() {
             return;
         }
         self.annotate_time();
         if ops.len() > 1 {
             self.emit(ops[0].0, &[b("MULTI")]);
-            for (db, a) in ops {
+            for (db, a) in ops.iter() {
                 self.emit(*db, a);
             }
             let db = self.sel_db.unwrap_or(0);

@@ -200,7 +200,10 @@ impl Host for ScriptHost<'_> {
                 self.st.last_tick = tick;
                 let clock = self.st.clock_base;
                 self.st.set_clock(self.start_ms);
+                let skip = self.run.repl_skip.load(Relaxed);
+                self.st.prop.set_targets(skip & 1 == 0, skip & 2 == 0);
                 execute(self.st, &mut self.cl, &mut self.out, args);
+                self.st.prop.set_targets(true, true);
                 self.st.clock_base = clock;
             }
         }
