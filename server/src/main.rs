@@ -38,6 +38,8 @@ fn main() {
     if cfg.daemonize && !service::will_supervise(&cfg.supervised) {
         service::daemonize();
     }
+    // Before any thread starts: they all inherit the mask.
+    cinnabar_server::shutdown::block_signals();
     init_logging(&cfg);
     cinnabar_server::crash::install_panic_hook();
     service::supervise(&cfg.supervised);

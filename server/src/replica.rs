@@ -239,7 +239,13 @@ async fn follow(
                 let before = buf.len();
                 let args: Vec<Bytes> = match dec.decode(&mut buf) {
                     Ok(Some(a)) => a,
-                    Ok(None) => break,
+                    Ok(None) => {
+                        // The start of a command still arriving: its bytes
+                        // count in the offset now, as they are consumed.
+                        let used = before - buf.len();
+                        st.repl.proxy(&sent[pos..pos + used]);
+                        break;
+                    }
                     Err(e) => {
                         return Err(io::Error::other(format!("protocol error from master: {e}")))
                     }

@@ -158,6 +158,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                     .unwrap_or_default()
             );
             f!("io_threads_active:0");
+            if let Some(ms) = crate::shutdown::remaining_ms(st) {
+                f!("shutdown_in_milliseconds:{ms}");
+            }
         }
         "clients" => {
             let max_in = st.clients.values().map(|c| c.qbuf).max().unwrap_or(0);
@@ -253,7 +256,16 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
             f!("mem_not_counted_for_evict:0");
             f!("mem_replication_backlog:0");
-            f!("mem_total_replication_buffers:0");
+            // One buffer shared by the backlog and the replicas' output,
+            // as Redis 7.0's: as large as the longest of them.
+            let replica_out = st
+                .repl
+                .replicas
+                .iter()
+                .map(|r| r.held.len() + st.clients.get(&r.id).map_or(0, |c| c.output_bytes()));
+            let backlog = st.repl.backlog_span().1 as usize;
+            let repl_buffers = replica_out.fold(backlog, usize::max);
+            f!("mem_total_replication_buffers:{repl_buffers}");
             f!("mem_clients_slaves:0");
             f!("mem_clients_normal:{}", m.clients);
             f!("mem_cluster_links:0");

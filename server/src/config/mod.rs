@@ -412,6 +412,8 @@ impl Config {
             Kind::UMemory => parse_memory_u64(value)
                 .map(|n| n.to_string())
                 .ok_or_else(|| "argument must be a memory value".to_string()),
+            // Several words, each a flag.
+            Kind::Enum(_) if opt.name.starts_with("shutdown-on-sig") => shutdown_flags_canon(value),
             Kind::Enum(choices) => {
                 let l = value.to_ascii_lowercase();
                 if choices.contains(&l.as_str()) {
@@ -800,6 +802,40 @@ impl Config {
             .and_then(|_| std::fs::rename(&tmp, path))
             .map_err(|e| format!("ERR Rewriting config file: {e}"))
     }
+}
+
+/// The canonical text of a `shutdown-on-sig*` value, or CONFIG SET's
+/// reason: words split on single spaces, as Redis reads them.
+pub fn shutdown_flags_canon(value: &str) -> Result<String, String> {
+    const CHOICES: [&str; 4] = ["save", "nosave", "now", "force"];
+    let mut set = [false; 4];
+    for w in value.split(' ') {
+        let w = w.to_ascii_lowercase();
+        match CHOICES.iter().position(|c| *c == w) {
+            Some(i) => set[i] = true,
+            None if w == "default" => {}
+            None => {
+                return Err(
+                    "argument(s) must be one of the following: default, save, nosave, now, force"
+                        .into(),
+                )
+            }
+        }
+    }
+    if set[0] && set[1] {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    let words: Vec<&str> = CHOICES
+        .iter()
+        .zip(set)
+        .filter(|(_, on)| *on)
+        .map(|(c, _)| *c)
+        .collect();
+    Ok(if words.is_empty() {
+        "default".into()
+    } else {
+        words.join(" ")
+    })
 }
 
 #[cfg(test)]
