@@ -42,6 +42,7 @@ fn main() {
     cinnabar_server::shutdown::block_signals();
     init_logging(&cfg);
     cinnabar_server::crash::install_panic_hook();
+    cinnabar_server::crash::install_signal_handlers();
     service::supervise(&cfg.supervised);
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
     tracing::warn!(

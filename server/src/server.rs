@@ -153,6 +153,15 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
     crate::shutdown::spawn_signal_thread(shared.clone())?;
+    crate::crash::set_report({
+        let shared = Arc::downgrade(&shared);
+        move || {
+            let shared = shared.upgrade()?;
+            // Not when the crashing thread holds it (DEBUG SEGFAULT).
+            let mut st = shared.state.try_lock_for(Duration::from_millis(200))?;
+            Some(crate::cmd::info::crash_report(&mut st))
+        }
+    });
     // Clients connecting meanwhile are answered, with -LOADING for what
     // cannot run yet, as Redis does.
     crate::service::loading();

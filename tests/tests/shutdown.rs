@@ -2,7 +2,7 @@
 //! ABORT can cancel them), a second SIGINT exiting at once during the final
 //! save, a failed final save keeping the server up, `shutdown-on-sigterm`,
 //! and the wait for lagging replicas (`shutdown-timeout`) that SHUTDOWN
-//! clients block in.
+//! clients block in. A fatal signal's bug report (crash.rs).
 
 use cinnabar_tests::{bulk, is_real_redis, ok, simple, RawClient, RespFrame, Server};
 use std::process::Command;
@@ -247,4 +247,47 @@ fn an_aborted_wait_answers_every_blocked_shutdown_with_an_error() {
     assert_eq!(cmd(&mut mc, &["SET", "y", "1"]), ok());
     signal(r.pid(), "CONT");
     assert!(m.log().contains("Shutdown manually aborted."));
+}
+
+#[test]
+fn a_fatal_signal_logs_the_bug_report_and_ends_the_process() {
+    if is_real_redis() {
+        return;
+    }
+    let mut s = Server::start(&[]);
+    let mut c = s.raw();
+    cmd(&mut c, &["SET", "k", "v"]);
+    signal(s.pid(), "ABRT");
+    wait_for("the crash", || !s.alive());
+    assert_eq!(s.exit_code(), None, "ended by the signal");
+    let log = s.log();
+    for part in [
+        "=== REDIS BUG REPORT START: Cut & paste starting from here ===",
+        "Redis 7.0.15 crashed by signal: 6, si_code: 0",
+        "Killed by PID: ",
+        "------ STACK TRACE ------",
+        "------ INFO OUTPUT ------",
+        "db0:keys=1,expires=0",
+        "------ CLIENT LIST OUTPUT ------",
+        "=== REDIS BUG REPORT END. Make sure to include from START to END. ===",
+    ] {
+        assert!(log.contains(part), "{part} missing from:\n{log}");
+    }
+}
+
+#[test]
+fn debug_segfault_crashes_with_a_stack_trace_through_the_debug_command() {
+    if is_real_redis() {
+        return;
+    }
+    let mut s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    c.send_cmd(&["DEBUG", "SEGFAULT"]);
+    c.expect_closed();
+    wait_for("the crash", || !s.alive());
+    let log = s.log();
+    assert!(log.contains("crashed by signal: 11, si_code: 2"), "{log}");
+    assert!(log.contains("Accessing address: 0x"), "{log}");
+    assert!(log.contains("cmd::debug::debug"), "{log}");
+    assert!(log.contains("REDIS BUG REPORT END"), "{log}");
 }

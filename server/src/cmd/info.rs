@@ -78,6 +78,27 @@ pub fn info_string(c: &mut Ctx, sections: &[&str]) -> String {
     out
 }
 
+/// The server part of a crash's bug report: INFO and CLIENT LIST.
+pub fn crash_report(st: &mut State) -> String {
+    let now = crate::state::now_ms();
+    let mut cl = crate::state::Client::new(0, String::new(), String::new(), -1, true);
+    let mut out = protocol::ReplyBuf::new(false);
+    let mut c = Ctx {
+        st,
+        cl: &mut cl,
+        out: &mut out,
+        now,
+    };
+    let all: Vec<&str> = SECTIONS.iter().map(|s| s.0).collect();
+    let info = info_string(&mut c, &all);
+    let mut o = format!("\n------ INFO OUTPUT ------\n{info}\n------ CLIENT LIST OUTPUT ------\n");
+    for cl in st.clients.values() {
+        o.push_str(&cl.line(now, None));
+        o.push('\n');
+    }
+    o
+}
+
 /// `part` as a percentage of `whole`, 0 when `whole` is.
 fn perc(part: u64, whole: u64) -> f64 {
     if whole == 0 {
