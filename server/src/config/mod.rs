@@ -701,7 +701,10 @@ impl Config {
                     | "client-output-buffer-limit"
                     | "oom-score-adj-values"
                     | "latency-tracking-info-percentiles"
-                    | "notify-keyspace-events",
+                    | "notify-keyspace-events"
+                    | "replicaof"
+                    | "shutdown-on-sigint"
+                    | "shutdown-on-sigterm",
                     n,
                 ) if n >= 1 => args.join(" "),
                 (_, 1) => args[0].clone(),
@@ -841,6 +844,23 @@ pub fn shutdown_flags_canon(value: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Options whose value is several words in a config file, as Redis
+    /// reads them (`replicaof <host> <port>`).
+    #[test]
+    fn multi_word_values_in_a_config_file() {
+        let path = std::env::temp_dir().join(format!("cinnabar-cfg-{}.conf", std::process::id()));
+        std::fs::write(
+            &path,
+            "replicaof 127.0.0.1 6379\nshutdown-on-sigterm force nosave\n",
+        )
+        .unwrap();
+        let cfg = Config::from_args(&[path.display().to_string()]);
+        let _ = std::fs::remove_file(&path);
+        let cfg = cfg.unwrap();
+        assert_eq!(cfg.get("replicaof"), Some("127.0.0.1 6379"));
+        assert_eq!(cfg.get("shutdown-on-sigterm"), Some("nosave force"));
+    }
 
     #[test]
     fn args_and_aliases() {
