@@ -29,6 +29,8 @@ free_port() {
 # shellcheck disable=SC2317 # run by the trap
 bench_cleanup() {
   local p
+  # Only the script itself cleans up, not a $(...) subshell of it.
+  [ "$BASHPID" = "$$" ] || return 0
   for p in "${PIDS[@]:-}"; do
     [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
   done

@@ -10,6 +10,8 @@
 #   tools/redis-suite-native.sh unit/info ...   # some units
 #   RAISE=1 tools/redis-suite-native.sh         # also rewrite floors that rose
 #   JOBS=2 BASEPORT=21000 OUT=/tmp/native tools/redis-suite-native.sh
+#   TLS=1 tools/redis-suite-native.sh unit/tls  # runtest --tls (needs tcl-tls;
+#                                               # certificates made with openssl)
 #
 # Each job runs its units one runtest at a time in a private copy of the
 # suite's tree (runtest deletes tests/tmp/*), with src/redis-server ->
@@ -36,6 +38,28 @@ bash "$suite/get-tests.sh" "$tests"
 cargo build --release -p cinnabar-server
 bin=$(readlink -f "${CARGO_TARGET_DIR:-$root/target}/release/cinnabar-server")
 
+tls_args=()
+if [ -n "${TLS:-}" ]; then
+  # The layout runtest --tls reads (tests/tls/), as Redis's gen-test-certs.sh makes it,
+  # but all X.509 v3: rustls refuses the v1 one openssl makes without extensions.
+  tlsdir=$(mktemp -d /tmp/cinnabar-native-tls.XXXXXX)
+  (
+    cd "$tlsdir"
+    openssl genrsa -out ca.key 2048 2>/dev/null
+    openssl req -x509 -new -nodes -sha256 -key ca.key -days 30 -subj '/O=Redis Test/CN=Certificate Authority' -out ca.crt
+    printf '[server_cert]\nkeyUsage = digitalSignature, keyEncipherment\nnsCertType = server\n[client_cert]\nkeyUsage = digitalSignature, keyEncipherment\nnsCertType = client\n[generic_cert]\nkeyUsage = digitalSignature, keyEncipherment\n' >openssl.cnf
+    for c in server:Server-only:server_cert client:Client-only:client_cert redis:Generic-cert:generic_cert; do
+      IFS=: read -r name cn ext <<<"$c"
+      openssl genrsa -out "$name.key" 2048 2>/dev/null
+      openssl req -new -sha256 -subj "/O=Redis Test/CN=$cn" -key "$name.key" \
+        | openssl x509 -req -sha256 -CA ca.crt -CAkey ca.key -CAserial ca.txt -CAcreateserial -days 30 \
+          -extfile openssl.cnf -extensions "$ext" -out "$name.crt" 2>/dev/null
+    done
+    openssl dhparam -out redis.dh 1024 2>/dev/null
+  )
+  tls_args=(--tls)
+fi
+
 units=("$@")
 [ ${#units[@]} -gt 0 ] || mapfile -t units < <(awk -F'\t' 'NR > 1 { print $1 }' "$floors")
 mkdir -p "$out/units"
@@ -49,6 +73,7 @@ for j in $(seq 0 $((jobs - 1))); do
     ln -s "$(command -v $b)" "$t/src/$b"
   done
   ln -s "$bin" "$t/src/redis-server"
+  if [ -n "${TLS:-}" ]; then cp -r "$tlsdir" "$t/tests/tls"; fi
 done
 
 # One runtest per unit: a crash or hang costs that unit only. Prints
@@ -57,7 +82,7 @@ run_unit() {
   local j=$1 u=$2 log st=ok
   log=$out/units/${u//\//_}.log
   (cd "$out/tree-$j" && timeout -k 10 600 ./runtest --single "$u" --clients 1 --timeout 120 \
-    --tags -slow --baseport $((baseport + j * 400)) --portcount 400 --dump-logs >"$log" 2>&1) || st=fail
+    --tags -slow --baseport $((baseport + j * 400)) --portcount 400 --dump-logs "${tls_args[@]}" >"$log" 2>&1) || st=fail
   sed -i 's/\x1b\[[0-9;]*m//g' "$log"
   grep -q 'Timed out' "$log" && st=timeout
   grep '\[ok\]:' "$log" | sed 's/.*\[ok\]: //; s/ ([0-9]* ms)$//' >"${log%.log}.passed" || true

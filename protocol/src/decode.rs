@@ -85,6 +85,22 @@ fn memchr_nl(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n')
 }
 
+/// A length header's digits from `at` to its `\r\n` when they are plain
+/// (1 to 9 digits, no sign), and the offset after the `\r\n`.
+fn small_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    let mut v = 0usize;
+    let mut i = at;
+    while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit() && i - at < 10) {
+        v = v * 10 + (c - b'0') as usize;
+        i += 1;
+    }
+    let digits = i - at;
+    if digits == 0 || digits > 9 || b.get(i) != Some(&b'\r') || b.get(i + 1) != Some(&b'\n') {
+        return None;
+    }
+    Some((v, i + 2))
+}
+
 /// Parses the decimal in a length header. Redis accepts an optional sign
 /// and nothing else.
 fn parse_len(s: &[u8]) -> Option<i64> {
@@ -134,6 +150,11 @@ impl Decoder {
     /// `Ok(None)`: more input is needed. Empty requests (`*0`, blank inline
     /// lines) are skipped as Redis skips them.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        if self.remaining == 0 {
+            if let Some(args) = self.whole(buf) {
+                return Ok(Some(args));
+            }
+        }
         loop {
             if self.remaining == 0 {
                 if buf.is_empty() {
@@ -206,6 +227,56 @@ impl Decoder {
             }
             return Ok(Some(std::mem::take(&mut self.args)));
         }
+    }
+
+    /// The common case, a whole multibulk request already in `buf` within
+    /// every limit, taken in one piece: its arguments share one split of
+    /// the buffer. `None` (nothing consumed) leaves anything else, errors
+    /// included, to the general path above.
+    fn whole(&self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
+        let b = &buf[..];
+        if b.first() != Some(&b'*') {
+            return None;
+        }
+        let (n, mut p) = small_len(b, 1)?;
+        let max_args = if self.unauthenticated {
+            UNAUTH_MAX_MULTIBULK
+        } else {
+            1024
+        };
+        if n == 0 || n > max_args as usize {
+            return None;
+        }
+        let max_bulk = if self.unauthenticated {
+            UNAUTH_MAX_BULK.min(self.max_bulk)
+        } else {
+            self.max_bulk.min(BIG_ARG as i64 - 1)
+        };
+        let start = p;
+        for _ in 0..n {
+            if b.get(p) != Some(&b'$') {
+                return None;
+            }
+            let (len, q) = small_len(b, p + 1)?;
+            if len as i64 > max_bulk || b.len() < q + len + 2 {
+                return None;
+            }
+            p = q + len + 2;
+        }
+        // Checked above: every header is `$<digits>\r\n`.
+        buf.advance(start);
+        let mut chunk = buf.split_to(p - start).freeze();
+        let mut args = Vec::with_capacity(n);
+        for _ in 0..n {
+            let d = chunk[1..].iter().position(|&c| c == b'\r').unwrap_or(0);
+            let len = chunk[1..1 + d]
+                .iter()
+                .fold(0, |v, &c| v * 10 + (c - b'0') as usize);
+            chunk.advance(d + 3);
+            args.push(chunk.split_to(len));
+            chunk.advance(2);
+        }
+        Some(args)
     }
 
     fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
@@ -401,6 +472,32 @@ mod tests {
         assert_eq!(&got[1][..], b"k\r\n\0");
         assert_eq!(&got[2][..], b"");
         assert!(buf.is_empty());
+    }
+
+    /// Whole requests take the one-piece path, requests fed a byte at a
+    /// time the general one: both read the same arguments.
+    #[test]
+    fn whole_and_piecewise_agree() {
+        let mut input = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n".to_vec();
+        input.extend_from_slice(b"*2\r\n$+3\r\nGET\r\n$01\r\nk\r\n*0\r\n");
+        input.extend_from_slice(b"*2\r\n$4\r\nECHO\r\n$40000\r\n");
+        input.extend(vec![b'x'; 40000]);
+        input.extend_from_slice(b"\r\nPING\r\n*1\r\n$4\r\nPING\r\n");
+        let whole = all(&input).unwrap();
+        let mut d = Decoder::default();
+        let mut buf = BytesMut::new();
+        let mut piecewise = vec![];
+        for &b in &input {
+            buf.extend_from_slice(&[b]);
+            while let Some(a) = d.decode(&mut buf).unwrap() {
+                piecewise.push(a);
+            }
+        }
+        assert_eq!(whole, piecewise);
+        assert_eq!(whole.len(), 5);
+        assert_eq!(whole[0][2], Bytes::new());
+        assert_eq!(whole[1], vec![Bytes::from("GET"), Bytes::from("k")]);
+        assert_eq!(whole[2][1].len(), 40000);
     }
 
     #[test]

@@ -84,7 +84,7 @@ where
         }
         busy_replies(&shared, &mut batch, &mut out, &mut BusyTx::default());
         if !out.is_empty() {
-            if sock.write_all(&out.buf).await.is_err() {
+            if sock.write_all(&out.buf).await.is_err() || sock.flush().await.is_err() {
                 return;
             }
             out.buf.clear();
@@ -97,7 +97,9 @@ where
     let (id, wake, unsent, max_bulk, timeout_s, authenticated) = match admitted {
         Ok(x) => x,
         Err(msg) => {
-            let _ = sock.write_all(msg.as_bytes()).await;
+            if sock.write_all(msg.as_bytes()).await.is_ok() {
+                let _ = sock.flush().await;
+            }
             return;
         }
     };
@@ -396,12 +398,18 @@ fn busy_replies(shared: &Shared, batch: &mut Vec<Vec<Bytes>>, out: &mut ReplyBuf
 }
 
 /// A socket `write_out` can read while it writes: readiness, and
-/// non-blocking reads and writes through a shared reference.
+/// non-blocking reads and writes. A TLS stream (`tls::TlsStream`) is one
+/// too, so each kind of socket gets its own copy of the connection code.
 pub trait Duplex {
     fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
     fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
-    fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize>;
-    fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+    fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize>;
+    fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize>;
+    /// Output taken by `try_write` and not yet on the socket (TLS records
+    /// the socket did not take): `try_write(&[])` sends it.
+    fn buffered(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! duplex {
@@ -413,10 +421,10 @@ macro_rules! duplex {
             fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
                 <$t>::writable(self)
             }
-            fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize> {
+            fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
                 <$t>::try_read_buf(self, buf)
             }
-            fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
+            fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 <$t>::try_write(self, buf)
             }
         }
@@ -424,6 +432,24 @@ macro_rules! duplex {
 }
 duplex!(tokio::net::TcpStream);
 duplex!(tokio::net::UnixStream);
+
+impl Duplex for crate::tls::TlsStream {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        crate::tls::TlsStream::readable(self)
+    }
+    fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        crate::tls::TlsStream::writable(self)
+    }
+    fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
+        crate::tls::TlsStream::try_read_buf(self, buf)
+    }
+    fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        crate::tls::TlsStream::try_write(self, buf)
+    }
+    fn buffered(&self) -> bool {
+        crate::tls::TlsStream::buffered(self)
+    }
+}
 
 /// Where input read while writing goes.
 struct Input<'a> {
@@ -458,7 +484,7 @@ async fn write_out<S: Duplex>(
     let mut off = 0;
     let mut woken = false;
     let ok = loop {
-        if off == buf.len() {
+        if off == buf.len() && !sock.buffered() {
             break Written::All;
         }
         unsent.store(buf.len() - off, Ordering::Relaxed);
@@ -466,7 +492,7 @@ async fn write_out<S: Duplex>(
         tokio::select! {
             biased;
             r = sock.writable() => match r.and_then(|()| sock.try_write(&buf[off..])) {
-                Ok(0) => break Written::Closed,
+                Ok(0) if off < buf.len() => break Written::Closed,
                 Ok(n) => off += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(_) => break Written::Closed,

@@ -37,6 +37,7 @@ pub mod service;
 pub mod shutdown;
 pub mod state;
 pub mod testkit;
+pub mod tls;
 pub mod tracking;
 
 pub use error::{CmdResult, Error};

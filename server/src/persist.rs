@@ -570,6 +570,9 @@ pub enum Target {
         /// `aof-timestamp-enabled`: commands start with `#TS:`.
         timestamps: bool,
     },
+    /// Diskless replication: streamed to the sockets of replicas `ids`,
+    /// between `$EOF:<mark>` and the mark, with no file.
+    Replicas { ids: Vec<u64>, mark: String },
 }
 
 /// What the completion hook leaves to do once the lock is released.
@@ -653,12 +656,39 @@ pub fn bgsave_start(st: &mut State) {
     }
 }
 
+/// Starts a diskless sync: a background save streamed to replicas `ids`
+/// (their sockets are its target, as Redis's). False if it cannot start.
+pub fn bgsave_start_replicas(st: &mut State, ids: Vec<u64>) -> bool {
+    debug_assert!(!child_active(st));
+    let mark = crate::state::random_hex40();
+    let dirty_before = st.dirty;
+    let tmp = PathBuf::new();
+    match snapshot_start(st, tmp, Target::Replicas { ids, mark }) {
+        Ok(child) => {
+            st.rdb.running = Some(Running {
+                started: Instant::now(),
+                started_s: now_ms() / 1000,
+                dirty_before,
+                child,
+            });
+            true
+        }
+        Err(e) => {
+            warn!("Can't start the diskless transfer: {e}");
+            false
+        }
+    }
+}
+
 /// Starts the snapshot engine: creates `tmp`, raises the snapshot epoch in
 /// every database (the image is the dataset at this moment, in this lock
 /// hold) and starts the saver thread, which streams the image to `tmp`,
 /// fsyncs it and then, under the lock, runs `target`'s completion hook.
 pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Result<Child> {
-    let file = std::fs::File::create(&tmp)?;
+    let file = match target {
+        Target::Replicas { .. } => None,
+        _ => Some(std::fs::File::create(&tmp)?),
+    };
     let Some(shared) = st.shared.upgrade() else {
         // No server around the state (unit tests): nothing to run on.
         drop(file);
@@ -826,7 +856,8 @@ fn bgsave_done(
             end_captures(st);
         }
     }
-    st.repl_bgsave_done(ok, path);
+    let file = ok.then(|| std::fs::File::open(path).ok()).flatten();
+    st.repl_bgsave_done(ok, file);
     AfterDone {
         sync_dir: Some(dir.to_path_buf()),
         remove: vec![],
@@ -845,8 +876,15 @@ struct Job {
 }
 
 impl Job {
-    fn run(self, file: std::fs::File, header: Vec<u8>) {
-        let mut res = self.write(file, header);
+    fn run(self, file: Option<std::fs::File>, header: Vec<u8>) {
+        let mut res = match (file, &self.target) {
+            (Some(f), _) => self
+                .write(io::BufWriter::with_capacity(1 << 16, f), header)
+                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+                .and_then(|f| f.sync_all()),
+            (None, Target::Replicas { ids, mark }) => self.stream(ids.clone(), mark, header),
+            (None, _) => Err(io::Error::other("no file")),
+        };
         if let (
             Ok(()),
             &Target::AofBase {
@@ -873,6 +911,7 @@ impl Job {
         let after = match &self.target {
             Target::Rdb { path, dir } => bgsave_done(&mut st, res, &self.tmp, path, dir),
             Target::AofBase { done, .. } => done(&mut st, res, &self.tmp),
+            Target::Replicas { .. } => replicas_done(&mut st, res),
         };
         drop(st);
         if let Some(d) = after.sync_dir.and_then(|d| std::fs::File::open(d).ok()) {
@@ -897,14 +936,25 @@ impl Job {
         }
     }
 
-    /// Streams the snapshot to the file: slices under the lock, writes
-    /// outside it (which is also the backpressure: the walk does not run
-    /// ahead of the disk by more than one slice), then EOF, checksum and
-    /// fsync.
-    fn write(&self, file: std::fs::File, header: Vec<u8>) -> io::Result<()> {
-        let mut w = io::BufWriter::with_capacity(1 << 16, file);
+    /// Diskless: the image between `$EOF:<mark>` and the mark, to the
+    /// replicas' connections.
+    fn stream(&self, ids: Vec<u64>, mark: &str, header: Vec<u8>) -> io::Result<()> {
+        // Unbuffered: each slice goes out as it is made, and a replica
+        // gone is noticed at the next one.
+        let mut w = ReplicaSink { job: self, ids };
+        w.write_all(format!("$EOF:{mark}\r\n").as_bytes())?;
+        let mut w = self.write(w, header)?;
+        w.write_all(mark.as_bytes())?;
+        w.flush()
+    }
+
+    /// Streams the snapshot to `w`: slices under the lock, writes outside
+    /// it (which is also the backpressure: the walk does not run ahead of
+    /// the disk, or of the slowest replica, by more than one slice), then
+    /// EOF and checksum.
+    fn write<W: Write>(&self, mut w: W, header: Vec<u8>) -> io::Result<W> {
         let mut crc = 0u64;
-        let mut put = |w: &mut io::BufWriter<std::fs::File>, b: &[u8]| {
+        let mut put = |w: &mut W, b: &[u8]| {
             if self.checksum {
                 crc = rdb::crc64::crc64(crc, b);
             }
@@ -958,9 +1008,57 @@ impl Job {
         put(&mut w, &[rdb::OP_EOF])?;
         let crc = if self.checksum { crc } else { 0 };
         w.write_all(&crc.to_le_bytes())?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()
+        Ok(w)
     }
+}
+
+/// Where a diskless snapshot's bytes go: the connections of the replicas
+/// it was started for, paced by the slowest. It fails once none is left,
+/// which ends the snapshot (Redis kills its child then).
+struct ReplicaSink<'a> {
+    job: &'a Job,
+    ids: Vec<u64>,
+}
+
+impl Write for ReplicaSink<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        use crate::state::RdbPush;
+        loop {
+            let mut st = self.job.shared.state.lock();
+            if self.job.abort.load(Relaxed) {
+                return Err(io::Error::other("aborted"));
+            }
+            match st.repl_rdb_push(&mut self.ids, b, crate::state::RDB_WINDOW) {
+                RdbPush::Sent => return Ok(b.len()),
+                RdbPush::Full => drop(st),
+                RdbPush::Gone => {
+                    warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
+                    return Err(io::Error::other("no replica left"));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A diskless sync's completion hook.
+fn replicas_done(st: &mut State, res: io::Result<()>) -> AfterDone {
+    if st.rdb.running.take().is_none() {
+        return AfterDone::default();
+    }
+    let ok = res.is_ok();
+    if ok {
+        info!("Background RDB transfer terminated with success");
+    } else {
+        warn!("Background transfer error");
+        end_captures(st);
+    }
+    st.repl_bgsave_done(ok, None);
+    AfterDone::default()
 }
 
 /// The cron's part: a scheduled BGSAVE, then the save points ("after N

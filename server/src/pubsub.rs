@@ -79,6 +79,7 @@ pub struct ObufLimit {
 pub struct ObufLimits {
     pub normal: ObufLimit,
     pub pubsub: ObufLimit,
+    pub replica: ObufLimit,
 }
 
 /// Reads the option's value as CONFIG GET shows it (`normal 0 0 0 slave …
@@ -100,6 +101,7 @@ pub fn parse_limits(v: &str) -> ObufLimits {
         match class.to_ascii_lowercase().as_str() {
             "normal" => l.normal = lim,
             "pubsub" => l.pubsub = lim,
+            "slave" | "replica" => l.replica = lim,
             _ => {}
         }
     }
@@ -446,7 +448,9 @@ pub(crate) fn close_if_over_limit(cl: &mut Client, limits: &ObufLimits, extra: u
 
 impl ObufLimits {
     fn of(&self, cl: &Client) -> ObufLimit {
-        if cl.subs.any() {
+        if cl.peer.replica {
+            self.replica
+        } else if cl.subs.any() {
             self.pubsub
         } else {
             self.normal

@@ -24,10 +24,26 @@ use std::collections::VecDeque;
 pub enum Link {
     /// Waits for a BGSAVE the snapshot engine cannot start yet.
     WaitBgsaveStart,
-    /// Its BGSAVE runs; the stream since its start is kept here.
+    /// Its BGSAVE runs (a diskless one streams to it meanwhile); the
+    /// stream since its start is kept here.
     WaitBgsaveEnd(Vec<u8>),
+    /// The file of a disk-based sync is being sent; the stream waits here.
+    SendBulk(Vec<u8>),
+    /// A diskless RDB was sent: the stream waits for the replica's first
+    /// REPLCONF ACK (it loaded the RDB from the socket meanwhile).
+    WaitAck(Vec<u8>),
     /// It has its RDB and follows the stream.
     Online,
+}
+
+impl Link {
+    /// The stream held for a replica not online yet.
+    pub fn held(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            Link::WaitBgsaveEnd(b) | Link::SendBulk(b) | Link::WaitAck(b) => Some(b),
+            Link::WaitBgsaveStart | Link::Online => None,
+        }
+    }
 }
 
 /// What a connection announced with REPLCONF (kept on its client, from
@@ -43,6 +59,8 @@ pub struct Peer {
     pub rdb_only: bool,
     /// REPLCONF capa psync2: `+CONTINUE` names the replication ID.
     pub psync2: bool,
+    /// REPLCONF capa eof: it reads an RDB of unknown length (diskless).
+    pub eof: bool,
     /// It asked for a sync: a replica from then on.
     pub replica: bool,
     /// It is this server's master (its stream is applied).
@@ -54,6 +72,8 @@ pub struct Peer {
 pub enum MasterState {
     Connect,
     Connecting,
+    /// Connected, exchanging PING, AUTH, REPLCONF and PSYNC.
+    Handshake,
     Sync,
     Connected,
 }
@@ -71,6 +91,9 @@ pub struct Master {
     /// (unix s).
     pub last_io_s: i64,
     pub down_since_s: i64,
+    /// The database the master's stream last selected: a partial resync
+    /// goes on without a SELECT (Redis keeps its cached master client).
+    pub db: usize,
 }
 
 impl MasterState {
@@ -78,10 +101,44 @@ impl MasterState {
         match self {
             MasterState::Connect => "connect",
             MasterState::Connecting => "connecting",
+            MasterState::Handshake => "handshake",
             MasterState::Sync => "sync",
             MasterState::Connected => "connected",
         }
     }
+}
+
+/// Where a FAILOVER is (INFO's `master_failover_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailoverState {
+    #[default]
+    None,
+    /// Writes are paused until a replica has the whole stream.
+    WaitForSync,
+    /// This server is becoming a replica of the target, which promotes
+    /// itself on the PSYNC that says FAILOVER.
+    InProgress,
+}
+
+impl FailoverState {
+    pub fn name(self) -> &'static str {
+        match self {
+            FailoverState::None => "no-failover",
+            FailoverState::WaitForSync => "waiting-for-sync",
+            FailoverState::InProgress => "failover-in-progress",
+        }
+    }
+}
+
+/// A FAILOVER in progress.
+#[derive(Default)]
+pub struct Failover {
+    pub state: FailoverState,
+    /// TO host port; any replica otherwise.
+    pub target: Option<(String, u16)>,
+    /// TIMEOUT's end (unix ms), 0 without one.
+    pub end_ms: i64,
+    pub force: bool,
 }
 
 /// A replica attached to this master.
@@ -92,6 +149,10 @@ pub struct Replica {
     pub ip: String,
     pub port: i64,
     pub rdb_only: bool,
+    /// It reads an RDB ended by a mark (`Peer::eof`).
+    pub eof: bool,
+    /// When it asked for its sync (unix s), for `repl-diskless-sync-delay`.
+    pub since_s: i64,
     /// Asked with PSYNC: told `+FULLRESYNC` when its BGSAVE starts.
     pub psync: bool,
     /// The offset its RDB corresponds to.
@@ -108,7 +169,8 @@ impl Replica {
     pub fn state_name(&self) -> &'static str {
         match self.link {
             Link::WaitBgsaveStart | Link::WaitBgsaveEnd(_) => "wait_bgsave",
-            Link::Online => "online",
+            Link::SendBulk(_) => "send_bulk",
+            Link::WaitAck(_) | Link::Online => "online",
         }
     }
 }
@@ -135,11 +197,14 @@ pub struct Repl {
     /// Stream bytes not yet handed to the replicas.
     pub fresh: Vec<u8>,
     pub replicas: Vec<Replica>,
-    /// The running BGSAVE was started for replicas.
+    /// The running BGSAVE was started for replicas: to disk, or streamed
+    /// to their sockets (diskless).
     pub bgsave_for_replicas: bool,
+    pub bgsave_diskless: bool,
     pub waiters: Vec<Waiter>,
     /// This server's master, when it is a replica.
     pub master: Option<Master>,
+    pub failover: Failover,
     /// PSYNC2: the replication ID this server had before its last change
     /// of history (a promotion), valid up to `second_offset`.
     pub replid2: Option<String>,
@@ -173,8 +238,10 @@ impl Default for Repl {
             fresh: Vec::new(),
             replicas: Vec::new(),
             bgsave_for_replicas: false,
+            bgsave_diskless: false,
             waiters: Vec::new(),
             master: None,
+            failover: Failover::default(),
             replid2: None,
             second_offset: -1,
             applying: false,

@@ -14,13 +14,17 @@ use protocol::{Decoder, ReplyBuf};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{info, warn};
 
 /// The server cron's part: the link task of a new REPLICAOF (or of
 /// `replicaof` in the config, at start) is started here.
 pub fn cron(shared: &Arc<Shared>, st: &mut State) {
+    // The data on disk is loaded first, as Redis loads before it connects.
+    if st.loading.is_some() {
+        return;
+    }
     if !st.repl.configured {
         st.repl.configured = true;
         let cfg = st.cfg.replicaof.clone();
@@ -55,7 +59,12 @@ async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64) {
         if !current(&*shared.lock_eventually().await, gen) {
             return;
         }
-        if let Err(e) = session(&shared, &host, port, gen).await {
+        let timeout = shared.lock_eventually().await.cfg.repl_timeout.max(1) as u64;
+        let link = REPL_TIMEOUT.scope(
+            Duration::from_secs(timeout),
+            session(&shared, &host, port, gen),
+        );
+        if let Err(e) = link.await {
             warn!("Replication link to MASTER {host}:{port}: {e}");
         }
         set_state(
@@ -69,7 +78,7 @@ async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64) {
 
 /// Reads one line (without CRLF), skipping the newlines a master sends as
 /// keep-alives before it.
-async fn line(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<String> {
+async fn line<S: AsyncRead + Unpin>(sock: &mut S, buf: &mut BytesMut) -> io::Result<String> {
     loop {
         while buf.first() == Some(&b'\n') {
             buf.advance(1);
@@ -82,11 +91,21 @@ async fn line(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<String> {
     }
 }
 
-async fn read_more(sock: &mut TcpStream, buf: &mut BytesMut) -> io::Result<()> {
+tokio::task_local! {
+    /// `repl-timeout` when the link started: the longest silence of the
+    /// master (which sends newlines while the replica waits) before the
+    /// link is dropped.
+    static REPL_TIMEOUT: Duration;
+}
+
+async fn read_more<S: AsyncRead + Unpin>(sock: &mut S, buf: &mut BytesMut) -> io::Result<()> {
     buf.reserve(64 * 1024);
-    let n = tokio::time::timeout(Duration::from_secs(60), sock.read_buf(buf))
+    let t = REPL_TIMEOUT
+        .try_with(|t| *t)
+        .unwrap_or(Duration::from_secs(60));
+    let n = tokio::time::timeout(t, sock.read_buf(buf))
         .await
-        .map_err(|_| io::Error::other("timeout reading from the master"))??;
+        .map_err(|_| io::Error::other("Timeout connecting to the MASTER..."))??;
     if n == 0 {
         return Err(io::Error::other("the master closed the connection"));
     }
@@ -101,8 +120,13 @@ fn resp(args: &[&str]) -> Vec<u8> {
     v
 }
 
-async fn ask(sock: &mut TcpStream, buf: &mut BytesMut, args: &[&str]) -> io::Result<String> {
+async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
+    sock: &mut S,
+    buf: &mut BytesMut,
+    args: &[&str],
+) -> io::Result<String> {
     sock.write_all(&resp(args)).await?;
+    sock.flush().await?;
     line(sock, buf).await
 }
 
@@ -112,17 +136,70 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         gen,
         MasterState::Connecting,
     );
-    let mut sock = TcpStream::connect((host, port)).await?;
+    let sock = TcpStream::connect((host, port)).await?;
     let _ = sock.set_nodelay(true);
+    let addr = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+    use std::os::fd::AsRawFd;
+    let ends = Ends {
+        peer: addr(sock.peer_addr()),
+        local: addr(sock.local_addr()),
+        fd: sock.as_raw_fd(),
+    };
+    let tls = {
+        let st = shared.lock_eventually().await;
+        st.cfg
+            .tls_replication
+            .then(|| crate::tls::client_context(&st.cfg))
+    };
+    match tls {
+        None => sync(shared, sock, ends, gen).await,
+        Some(ctx) => {
+            let ctx = ctx.map_err(io::Error::other)?;
+            let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                .map_err(io::Error::other)?;
+            let sock = tokio_rustls::TlsConnector::from(ctx)
+                .connect(name, sock)
+                .await?;
+            sync(shared, sock, ends, gen).await
+        }
+    }
+}
+
+/// The link's socket as CLIENT LIST shows the master's client.
+struct Ends {
+    peer: String,
+    local: String,
+    fd: i32,
+}
+
+/// The handshake, the RDB or the backlog, then the stream, over plain TCP
+/// or TLS (`tls-replication`).
+async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Arc<Shared>,
+    mut sock: S,
+    ends: Ends,
+    gen: u64,
+) -> io::Result<()> {
+    set_state(
+        &mut *shared.lock_eventually().await,
+        gen,
+        MasterState::Handshake,
+    );
     let mut buf = BytesMut::new();
-    let (user, pass, my_port, replid, offset) = {
+    let (user, pass, my_port, replid, offset, failover) = {
         let st = shared.lock_eventually().await;
         (
             st.cfg.masteruser.clone(),
             st.cfg.masterauth.clone(),
-            st.tcp_port,
+            // The port replicas of this one connect to, as Redis tells it.
+            if st.cfg.tls_replication {
+                st.cfg.tls_port as u16
+            } else {
+                st.tcp_port
+            },
             st.replid.clone(),
             st.repl.offset,
+            st.repl.failover.state == crate::repl::FailoverState::InProgress,
         )
     };
     let pong = ask(&mut sock, &mut buf, &["PING"]).await?;
@@ -147,13 +224,34 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         &["REPLCONF", "listening-port", &my_port.to_string()],
     )
     .await?;
-    ask(&mut sock, &mut buf, &["REPLCONF", "capa", "psync2"]).await?;
-    let reply = ask(
+    ask(
         &mut sock,
         &mut buf,
-        &["PSYNC", &replid, &(offset + 1).to_string()],
+        &["REPLCONF", "capa", "eof", "capa", "psync2"],
     )
     .await?;
+    let offset = (offset + 1).to_string();
+    let mut psync = vec!["PSYNC", &replid, &offset];
+    if failover {
+        // The target promotes itself on this.
+        psync.push("FAILOVER");
+    }
+    let reply = ask(&mut sock, &mut buf, &psync).await?;
+    if failover {
+        let mut st = shared.lock_eventually().await;
+        if !current(&st, gen) {
+            return Ok(());
+        }
+        if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
+            crate::cmd::replication::clear_failover(&mut st);
+        } else {
+            crate::cmd::replication::abort_failover(
+                &mut st,
+                "Failover target rejected psync request",
+            );
+            return Ok(());
+        }
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut w = rest.split(' ');
         let (Some(id), Some(Ok(off))) = (w.next(), w.next().map(str::parse::<u64>)) else {
@@ -161,20 +259,17 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         };
         set_state(&mut *shared.lock_eventually().await, gen, MasterState::Sync);
         let head = line(&mut sock, &mut buf).await?;
-        let len: usize = head
-            .strip_prefix('$')
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| io::Error::other(format!("bad bulk header from master: {head}")))?;
-        while buf.len() < len {
-            read_more(&mut sock, &mut buf).await?;
-        }
-        let rdb = buf.split_to(len);
+        let rdb = read_rdb(&mut sock, &mut buf, &head).await?;
         let mut st = shared.lock_eventually().await;
         if !current(&st, gen) {
             return Ok(());
         }
         for db in st.dbs.iter_mut() {
             drop(db.take());
+        }
+        // The master's functions replace ours, as its keys do.
+        if let Some(e) = st.engine.as_mut() {
+            e.flush_functions();
         }
         if let Err(e) = crate::persist::load_bytes(&mut st, &rdb) {
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
@@ -203,24 +298,80 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         gen,
         MasterState::Connected,
     );
-    follow(shared, &mut sock, buf, gen).await
+    follow(shared, &mut sock, ends, buf, gen).await
+}
+
+/// The master's RDB after its header line: `$<len>` (disk-based sync), or
+/// `$EOF:<40-byte mark>` (diskless), the image then ending with the mark,
+/// which comes last as the master sends nothing more before this replica's
+/// first ACK.
+async fn read_rdb<S: AsyncRead + Unpin>(
+    sock: &mut S,
+    buf: &mut BytesMut,
+    head: &str,
+) -> io::Result<BytesMut> {
+    let bad = || {
+        io::Error::other(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{head}'), are you sure the host and port are right?"))
+    };
+    let spec = head.strip_prefix('$').ok_or_else(bad)?;
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes();
+        if mark.len() != 40 {
+            return Err(bad());
+        }
+        while !buf.ends_with(mark) {
+            read_more(sock, buf).await?;
+        }
+        let mut rdb = buf.split_to(buf.len());
+        rdb.truncate(rdb.len() - mark.len());
+        return Ok(rdb);
+    }
+    let len: usize = spec.parse().map_err(|_| bad())?;
+    while buf.len() < len {
+        read_more(sock, buf).await?;
+    }
+    Ok(buf.split_to(len))
 }
 
 /// Applies the master's stream until the link drops or REPLICAOF changes.
-async fn follow(
+async fn follow<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Arc<Shared>,
-    sock: &mut TcpStream,
-    mut buf: BytesMut,
+    sock: &mut S,
+    ends: Ends,
+    buf: BytesMut,
     gen: u64,
 ) -> io::Result<()> {
-    let id = {
+    // The master's client is in the client list (flags=M) between
+    // batches, where CLIENT KILL can end it.
+    let (id, wake) = {
         let mut st = shared.lock_eventually().await;
         st.next_client_id += 1;
-        st.next_client_id - 1
+        let id = st.next_client_id - 1;
+        let mut master = Client::new(id, ends.peer, ends.local, ends.fd, true);
+        master.peer.master = true;
+        master.user.name = "(superuser)".into();
+        master.db = st.repl.master.as_ref().map_or(0, |m| m.db);
+        let wake = master.wake.clone();
+        st.clients.insert(id, Box::new(master));
+        (id, wake)
     };
-    let mut master = Client::new(id, String::new(), String::new(), -1, true);
-    master.peer.master = true;
+    let res = apply_stream(shared, sock, buf, gen, id, &wake).await;
+    shared.lock_eventually().await.remove_client(id);
+    res
+}
+
+async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Arc<Shared>,
+    sock: &mut S,
+    mut buf: BytesMut,
+    gen: u64,
+    id: u64,
+    wake: &tokio::sync::Notify,
+) -> io::Result<()> {
     let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
+    // The start of a command the decoder has taken but not completed: it
+    // counts (and is relayed) with the command, once applied.
+    let mut partial: Vec<u8> = Vec::new();
     let mut ack_due = tokio::time::Instant::now();
     loop {
         let mut acks: Vec<u64> = Vec::new();
@@ -230,24 +381,26 @@ async fn follow(
             if !current(st, gen) {
                 return Ok(());
             }
+            let Some(mut master) = st.clients.remove(&id).filter(|c| !c.killed) else {
+                return Err(io::Error::other("the link was killed"));
+            };
             st.last_tick = std::time::Instant::now();
             let mut out = ReplyBuf::new(false);
             // What the master sent, relayed as applied.
             let sent = buf.clone().freeze();
             let mut pos = 0;
+            let mut res = Ok(());
             loop {
                 let before = buf.len();
                 let args: Vec<Bytes> = match dec.decode(&mut buf) {
                     Ok(Some(a)) => a,
                     Ok(None) => {
-                        // The start of a command still arriving: its bytes
-                        // count in the offset now, as they are consumed.
-                        let used = before - buf.len();
-                        st.repl.proxy(&sent[pos..pos + used]);
+                        partial.extend_from_slice(&sent[pos..pos + before - buf.len()]);
                         break;
                     }
                     Err(e) => {
-                        return Err(io::Error::other(format!("protocol error from master: {e}")))
+                        res = Err(io::Error::other(format!("protocol error from master: {e}")));
+                        break;
                     }
                 };
                 let used = (before - buf.len()) as u64;
@@ -262,9 +415,18 @@ async fn follow(
                     st.repl.applying = false;
                     out.buf.clear();
                 }
+                if !partial.is_empty() {
+                    st.repl.proxy(&std::mem::take(&mut partial));
+                }
                 st.repl.proxy(&sent[pos..pos + used as usize]);
                 pos += used as usize;
             }
+            master.last_interaction_ms = st.wall_ms(st.last_tick);
+            if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
+                m.db = master.db;
+            }
+            st.clients.insert(id, master);
+            res?;
             if !st.repl.fresh.is_empty() {
                 st.repl_deliver();
             }
@@ -278,6 +440,7 @@ async fn follow(
         for off in acks {
             sock.write_all(&resp(&["REPLCONF", "ACK", &off.to_string()]))
                 .await?;
+            sock.flush().await?;
             ack_due = tokio::time::Instant::now() + Duration::from_secs(1);
         }
         buf.reserve(64 * 1024);
@@ -288,6 +451,8 @@ async fn follow(
                 Err(e) => return Err(e),
             },
             _ = tokio::time::sleep_until(ack_due) => {}
+            // CLIENT KILL: seen at the top of the loop.
+            _ = wake.notified() => {}
         }
     }
 }

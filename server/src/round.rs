@@ -25,8 +25,9 @@ const MAX_ROUND: u32 = 128;
 /// The `on_thread_park` hook: the round is over.
 pub fn end() {
     BATCHES.store(0, Ordering::Relaxed);
-    let waiting = std::mem::take(&mut *WAITING.lock());
-    for w in waiting {
+    // Drained in place, so the list keeps its room for the next round (a
+    // waker only queues its task: nothing here takes the lock again).
+    for w in WAITING.lock().drain(..) {
         w.wake();
     }
 }

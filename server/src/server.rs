@@ -8,10 +8,29 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
+/// Listens on `port` (with `tcp`) and `tls-port` (with `tls`); 0 is not
+/// at all. Each listener comes with whether it speaks TLS.
+fn listen(cfg: &Config, tcp: bool, tls: bool) -> std::io::Result<Vec<(TcpListener, bool)>> {
+    let mut out = Vec::new();
+    for (port, tls) in [
+        (cfg.port * tcp as i64, false),
+        (cfg.tls_port * tls as i64, true),
+    ] {
+        if port != 0 {
+            out.extend(
+                listen_port(cfg, port as u16, tls)?
+                    .into_iter()
+                    .map(|l| (l, tls)),
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Binds every address of `bind` (a leading `-` marks one whose failure is
 /// ignored, as in Redis) on `port`.
-fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
-    let port = cfg.port as u16;
+fn listen_port(cfg: &Config, port: u16, tls: bool) -> std::io::Result<Vec<TcpListener>> {
+    let kind = if tls { "TLS" } else { "TCP" };
     let mut out = Vec::new();
     for addr in cfg.bind.iter().map(String::as_str) {
         let (optional, addr) = match addr.strip_prefix('-') {
@@ -31,14 +50,14 @@ fn listen(cfg: &Config) -> std::io::Result<Vec<TcpListener>> {
         match bind_one(&sock, cfg.tcp_backlog as i32) {
             Ok(l) => out.push(l),
             Err(e) if optional => {
-                warn!("Warning: Could not create server TCP listening socket {sock}: {e}")
+                warn!("Warning: Could not create server {kind} listening socket {sock}: {e}")
             }
             Err(e) => {
                 // The suite retries on another port when it reads this.
-                warn!("Warning: Could not create server TCP listening socket {sock}: {e}");
+                warn!("Warning: Could not create server {kind} listening socket {sock}: {e}");
                 return Err(std::io::Error::new(
                     e.kind(),
-                    format!("Failed listening on port {port} (TCP), aborting."),
+                    format!("Failed listening on port {port} ({kind}), aborting."),
                 ));
             }
         }
@@ -123,7 +142,14 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     let mut state = State::new(cfg);
     crate::cmd::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
-    let listeners = listen(&state.cfg)?;
+    if crate::tls::wanted(&state.cfg) {
+        let ctx = crate::tls::context(&state.cfg).map_err(|e| {
+            warn!("{e}");
+            std::io::Error::other("Failed to configure TLS. Check logs for more info.")
+        })?;
+        state.tls.set(Some(ctx));
+    }
+    let listeners = listen(&state.cfg, true, true)?;
     let unix = listen_unix(&state.cfg)?;
     let show_logo = state.cfg.always_show_logo
         || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
@@ -141,7 +167,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         // Until the loader has its figures: nobody connecting may see the
         // dataset before it is loaded.
         shared.state.lock().loading = Some(crate::persist::Loading::new(0));
-        let tasks = spawn_accept(&shared, listeners);
+        let tls_ctx = shared.state.lock().tls.clone();
+        let tasks = spawn_accept(&shared, &tls_ctx, listeners);
         let mut st = shared.state.lock();
         st.accept_tasks = tasks;
         st.relisten = Some(relisten);
@@ -212,20 +239,26 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Listens on the configured port and bind, then stops the old accept
-/// loops. The new sockets are bound while the old ones still are, so a new
+/// Listens on the configured port and bind (the TCP listeners with `tcp`,
+/// the TLS ones with `tls`), then stops the old accept loops of that kind.
+/// The new sockets are bound while the old ones still are, so a new
 /// address that overlaps an old one on the same port fails (Redis closes
 /// first).
-fn relisten(st: &mut State) -> std::io::Result<()> {
-    let listeners = listen(&st.cfg)?;
+fn relisten(st: &mut State, tcp: bool, tls: bool) -> std::io::Result<()> {
+    let listeners = listen(&st.cfg, tcp, tls)?;
     let shared = st
         .shared
         .upgrade()
         .ok_or(std::io::ErrorKind::NotConnected)?;
-    let tasks = spawn_accept(&shared, listeners);
-    for t in std::mem::replace(&mut st.accept_tasks, tasks) {
-        t.abort();
+    let mut tasks = spawn_accept(&shared, &st.tls, listeners);
+    for (t, is_tls) in std::mem::take(&mut st.accept_tasks) {
+        if if is_tls { tls } else { tcp } {
+            t.abort();
+        } else {
+            tasks.push((t, is_tls));
+        }
     }
+    st.accept_tasks = tasks;
     st.tcp_port = st.cfg.port as u16;
     Ok(())
 }
@@ -234,13 +267,15 @@ fn relisten(st: &mut State) -> std::io::Result<()> {
 /// them once new listeners are up.
 fn spawn_accept(
     shared: &Arc<Shared>,
-    listeners: Vec<TcpListener>,
-) -> Vec<tokio::task::AbortHandle> {
+    tls_ctx: &Arc<crate::tls::Current>,
+    listeners: Vec<(TcpListener, bool)>,
+) -> Vec<(tokio::task::AbortHandle, bool)> {
     listeners
         .into_iter()
-        .map(|l| {
+        .map(|(l, tls)| {
             let shared = shared.clone();
-            tokio::spawn(async move {
+            let tls_ctx = tls_ctx.clone();
+            let task = tokio::spawn(async move {
                 loop {
                     match l.accept().await {
                         Ok((sock, peer)) => {
@@ -252,7 +287,14 @@ fn spawn_accept(
                                 local: peer.ip().is_loopback(),
                                 unix: false,
                             };
-                            tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
+                            match tls_ctx.get().filter(|_| tls) {
+                                Some(ctx) => {
+                                    tokio::spawn(serve_tls(shared.clone(), ctx, sock, peer));
+                                }
+                                None => {
+                                    tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
+                                }
+                            }
                         }
                         Err(e) => {
                             warn!("Accepting client connection: {e}");
@@ -260,10 +302,24 @@ fn spawn_accept(
                         }
                     }
                 }
-            })
-            .abort_handle()
+            });
+            (task.abort_handle(), tls)
         })
         .collect()
+}
+
+/// A connection on a `tls-port`: the handshake in its own task, so a slow
+/// or hostile one holds up nobody else; a failed one is logged and closed.
+async fn serve_tls(
+    shared: Arc<Shared>,
+    ctx: Arc<rustls::ServerConfig>,
+    sock: tokio::net::TcpStream,
+    peer: Peer,
+) {
+    match crate::tls::accept(ctx, sock).await {
+        Ok(s) => crate::conn::serve(shared, s, peer).await,
+        Err(e) => warn!("Error accepting a client connection: {e}"),
+    }
 }
 
 /// Housekeeping `hz` times a second: active expiry, incremental rehashing,

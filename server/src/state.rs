@@ -280,6 +280,9 @@ pub struct Tuning {
     pub latency_tracking: bool,
 }
 
+/// `State::relisten`: (state, the TCP listeners, the TLS ones).
+pub type Relisten = fn(&mut State, bool, bool) -> std::io::Result<()>;
+
 pub struct State {
     pub dbs: Vec<Db>,
     pub cfg: Config,
@@ -303,12 +306,16 @@ pub struct State {
     /// When the last command ended (or the running batch started).
     pub last_tick: Instant,
     /// The accept loops, replaced when CONFIG SET changes port or bind.
-    pub accept_tasks: Vec<tokio::task::AbortHandle>,
+    /// Each with whether it serves `tls-port`.
+    pub accept_tasks: Vec<(tokio::task::AbortHandle, bool)>,
     /// Set by the server once it listens: replaces the listeners with ones
-    /// on the configured `port` and `bind` (CONFIG SET).
-    pub relisten: Option<fn(&mut State) -> std::io::Result<()>>,
+    /// on the configured `port` and `bind` (CONFIG SET): the TCP ones, the
+    /// TLS ones (`tls-port`), or both.
+    pub relisten: Option<Relisten>,
     /// The state's owner, for commands that start tasks (rebinding).
     pub shared: std::sync::Weak<Shared>,
+    /// The TLS context the `tls-port` listeners hand new connections.
+    pub tls: Arc<crate::tls::Current>,
     pub run_id: String,
     pub slowlog: VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -430,6 +437,7 @@ impl State {
             accept_tasks: Vec::new(),
             relisten: None,
             shared: std::sync::Weak::new(),
+            tls: Arc::default(),
             run_id,
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,
@@ -570,7 +578,7 @@ impl State {
         let evictable = self
             .clients
             .values()
-            .filter(|c| !c.no_evict && !c.monitor && !c.killed)
+            .filter(|c| !c.no_evict && !c.monitor && !c.killed && !c.peer.master)
             .map(|c| (c.usage().total(), c.id))
             .collect();
         let victims = crate::clientmem::victims(evictable, limit);
@@ -638,6 +646,7 @@ impl Client {
         let mut flags: String = [
             (cl.peer.replica, 'S'),
             (cl.monitor, 'O'),
+            (cl.peer.master, 'M'),
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
             (cl.blocked.is_some(), 'b'),
@@ -738,6 +747,8 @@ impl Client {
         let cl = self;
         if cl.monitor || cl.peer.replica {
             "replica"
+        } else if cl.peer.master {
+            "master"
         } else if cl.subs.any() {
             "pubsub"
         } else {
@@ -861,18 +872,27 @@ impl Shared {
 /// replicas' connections send.
 impl State {
     /// Hands the stream's new bytes to each replica: kept while it waits
-    /// for its RDB, queued on its connection once it is online.
+    /// for its RDB, queued on its connection once it is online. An online
+    /// replica whose output goes past its `client-output-buffer-limit` is
+    /// closed (one still syncing is not, as Redis 7.0).
     pub fn repl_deliver(&mut self) {
         let mut fresh = std::mem::take(&mut self.repl.fresh);
+        let mut online = Vec::new();
         for r in self.repl.replicas.iter_mut() {
-            match &mut r.link {
-                crate::repl::Link::WaitBgsaveStart => {}
-                crate::repl::Link::WaitBgsaveEnd(buf) => buf.extend_from_slice(&fresh),
-                crate::repl::Link::Online => send_to(&mut self.clients, r, &fresh),
+            if let Some(buf) = r.link.held() {
+                buf.extend_from_slice(&fresh);
+            } else if matches!(r.link, crate::repl::Link::Online) {
+                send_to(&mut self.clients, r, &fresh);
+                online.push(r.id);
             }
         }
         fresh.clear();
         self.repl.fresh = fresh;
+        for id in online {
+            if let Some(cl) = self.clients.get_mut(&id) {
+                crate::pubsub::close_if_over_limit(cl, &self.tun.obuf_limits, 0);
+            }
+        }
     }
 
     /// Queues `bytes` on replica `id`'s connection.
@@ -882,43 +902,163 @@ impl State {
         }
     }
 
-    /// A BGSAVE ended (`ok`: its file is at `path`): the replicas waiting
-    /// for it get the file, then the stream since it started; they are
-    /// dropped if it failed.
-    pub fn repl_bgsave_done(&mut self, ok: bool, path: &std::path::Path) {
+    /// Queues a piece of an RDB on the connections of replicas `ids`
+    /// (those gone are dropped from the list), unless one of them has more
+    /// than `window` bytes unsent: the sender then waits, as the slowest
+    /// replica paces a transfer.
+    pub fn repl_rdb_push(&mut self, ids: &mut Vec<u64>, bytes: &[u8], window: usize) -> RdbPush {
+        ids.retain(|id| {
+            self.repl.replicas.iter().any(|r| r.id == *id)
+                && self.clients.get(id).is_none_or(|c| !c.killed)
+        });
+        if ids.is_empty() {
+            return RdbPush::Gone;
+        }
+        let unsent = |st: &State, id: u64| {
+            let held = st.repl.replicas.iter().find(|r| r.id == id);
+            held.map_or(0, |r| r.held.len())
+                + st.clients.get(&id).map_or(0, |c| {
+                    c.pending.len() + c.out_unsent.load(std::sync::atomic::Ordering::Relaxed)
+                })
+        };
+        if ids.iter().any(|&id| unsent(self, id) > window) {
+            return RdbPush::Full;
+        }
+        for &id in ids.iter() {
+            self.repl_send(id, bytes);
+        }
+        RdbPush::Sent
+    }
+
+    /// A BGSAVE for replicas ended (`file`: the image of a disk-based
+    /// sync, opened). Disk-based, the replicas waiting for it get the file
+    /// from a thread of its own, then the stream since it started;
+    /// diskless, the replicas it streamed to get the stream after their
+    /// first ACK. They are dropped if it failed.
+    pub fn repl_bgsave_done(&mut self, ok: bool, file: Option<std::fs::File>) {
         if !std::mem::take(&mut self.repl.bgsave_for_replicas) {
             return;
         }
-        let data = if ok { std::fs::read(path).ok() } else { None };
-        let now_s = now_ms() / 1000;
+        let diskless = std::mem::take(&mut self.repl.bgsave_diskless);
+        let file = file.filter(|_| ok);
+        let len = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.len());
         let mut failed = Vec::new();
+        let mut sending = Vec::new();
         for r in self.repl.replicas.iter_mut() {
             let crate::repl::Link::WaitBgsaveEnd(buf) = &mut r.link else {
                 continue;
             };
-            let Some(d) = &data else {
+            let buf = std::mem::take(buf);
+            if diskless && ok {
+                tracing::info!(
+                    "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from slave to enable streaming",
+                    r.ip,
+                    r.port
+                );
+                r.link = crate::repl::Link::WaitAck(buf);
+                if r.rdb_only {
+                    if let Some(cl) = self.clients.get_mut(&r.id) {
+                        cl.close_after_reply = true;
+                        cl.wake.notify_one();
+                    }
+                }
+                continue;
+            }
+            let Some(len) = len.filter(|_| !diskless) else {
                 failed.push(r.id);
                 continue;
             };
-            let mut out = format!("${}\r\n", d.len()).into_bytes();
-            out.extend_from_slice(d);
-            if !r.rdb_only {
-                out.extend_from_slice(buf);
-            }
-            r.link = crate::repl::Link::Online;
-            r.ack_time_s = now_s;
-            send_to(&mut self.clients, r, &out);
-            if r.rdb_only {
-                // `redis-cli --rdb` wants the file only.
-                if let Some(cl) = self.clients.get_mut(&r.id) {
-                    cl.close_after_reply = true;
-                }
-            }
+            r.link = crate::repl::Link::SendBulk(buf);
+            send_to(&mut self.clients, r, format!("${len}\r\n").as_bytes());
+            sending.push(r.id);
         }
         for id in failed {
             tracing::warn!("SYNC failed. BGSAVE child returned an error");
             self.kill_client(id);
         }
+        if let (Some(file), Some(shared), false) = (file, self.shared.upgrade(), sending.is_empty())
+        {
+            let spawned = std::thread::Builder::new()
+                .name("repl-send".into())
+                .spawn(move || send_rdb_file(shared, file, sending));
+            if let Err(e) = spawned {
+                tracing::warn!("Can't send the RDB to replicas: {e}");
+            }
+        }
+    }
+
+    /// A replica has its whole RDB: it gets the stream held for it and
+    /// is online (`redis-cli --rdb` is closed instead).
+    pub fn repl_online(&mut self, id: u64) {
+        let now_s = now_ms() / 1000;
+        let Some(r) = self.repl.replica_mut(id) else {
+            return;
+        };
+        let buf = r.link.held().map(std::mem::take).unwrap_or_default();
+        r.link = crate::repl::Link::Online;
+        r.ack_time_s = now_s;
+        if r.rdb_only {
+            if let Some(cl) = self.clients.get_mut(&id) {
+                cl.close_after_reply = true;
+                cl.wake.notify_one();
+            }
+            return;
+        }
+        tracing::info!("Synchronization with replica {}:{} succeeded", r.ip, r.port);
+        send_to(&mut self.clients, r, &buf);
+    }
+}
+
+/// What [`State::repl_rdb_push`] did.
+pub enum RdbPush {
+    Sent,
+    /// A replica has not taken enough of the last pieces yet.
+    Full,
+    /// No replica is left to send to.
+    Gone,
+}
+
+/// Bytes of RDB a replica's connection may have unsent before the
+/// transfer waits for it.
+pub const RDB_WINDOW: usize = 256 * 1024;
+
+/// The disk-based transfer: the file, read outside the lock, paced by the
+/// slowest replica; each replica is online once it has it all.
+fn send_rdb_file(shared: Arc<Shared>, mut file: std::fs::File, mut ids: Vec<u64>) {
+    use std::io::Read;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let all = ids.clone();
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!("Read error sending DB to replica: {e}");
+                let mut st = shared.state.lock();
+                for id in ids {
+                    st.kill_client(id);
+                }
+                return;
+            }
+        };
+        loop {
+            match shared
+                .state
+                .lock()
+                .repl_rdb_push(&mut ids, &chunk[..n], RDB_WINDOW)
+            {
+                RdbPush::Sent => break,
+                RdbPush::Full => std::thread::sleep(std::time::Duration::from_millis(1)),
+                RdbPush::Gone => return,
+            }
+        }
+    }
+    let mut st = shared.state.lock();
+    for id in all.into_iter().filter(|id| ids.contains(id)) {
+        st.repl_online(id);
     }
 }
 

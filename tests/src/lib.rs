@@ -193,7 +193,12 @@ impl Server {
         ];
         for (k, v) in opts {
             args.push(format!("--{k}"));
-            args.push(v.to_string());
+            // `--replicaof host port`: two arguments, as redis-server takes them.
+            if *k == "replicaof" {
+                args.extend(v.split_whitespace().map(str::to_string));
+            } else {
+                args.push(v.to_string());
+            }
         }
         let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
         let err = out.try_clone().map_err(|e| e.to_string())?;

@@ -6,7 +6,7 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test debug_edges` to check them again.
 
-use cinnabar_tests::{bulk, err, int, ok, RawClient, RespFrame as Frame, Server};
+use cinnabar_tests::{bulk, err, int, ok, text, RawClient, RespFrame as Frame, Server};
 use std::time::Duration;
 
 fn debug_server() -> Server {
@@ -311,4 +311,56 @@ fn skip_checksum_validation() {
         restore(&mut c, "k2", nocrc),
         err("ERR DUMP payload version or checksum are wrong")
     );
+}
+
+/// LOLWUT draws each version's art: VERSION 5 a grid of squares in
+/// Braille of the asked size, VERSION 6 a skyline of ANSI cells; other
+/// versions and bare arguments print the version line.
+#[test]
+fn lolwut_draws_each_versions_art() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let art = |c: &mut RawClient, args: &[&str]| text(&c.cmd(args));
+    assert_eq!(art(&mut c, &["LOLWUT"]), "Redis ver. 7.0.15\n");
+    assert_eq!(
+        art(&mut c, &["LOLWUT", "5", "6", "7"]),
+        "Redis ver. 7.0.15\n"
+    );
+    assert_eq!(
+        art(&mut c, &["LOLWUT", "VERSION", "9", "x"]),
+        "Redis ver. 7.0.15\n"
+    );
+    assert_eq!(
+        c.cmd(&["LOLWUT", "VERSION", "5", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+    // The smallest canvas: one cell, the same dots as Redis's.
+    assert_eq!(
+        art(&mut c, &["LOLWUT", "VERSION", "5", "0", "0", "0"]),
+        "\u{280b}\n\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"
+    );
+    // 10 columns, one 16-pixel square: 20 pixel rows, 5 lines of 10 cells,
+    // the top edge straight (the first rows are not scattered).
+    let five = art(&mut c, &["LOLWUT", "VERSION", "5", "10", "1", "1"]);
+    let lines: Vec<&str> = five.lines().collect();
+    assert_eq!(lines.len(), 7, "{five}");
+    assert!(lines[..5].iter().all(|l| l.chars().count() == 10), "{five}");
+    assert_eq!(
+        lines[0],
+        "\u{2800}\u{2864}\u{2824}\u{2824}\u{2824}\u{2824}\u{2824}\u{2824}\u{2824}\u{2844}"
+    );
+    let six = art(&mut c, &["LOLWUT", "VERSION", "6", "30", "8"]);
+    let lines: Vec<&str> = six.lines().collect();
+    assert_eq!(lines.len(), 10, "{six}");
+    assert!(
+        lines[..8]
+            .iter()
+            .all(|l| l.matches("\x1b[0m").count() == 30),
+        "{six}"
+    );
+    assert!(
+        lines[0].starts_with("\x1b[0;97;107m \x1b[0m"),
+        "the sky is white: {six}"
+    );
+    assert!(six.ends_with("Original 8 bit image from Plaguemon by hikikomori. Redis ver. 7.0.15\n"));
 }

@@ -450,3 +450,188 @@ fn a_replica_leaves_expiry_to_its_master() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn the_master_link_is_a_client_flagged_m() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let list = cli(&s, &["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(
+        list.starts_with("id=") && list.contains(&format!("addr=127.0.0.1:{} ", m.port)),
+        "{list}"
+    );
+    assert!(
+        list.contains(" flags=M ") && list.contains(" user=(superuser) "),
+        "{list}"
+    );
+    assert!(cli(&s, &["INFO", "clients"]).contains("connected_clients:2"));
+    // Killed, it reconnects with PSYNC (partial).
+    assert_eq!(cli(&s, &["CLIENT", "KILL", "TYPE", "master"]), "1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&m, &["INFO", "stats"]).contains("sync_partial_ok:1") {
+        assert!(Instant::now() < deadline, "no partial resync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_replica_shows_its_handshake_and_times_out_on_a_silent_master() {
+    // The master waits for more replicas a long time, sending newlines.
+    let m = Server::start(&[
+        ("repl-diskless-sync-delay", "1000"),
+        ("enable-debug-command", "yes"),
+    ]);
+    let s = Server::start(&[("repl-timeout", "2")]);
+    cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cli(&s, &["ROLE"]).contains("handshake") {
+        assert!(Instant::now() < deadline, "no handshake state");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Silent (it sleeps): the replica gives up after repl-timeout.
+    let mut c = m.raw();
+    c.send_cmd(&["DEBUG", "SLEEP", "4"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.log().contains("Timeout connecting to the MASTER") {
+        assert!(Instant::now() < deadline, "no timeout");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn becoming_a_replica_ends_blocked_clients_waits() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[]);
+    let mut b = s.raw();
+    b.send_cmd(&["BLPOP", "foo", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    assert_eq!(
+        b.read(),
+        protocol::Frame::Error(
+            "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                .into()
+        )
+    );
+    b.expect_closed();
+}
+
+#[test]
+fn a_full_resync_replaces_the_replicas_functions() {
+    let lib = "#!lua name=test\nredis.register_function('test', function() return 'hello1' end)";
+    let m = Server::start(&[("repl-diskless-sync-delay", "0")]);
+    let s = Server::start(&[]);
+    assert_eq!(cli(&m, &["FUNCTION", "LOAD", lib]), "test");
+    assert_eq!(cli(&s, &["FUNCTION", "LOAD", lib]), "test");
+    cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no sync: {}", s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(cli(&s, &["FUNCTION", "LIST"]).contains("test"));
+}
+
+/// `master_repl_offset` of `s`.
+fn repl_offset(s: &Server) -> String {
+    cli(s, &["INFO", "replication"])
+        .lines()
+        .find_map(|l| l.strip_prefix("master_repl_offset:"))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_replica_counts_commands_split_across_reads() {
+    let m = Server::start(&[("repl-ping-replica-period", "3600")]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let big = "x".repeat(300_000);
+    let mut c = m.raw();
+    for i in 0..20 {
+        c.cmd(&["SET", &format!("k{i}"), &big]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while repl_offset(&m) != repl_offset(&s) {
+        assert!(
+            Instant::now() < deadline,
+            "offsets differ: {} {}",
+            repl_offset(&m),
+            repl_offset(&s)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_partial_resync_goes_on_in_the_selected_database() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut c = m.raw();
+    c.cmd(&["SELECT", "9"]);
+    c.cmd(&["INCR", "x"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    assert_eq!(cli(&s, &["CLIENT", "KILL", "TYPE", "master"]), "1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(&m, &["INFO", "stats"]).contains("sync_partial_ok:1") {
+        assert!(Instant::now() < deadline, "no partial resync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // No SELECT comes after the resync: db 9 still.
+    c.cmd(&["INCR", "x"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
+    let mut r = s.raw();
+    r.cmd(&["SELECT", "9"]);
+    assert_eq!(r.cmd(&["GET", "x"]), protocol::Frame::Bulk("2".into()));
+    assert_eq!(cli(&s, &["DBSIZE"]), "0");
+}
+
+#[test]
+fn psync_with_a_wrong_offset_is_refused_and_logged() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["PSYNC", "replicationid", "offset_str"]),
+        protocol::Frame::Error("ERR value is not an integer or out of range".into())
+    );
+    assert!(s
+        .log()
+        .contains("asks for synchronization but with a wrong offset"));
+    assert_eq!(c.cmd(&["PING"]), protocol::Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn info_shows_the_replica_priority_and_announcement() {
+    let s = Server::start(&[("replica-priority", "7"), ("replica-announced", "no")]);
+    cli(&s, &["REPLICAOF", "127.0.0.1", "1"]);
+    let info = cli(&s, &["INFO", "replication"]);
+    assert!(info.contains("slave_priority:7"), "{info}");
+    assert!(info.contains("replica_announced:0"), "{info}");
+}
+
+#[test]
+fn a_replica_that_would_get_a_reply_is_disconnected() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    let mut r = attach(&s);
+    r.send_cmd(&["PING"]);
+    r.expect_closed();
+    assert!(s
+        .log()
+        .contains("Replica generated a reply to command 'ping', disconnecting it: "));
+    assert_eq!(cli(&s, &["PING"]), "PONG");
+}

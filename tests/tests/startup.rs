@@ -408,11 +408,7 @@ fn unsupported_features_are_refused() {
     if is_real_redis() {
         return;
     }
-    for (name, value) in [
-        ("cluster-enabled", "yes"),
-        ("tls-port", "6380"),
-        ("syslog-enabled", "yes"),
-    ] {
+    for (name, value) in [("cluster-enabled", "yes"), ("syslog-enabled", "yes")] {
         let out = std::process::Command::new(cinnabar_tests::server_bin())
             .args(["--port", &cinnabar_tests::free_port().to_string()])
             .args([&format!("--{name}"), value])
@@ -426,12 +422,6 @@ fn unsupported_features_are_refused() {
         );
         assert!(text.contains("not supported by this server"), "{text}");
     }
-    let s = Server::start(&[]);
-    let mut c = s.raw();
-    assert_eq!(
-        c.cmd(&["CONFIG", "SET", "tls-port", "6380"]),
-        err("ERR CONFIG SET failed (possibly related to argument 'tls-port') - TLS is not supported by this server")
-    );
 }
 
 #[test]

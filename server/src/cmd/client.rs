@@ -230,7 +230,8 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     for v in victims {
         c.st.kill_client(v);
     }
-    if ty == Some("master") && id.is_none() && addr.is_none() && laddr.is_none() {
+    // A link still in its handshake has no client yet.
+    if ty == Some("master") && n == 0 && id.is_none() && addr.is_none() && laddr.is_none() {
         n += super::replication::drop_master_link(c.st) as i64;
     }
     if !skipme && matches(c.cl) {

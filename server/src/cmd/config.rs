@@ -104,19 +104,50 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
         }
     }
-    // Same port and addresses: the listeners stay (Redis applies no
+    // The TLS context is built once every value is in place (a new
+    // certificate and its key arrive in one CONFIG SET), and only when TLS
+    // is on, as in Redis: `tls-*` files set while it is off are only
+    // stored, and turning it on again keeps a context built before.
+    let old_tls = c.st.tls.get();
+    let rebuild = followups.contains(&Followup::Tls) || old_tls.is_none();
+    if rebuild && crate::tls::wanted(&c.st.cfg) {
+        match crate::tls::context(&c.st.cfg) {
+            Ok(ctx) => c.st.tls.set(Some(ctx)),
+            Err(e) => {
+                let (opt, name, _) = opts
+                    .iter()
+                    .find(|(o, _, _)| o.name.starts_with("tls-"))
+                    .expect("a tls option");
+                tracing::warn!("{e}");
+                tracing::warn!("Failed applying new configuration. Possibly related to new {} setting. Restoring previous settings.", opt.name);
+                c.st.cfg = backup;
+                c.st.apply_all();
+                return Err(set_failed(
+                    name,
+                    "Unable to update TLS configuration. Check server logs.",
+                ));
+            }
+        }
+    }
+    // Same ports and addresses: the listeners stay (Redis applies no
     // unchanged value).
-    let moved = c.st.cfg.port != backup.port || c.st.cfg.bind != backup.bind;
-    if followups.contains(&Followup::Listen) && moved {
-        if let Err(e) = c.st.relisten.map_or(Ok(()), |relisten| relisten(c.st)) {
+    let bind = c.st.cfg.bind != backup.bind;
+    let tcp = bind || c.st.cfg.port != backup.port;
+    let tls = bind || c.st.cfg.tls_port != backup.tls_port;
+    if followups.contains(&Followup::Listen) && (tcp || tls) {
+        if let Err(e) =
+            c.st.relisten
+                .map_or(Ok(()), |relisten| relisten(c.st, tcp, tls))
+        {
             let (opt, name, _) = opts
                 .iter()
-                .find(|(o, _, _)| matches!(o.name, "port" | "bind"))
+                .find(|(o, _, _)| matches!(o.name, "port" | "bind" | "tls-port"))
                 .expect("a port or bind change");
             tracing::warn!("CONFIG SET {}: {e}", opt.name);
             c.st.cfg = backup;
             c.st.apply_all();
-            let why = if opt.name == "port" {
+            c.st.tls.set(old_tls);
+            let why = if opt.name != "bind" {
                 "Unable to listen on this port. Check server logs."
             } else {
                 "Failed to bind to specified addresses."

@@ -33,6 +33,7 @@ pub mod info;
 pub mod keys;
 pub mod keyspace;
 pub mod list;
+mod lolwut;
 pub mod memory;
 pub mod module;
 #[rustfmt::skip]
@@ -146,7 +147,18 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
     let outer = std::mem::replace(&mut st.tracking.executing, cl.id);
     let top = outer == 0 && cl.id != 0;
     let tracked = st.tracking_enter(cl, top);
+    let (replica, before) = (cl.peer.replica && !cl.monitor, out.buf.len());
     let cmd = dispatch(st, cl, out, req, tracked);
+    if replica && out.buf.len() > before {
+        // A reply would land in the replica's stream.
+        tracing::warn!(
+            "Replica generated a reply to command '{}', disconnecting it: {}",
+            cmd.map_or("NULL", |c| c.name),
+            cl.line(crate::state::now_ms(), None)
+        );
+        out.buf.truncate(before);
+        cl.close_after_reply = true;
+    }
     st.tracking.executing = outer;
     if top && (tracked || st.tracking.clients > 0) {
         st.tracking_leave(cl, &mut out.buf, cmd.map(|c| c.name));

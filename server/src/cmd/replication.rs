@@ -6,7 +6,7 @@
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::persist;
-use crate::repl::{Link, Master, MasterState, Replica, Waiter};
+use crate::repl::{FailoverState, Link, Master, MasterState, Replica, Waiter};
 use crate::state::{now_ms, BlockKind, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -17,6 +17,7 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("replconf", replconf),
     ("wait", wait),
     ("replicaof", replicaof),
+    ("failover", failover),
     ("slaveof", replicaof),
 ];
 
@@ -39,17 +40,41 @@ fn linked(st: &State) -> bool {
         .is_none_or(|m| m.state == MasterState::Connected)
 }
 
-/// PSYNC replicationid offset
+/// PSYNC replicationid offset [FAILOVER]
 fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let offset = int_arg(&a[2])?;
     if c.cl.peer.replica || c.cl.monitor {
         return Ok(());
+    }
+    // Its master hands over: this server promotes itself, and the old
+    // master continues from its own offset.
+    if a.len() > 3 && is(&a[3], "failover") {
+        if a[1].as_ref() != c.st.replid.as_bytes() {
+            return Err(Error::other(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        unset_master(c.st, "failover request");
+        tracing::info!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(&a[1])
+        );
+    }
+    if c.st.repl.failover.state != FailoverState::None {
+        return Err(Error::other("NOMASTERLINK Can't SYNC while failing over"));
     }
     if !linked(c.st) {
         return Err(Error::other(
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));
     }
+    let offset = int_arg(&a[2]).inspect_err(|_| {
+        let r = new_replica(c, true);
+        tracing::warn!(
+            "Replica {}:{} asks for synchronization but with a wrong offset",
+            r.ip,
+            r.port
+        );
+    })?;
     if a[1].as_ref() != b"?" {
         let ours = c.st.repl.knows(&c.st.replid, &a[1], offset);
         let held = u64::try_from(offset)
@@ -96,6 +121,8 @@ fn new_replica(c: &Ctx, psync: bool) -> Replica {
         ip: c.cl.peer.ip.clone().unwrap_or_else(|| peer_ip.to_string()),
         port: c.cl.peer.port,
         rdb_only: c.cl.peer.rdb_only,
+        eof: c.cl.peer.eof,
+        since_s: now_ms() / 1000,
         psync,
         sync_offset: 0,
         ack_offset: 0,
@@ -104,10 +131,11 @@ fn new_replica(c: &Ctx, psync: bool) -> Replica {
     }
 }
 
-/// Makes the client a replica and gets it an RDB: it joins a BGSAVE
-/// started for replicas if one runs (with a copy of the stream another
-/// replica buffered since its start), else starts one, else waits for the
-/// snapshot engine (the cron starts it).
+/// Makes the client a replica and gets it an RDB: it joins a disk-based
+/// BGSAVE started for replicas if one runs (with a copy of the stream
+/// another replica buffered since its start), else starts one, else waits
+/// for the snapshot engine, or for others to join a diskless sync within
+/// `repl-diskless-sync-delay` (the cron starts them).
 fn full_sync(c: &mut Ctx, psync: bool) {
     if c.cl.peer.replica || c.cl.monitor {
         return;
@@ -122,7 +150,9 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
     if running {
         let other = st.repl.replicas.iter().find_map(|o| match &o.link {
-            Link::WaitBgsaveEnd(buf) => Some((buf.clone(), o.sync_offset)),
+            Link::WaitBgsaveEnd(buf) if !st.repl.bgsave_diskless => {
+                Some((buf.clone(), o.sync_offset))
+            }
             _ => None,
         });
         if let Some((buf, offset)) = other {
@@ -134,8 +164,9 @@ fn full_sync(c: &mut Ctx, psync: bool) {
         }
         st.repl.replicas.push(r);
     } else {
+        let delayed = st.cfg.repl_diskless_sync && r.eof && st.cfg.repl_diskless_sync_delay > 0;
         st.repl.replicas.push(r);
-        if !persist::child_active(st) {
+        if !persist::child_active(st) && !delayed {
             start_bgsave(st, Some((c.cl.id, &mut *c.out)));
         }
     }
@@ -145,22 +176,37 @@ fn fullresync(st: &State, offset: u64) -> String {
     format!("+FULLRESYNC {} {offset}\r\n", st.replid)
 }
 
-/// Starts a BGSAVE for the replicas waiting for one: they buffer the
-/// stream from now on, and PSYNC replicas are told where it starts. The
-/// replica running the command (`current`) gets that in its reply.
+/// Starts a BGSAVE for the replicas waiting for one: streamed to their
+/// sockets when `repl-diskless-sync` is on and all of them read an RDB
+/// ended by a mark, else to disk. They buffer the stream from now on, and
+/// PSYNC replicas are told where it starts. The replica running the
+/// command (`current`) gets that in its reply.
 fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
-    tracing::info!("Starting BGSAVE for SYNC with target: disk");
-    persist::bgsave_start(st);
     let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
-    if !persist::bgsave_in_progress(st) {
-        tracing::warn!("BGSAVE for replication failed");
-        let ids: Vec<u64> = st
+    let ids: Vec<u64> = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| waiting(r))
+        .map(|r| r.id)
+        .collect();
+    let diskless = st.cfg.repl_diskless_sync
+        && st
             .repl
             .replicas
             .iter()
             .filter(|r| waiting(r))
-            .map(|r| r.id)
-            .collect();
+            .all(|r| r.eof);
+    let started = if diskless {
+        tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
+        persist::bgsave_start_replicas(st, ids.clone())
+    } else {
+        tracing::info!("Starting BGSAVE for SYNC with target: disk");
+        persist::bgsave_start(st);
+        persist::bgsave_in_progress(st)
+    };
+    if !started {
+        tracing::warn!("BGSAVE for replication failed");
         for id in ids {
             let msg = b"-ERR BGSAVE failed, replication can't continue\r\n";
             match current.as_mut().filter(|(cur, _)| *cur == id) {
@@ -172,6 +218,7 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
         return;
     }
     st.repl.bgsave_for_replicas = true;
+    st.repl.bgsave_diskless = diskless;
     // The stream after the snapshot starts with a SELECT.
     st.repl.sel_db = None;
     let offset = st.repl.offset;
@@ -192,6 +239,30 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
     }
 }
 
+/// Starts the sync replicas wait for once the snapshot engine is free:
+/// a diskless one after `repl-diskless-sync-delay` seconds (the oldest
+/// replica's wait), or as soon as `repl-diskless-sync-max-replicas` wait.
+fn start_pending_sync(st: &mut State, now_s: i64) {
+    let waiting: Vec<i64> = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.link, Link::WaitBgsaveStart))
+        .map(|r| r.since_s)
+        .collect();
+    if waiting.is_empty() || persist::child_active(st) {
+        return;
+    }
+    let oldest = waiting.iter().min().copied().unwrap_or(now_s);
+    let max = st.cfg.repl_diskless_sync_max_replicas;
+    if !st.cfg.repl_diskless_sync
+        || now_s - oldest >= st.cfg.repl_diskless_sync_delay
+        || (max > 0 && waiting.len() as i64 >= max)
+    {
+        start_bgsave(st, None);
+    }
+}
+
 /// Makes this server a replica of `host:port`: its own replicas are
 /// dropped (they must resync), the link task starts at the next cron.
 pub fn set_master(st: &mut State, host: &str, port: u16) {
@@ -205,12 +276,38 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         state: MasterState::Connect,
         last_io_s: now_s,
         down_since_s: now_s,
+        db: 0,
     });
     let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
     for id in ids {
         st.kill_client(id);
     }
+    // Its blocked clients would be served by writes it no longer makes
+    // (Redis closes them too).
+    let blocked: Vec<u64> = st
+        .clients
+        .values()
+        .filter(|cl| cl.blocked.is_some() && !cl.killed)
+        .map(|cl| cl.id)
+        .collect();
+    for id in blocked {
+        let Some(mut cl) = st.clients.remove(&id) else {
+            continue;
+        };
+        if let Some(b) = cl.blocked.take() {
+            st.unregister_blocked(id, &b);
+            st.repl.waiters.retain(|w| w.id != id);
+        }
+        let mut out = ReplyBuf::new(cl.resp3);
+        out.error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)");
+        cl.pending.extend_from_slice(&out.buf);
+        cl.close_after_reply = true;
+        cl.wake.notify_one();
+        st.clients.insert(id, cl);
+    }
     tracing::info!("Connecting to MASTER {host}:{port}");
+    // CONFIG GET and CONFIG REWRITE show the live master, as Redis's do.
+    st.cfg.set("replicaof", &format!("{host} {port}")).ok();
     apply_oom(st);
 }
 
@@ -235,18 +332,24 @@ pub fn drop_master_link(st: &mut State) -> bool {
     true
 }
 
+/// This server stops following its master (`why` is logged): its data
+/// stays; its history is its own from here, and the master's so far stays
+/// valid for PSYNC.
+fn unset_master(st: &mut State, why: &str) {
+    if st.repl.master.take().is_some() {
+        let old = std::mem::replace(&mut st.replid, crate::state::random_hex40());
+        st.repl.shift_id(old);
+        st.repl.sel_db = None;
+        st.cfg.set("replicaof", "").ok();
+        tracing::info!("MASTER MODE enabled ({why})");
+        apply_oom(st);
+    }
+}
+
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
 fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if is(&a[1], "no") && is(&a[2], "one") {
-        if c.st.repl.master.take().is_some() {
-            // Its data stays; its history is its own from here, and the
-            // master's so far stays valid for PSYNC.
-            let old = std::mem::replace(&mut c.st.replid, crate::state::random_hex40());
-            c.st.repl.shift_id(old);
-            c.st.repl.sel_db = None;
-            tracing::info!("MASTER MODE enabled (user request from '{}')", c.cl.addr);
-            apply_oom(c.st);
-        }
+        unset_master(c.st, &format!("user request from '{}'", c.cl.addr));
         c.out.ok();
         return Ok(());
     }
@@ -267,6 +370,153 @@ fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
+fn failover(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (mut to, mut timeout, mut force, mut abort) = (None, 0, false, false);
+    let mut j = 1;
+    while j < a.len() {
+        if is(&a[j], "to") && j + 2 < a.len() && to.is_none() {
+            let port = int_arg(&a[j + 2])?;
+            to = Some((String::from_utf8_lossy(&a[j + 1]).into_owned(), port));
+            j += 3;
+        } else if is(&a[j], "timeout") && j + 1 < a.len() && timeout == 0 {
+            timeout = int_arg(&a[j + 1])?;
+            if timeout <= 0 {
+                return Err(Error::other("ERR FAILOVER timeout must be greater than 0"));
+            }
+            j += 2;
+        } else if is(&a[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else if is(&a[j], "abort") && !abort {
+            abort = true;
+            j += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let st = &mut *c.st;
+    if abort {
+        if force || timeout > 0 || to.is_some() {
+            return Err(Error::Syntax);
+        }
+        if st.repl.failover.state == FailoverState::None {
+            return Err(Error::other("ERR No failover in progress."));
+        }
+        abort_failover(st, "Failover manually aborted");
+        c.out.ok();
+        return Ok(());
+    }
+    if force && (timeout == 0 || to.is_none()) {
+        return Err(Error::other(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    if st.repl.master.is_some() {
+        return Err(Error::other(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
+    }
+    if st.repl.replicas.is_empty() {
+        return Err(Error::other("ERR FAILOVER requires connected replicas."));
+    }
+    if st.repl.failover.state != FailoverState::None {
+        return Err(Error::other("ERR FAILOVER already in progress."));
+    }
+    let target = match to {
+        Some((host, port)) => {
+            let r = st
+                .repl
+                .replicas
+                .iter()
+                .find(|r| r.ip.eq_ignore_ascii_case(&host) && r.port == port)
+                .ok_or_else(|| {
+                    Error::other("ERR FAILOVER target HOST and PORT is not a replica.")
+                })?;
+            if !matches!(r.link, Link::Online) {
+                return Err(Error::other("ERR FAILOVER target replica is not online."));
+            }
+            tracing::info!("FAILOVER requested to {host}:{port}.");
+            Some((host, port as u16))
+        }
+        None => {
+            tracing::info!("FAILOVER requested to any replica.");
+            None
+        }
+    };
+    st.repl.failover = crate::repl::Failover {
+        state: FailoverState::WaitForSync,
+        target,
+        end_ms: if timeout > 0 { now_ms() + timeout } else { 0 },
+        force,
+    };
+    // Writes wait while the replicas catch up, and until the target leads.
+    st.pause = Some(crate::state::Pause {
+        until_ms: i64::MAX,
+        writes_only: true,
+    });
+    c.out.ok();
+    Ok(())
+}
+
+/// The FAILOVER ends: writes go on.
+pub fn clear_failover(st: &mut State) {
+    st.repl.failover = Default::default();
+    st.pause = None;
+}
+
+/// The FAILOVER ends without a new master: this server stays (or is
+/// again) the master, and its replicas resync to learn its new ID.
+pub fn abort_failover(st: &mut State, why: &str) {
+    tracing::info!("FAILOVER aborted: {why}");
+    if st.repl.failover.state == FailoverState::InProgress {
+        unset_master(st, "failover aborted");
+        let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
+        for id in ids {
+            st.kill_client(id);
+        }
+    }
+    clear_failover(st);
+}
+
+/// A FAILOVER waiting for a replica: the target (or any replica) that
+/// acknowledged the whole stream becomes this server's master; past the
+/// timeout, FORCE fails over anyway, else the failover is abandoned.
+fn failover_cron(st: &mut State) {
+    if st.repl.failover.state != FailoverState::WaitForSync {
+        return;
+    }
+    let f = &st.repl.failover;
+    if f.end_ms > 0 && f.end_ms <= now_ms() {
+        match f.target.clone().filter(|_| f.force) {
+            Some((host, port)) => {
+                tracing::info!("FAILOVER to {host}:{port} time out exceeded, failing over.");
+                fail_over(st, &host, port);
+            }
+            None => abort_failover(st, "Replica never caught up before timeout"),
+        }
+        return;
+    }
+    let offset = st.repl.offset;
+    let synced = st.repl.replicas.iter().find(|r| {
+        matches!(r.link, Link::Online)
+            && r.ack_offset == offset
+            && f.target
+                .as_ref()
+                .is_none_or(|(h, p)| r.ip.eq_ignore_ascii_case(h) && r.port == *p as i64)
+    });
+    if let Some(r) = synced {
+        let (host, port) = (r.ip.clone(), r.port as u16);
+        tracing::info!("Failover target {host}:{port} is synced, failing over.");
+        fail_over(st, &host, port);
+    }
+}
+
+fn fail_over(st: &mut State, host: &str, port: u16) {
+    st.repl.failover.state = FailoverState::InProgress;
+    set_master(st, host, port);
+}
+
 /// REPLCONF option value [option value ...]
 fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len().is_multiple_of(2) {
@@ -285,9 +535,10 @@ fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
             c.cl.peer.ip = Some(String::from_utf8_lossy(val).into_owned());
         } else if is(opt, "capa") {
-            // eof: the RDB is always sent with its length.
             if is(val, "psync2") {
                 c.cl.peer.psync2 = true;
+            } else if is(val, "eof") {
+                c.cl.peer.eof = true;
             }
         } else if is(opt, "ack") {
             // Answered with nothing, as the replica reads no reply.
@@ -334,6 +585,9 @@ fn ack(st: &mut State, id: u64, offset: u64) {
     };
     r.ack_offset = r.ack_offset.max(offset);
     r.ack_time_s = now_ms() / 1000;
+    if matches!(r.link, Link::WaitAck(_)) {
+        st.repl_online(id);
+    }
     let ready: Vec<(u64, i64)> = st
         .repl
         .waiters
@@ -386,18 +640,25 @@ fn b(s: &'static str) -> Bytes {
     Bytes::from_static(s.as_bytes())
 }
 
-/// The replication cron, once a second: a BGSAVE for replicas that wait
-/// for the snapshot engine, newlines to replicas waiting for their RDB
+/// The replication cron: a sync for replicas that wait for one (each
+/// call); once a second, newlines to replicas waiting for their RDB
 /// (they read them as keep-alives), a PING in the stream every
 /// `repl-ping-replica-period` seconds.
 pub fn cron(st: &mut State) {
     let now_s = now_ms() / 1000;
+    start_pending_sync(st, now_s);
+    failover_cron(st);
     if now_s == st.repl.cron_second {
         return;
     }
     st.repl.cron_second = now_s;
     let period = st.cfg.repl_ping_replica_period.max(1) as u64;
-    if st.repl.cron_loops.is_multiple_of(period) && !st.repl.replicas.is_empty() {
+    // Not while writes are paused: the offset stays for a FAILOVER to
+    // reach.
+    if st.repl.cron_loops.is_multiple_of(period)
+        && !st.repl.replicas.is_empty()
+        && !st.pause.as_ref().is_some_and(|p| p.writes_only)
+    {
         st.repl.feed_plain(&[b("PING")]);
         st.repl_deliver();
     }
@@ -420,15 +681,19 @@ pub fn cron(st: &mut State) {
         st.repl.free_backlog();
         st.replid = crate::state::random_hex40();
     }
-    let waiting = |r: &Replica| matches!(r.link, Link::WaitBgsaveStart);
-    if st.repl.replicas.iter().any(waiting) && !persist::child_active(st) {
-        start_bgsave(st, None);
-    }
+    let diskless = st.repl.bgsave_diskless;
     let ids: Vec<(u64, bool)> = st
         .repl
         .replicas
         .iter()
-        .map(|r| (r.id, !matches!(r.link, Link::Online)))
+        .map(|r| {
+            let pre_sync = match r.link {
+                Link::WaitBgsaveStart => true,
+                Link::WaitBgsaveEnd(_) => !diskless,
+                _ => false,
+            };
+            (r.id, pre_sync)
+        })
         .collect();
     for (id, pre_sync) in ids {
         // A newline before the RDB; else any bytes held back.
@@ -464,9 +729,9 @@ pub fn info(st: &State, now_ms: i64) -> String {
                     now_ms / 1000 - m.down_since_s
                 );
             }
-            s += "slave_priority:100\r\n";
+            s += &format!("slave_priority:{}\r\n", st.cfg.replica_priority);
             s += &format!("slave_read_only:{}\r\n", st.cfg.replica_read_only as u8);
-            s += "replica_announced:1\r\n";
+            s += &format!("replica_announced:{}\r\n", st.cfg.replica_announced as u8);
         }
     }
     s += &format!("connected_slaves:{}\r\n", r.replicas.len());
@@ -481,7 +746,7 @@ pub fn info(st: &State, now_ms: i64) -> String {
         );
     }
     let (first, histlen) = r.backlog_span();
-    s += "master_failover_state:no-failover\r\n";
+    s += &format!("master_failover_state:{}\r\n", r.failover.state.name());
     s += &format!("master_replid:{}\r\n", st.replid);
     let none = "0000000000000000000000000000000000000000";
     s += &format!(

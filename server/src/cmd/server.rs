@@ -1,4 +1,5 @@
-//! Server commands: TIME LASTSAVE ROLE LOLWUT MONITOR SHUTDOWN SLOWLOG.
+//! Server commands: TIME LASTSAVE ROLE LOLWUT (drawn in lolwut.rs) MONITOR
+//! SHUTDOWN SLOWLOG.
 
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
@@ -10,7 +11,7 @@ use bytes::Bytes;
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("time", time),
     ("role", role),
-    ("lolwut", lolwut),
+    ("lolwut", super::lolwut::lolwut),
     ("lastsave", lastsave),
     ("slowlog|get", slowlog_get),
     ("slowlog|len", slowlog_len),
@@ -40,18 +41,6 @@ fn lastsave(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// ROLE
 fn role(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     super::replication::role(c.st, c.out);
-    Ok(())
-}
-
-/// LOLWUT [VERSION version]: Redis draws art for its own versions; for any
-/// other it prints only the version line, which is what cinnabar does.
-fn lolwut(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    if a.len() == 3 && super::is(&a[1], "version") {
-        super::int_arg(&a[2])?;
-    } else if a.len() != 1 {
-        return Err(Error::Syntax);
-    }
-    c.out.verbatim(b"Redis ver. 7.0.15\n");
     Ok(())
 }
 

@@ -16,7 +16,7 @@ use bytes::Bytes;
 pub enum Hook {
     /// A value cached in `State::tun`.
     Tune,
-    /// `port`, `bind`: new listeners.
+    /// `port`, `bind`, `tls-port`: new listeners.
     Listen,
     /// `maxclients`: enough file descriptors, or the value is refused.
     FdLimit,
@@ -40,6 +40,8 @@ pub enum Hook {
     Crash,
     /// `repl-backlog-size`: the backlog is trimmed at once.
     ReplBacklog,
+    /// A `tls-*` option: a new TLS context, built once all are stored.
+    Tls,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].
@@ -49,6 +51,8 @@ pub enum Followup {
     Listen,
     /// Start or stop the AOF (`aof::follow_appendonly`).
     Appendonly,
+    /// Build the TLS context anew (`tls::context`).
+    Tls,
 }
 
 impl State {
@@ -90,6 +94,7 @@ impl State {
                 crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
             }
             Hook::ReplBacklog => self.repl.resize_backlog(self.cfg.repl_backlog_size),
+            Hook::Tls => return Ok(Some(Followup::Tls)),
         }
         Ok(None)
     }

@@ -25,7 +25,7 @@ mod values;
 pub use apply::{Followup, Hook};
 use protocol::split_args;
 use std::collections::HashMap;
-pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, Values};
+pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, TlsAuth, Values};
 
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
@@ -95,7 +95,6 @@ fn unsupported(name: &str, value: &str) -> Option<&'static str> {
     let on = |v: &str| v.eq_ignore_ascii_case("yes");
     match name {
         "cluster-enabled" if on(value) => Some("Cluster mode is not supported by this server"),
-        "tls-port" if value != "0" => Some("TLS is not supported by this server"),
         "syslog-enabled" if on(value) => Some("Logging to syslog is not supported by this server"),
         _ => None,
     }
@@ -374,12 +373,8 @@ impl Config {
             Kind::Bool => {
                 let b =
                     bool_of(value).ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?;
-                if b {
-                    match opt.name {
-                        "activedefrag" => return Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into()),
-                        "tls-cluster" | "tls-replication" => return Err("Unable to update TLS configuration. Check server logs.".into()),
-                        _ => {}
-                    }
+                if b && opt.name == "activedefrag" {
+                    return Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into());
                 }
                 Ok(if b { "yes" } else { "no" }.to_string())
             }
@@ -707,7 +702,8 @@ impl Config {
                     | "shutdown-on-sigterm",
                     n,
                 ) if n >= 1 => args.join(" "),
-                (_, 1) => args[0].clone(),
+                ("replicaof", 2) => args.join(" "),
+                (_, 1) if opt.name != "replicaof" => args[0].clone(),
                 _ => return Err(fatal("wrong number of arguments")),
             };
             let canon = self.check(opt, &value).map_err(|e| fatal(&e))?;
@@ -739,6 +735,9 @@ impl Config {
         let mut done = std::collections::HashSet::new();
         let mut users_left = users.unwrap_or_default().iter();
         let render = |name: &'static str, v: &str| -> Vec<String> {
+            if name == "replicaof" && v.is_empty() {
+                return vec![];
+            }
             if name == "save" {
                 if v.is_empty() {
                     return vec!["save \"\"".into()];
@@ -757,6 +756,7 @@ impl Config {
                             | "client-output-buffer-limit"
                             | "oom-score-adj-values"
                             | "latency-tracking-info-percentiles"
+                            | "replicaof"
                     )
             {
                 return vec![format!("{name} \"{v}\"")];
@@ -788,8 +788,7 @@ impl Config {
         for o in all() {
             if canonical(o.name) != o.name
                 || done.contains(o.name)
-                || self.raw(o.name) == o.default
-                || o.name == "dir"
+                || self.raw(o.name) == o.default && o.name != "dir"
             {
                 continue;
             }

@@ -187,6 +187,16 @@ impl Allow {
     }
 }
 
+choices! {
+    /// `tls-auth-clients`.
+    TlsAuth {
+        No = "no",
+        #[default]
+        Yes = "yes",
+        Optional = "optional",
+    }
+}
+
 /// Declares [`Values`] and the one mapping from option names to its fields
 /// and hooks.
 macro_rules! values {
@@ -260,7 +270,14 @@ values! {
     repl_backlog_size: i64 = "repl-backlog-size" => ReplBacklog,
     repl_ping_replica_period: i64 = "repl-ping-replica-period",
     repl_backlog_ttl: i64 = "repl-backlog-ttl",
+    repl_timeout: i64 = "repl-timeout",
+    repl_diskless_sync: bool = "repl-diskless-sync",
+    repl_diskless_sync_delay: i64 = "repl-diskless-sync-delay",
+    repl_diskless_sync_max_replicas: i64 = "repl-diskless-sync-max-replicas",
+    repl_diskless_load: String = "repl-diskless-load",
     replica_read_only: bool = "replica-read-only",
+    replica_priority: i64 = "replica-priority",
+    replica_announced: bool = "replica-announced",
     replica_serve_stale_data: bool = "replica-serve-stale-data",
     masterauth: String = "masterauth",
     masteruser: String = "masteruser",
@@ -320,4 +337,25 @@ values! {
     rdb_key_save_delay: i64 = "rdb-key-save-delay",
     key_load_delay: i64 = "key-load-delay",
     loading_process_events_interval_bytes: i64 = "loading-process-events-interval-bytes",
+    // TLS (see `tls`): the context is built anew once a CONFIG SET stored them all.
+    tls_port: i64 = "tls-port" => Listen,
+    tls_cert_file: String = "tls-cert-file" => Tls,
+    tls_key_file: String = "tls-key-file" => Tls,
+    tls_key_file_pass: String = "tls-key-file-pass" => Tls,
+    tls_client_cert_file: String = "tls-client-cert-file" => Tls,
+    tls_client_key_file: String = "tls-client-key-file" => Tls,
+    tls_client_key_file_pass: String = "tls-client-key-file-pass" => Tls,
+    tls_dh_params_file: String = "tls-dh-params-file" => Tls,
+    tls_ca_cert_file: String = "tls-ca-cert-file" => Tls,
+    tls_ca_cert_dir: String = "tls-ca-cert-dir" => Tls,
+    tls_auth_clients: TlsAuth = "tls-auth-clients" => Tls,
+    tls_protocols: String = "tls-protocols" => Tls,
+    tls_ciphers: String = "tls-ciphers" => Tls,
+    tls_ciphersuites: String = "tls-ciphersuites" => Tls,
+    tls_prefer_server_ciphers: bool = "tls-prefer-server-ciphers" => Tls,
+    tls_session_caching: bool = "tls-session-caching" => Tls,
+    tls_session_cache_size: i64 = "tls-session-cache-size" => Tls,
+    tls_session_cache_timeout: i64 = "tls-session-cache-timeout" => Tls,
+    tls_replication: bool = "tls-replication" => Tls,
+    tls_cluster: bool = "tls-cluster" => Tls,
 }

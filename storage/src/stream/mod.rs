@@ -109,6 +109,25 @@ impl StreamId {
     }
 }
 
+/// Room for the longest `ms-seq` text.
+pub type IdBuf = [u8; 41];
+
+impl StreamId {
+    /// The `ms-seq` text, written into `buf`: every reply that names an
+    /// entry needs it, and the formatter costs ten times as much.
+    pub fn text(self, buf: &mut IdBuf) -> &[u8] {
+        let mut ib = itoa::Buffer::new();
+        let ms = ib.format(self.ms).as_bytes();
+        let n = ms.len();
+        buf[..n].copy_from_slice(ms);
+        buf[n] = b'-';
+        let seq = ib.format(self.seq).as_bytes();
+        let end = n + 1 + seq.len();
+        buf[n + 1..end].copy_from_slice(seq);
+        &buf[..end]
+    }
+}
+
 impl std::fmt::Display for StreamId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}-{}", self.ms, self.seq)
@@ -264,10 +283,10 @@ impl Stream {
         let total: usize = fv.iter().map(|b| b.as_ref().len()).sum();
         let fits = match self.nodes.last_key_value() {
             Some((_, lp)) => {
-                let m = Master::read(lp);
+                let (count, deleted) = Master::counts(lp);
                 let over_bytes = lim.max_bytes > 0 && lp.lp_bytes() + total >= lim.max_bytes;
                 let over_entries =
-                    lim.max_entries > 0 && (m.count + m.deleted) as usize >= lim.max_entries;
+                    lim.max_entries > 0 && (count + deleted) as usize >= lim.max_entries;
                 !over_bytes && !over_entries
             }
             None => false,
@@ -548,7 +567,7 @@ impl Stream {
         }
         if self.length == 0 {
             self.first_id = StreamId::MIN;
-        } else {
+        } else if deleted > 0 {
             self.first_id = self.edge_id(false).unwrap_or(StreamId::MIN);
         }
         deleted

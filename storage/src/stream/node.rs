@@ -51,6 +51,11 @@ impl Master {
         }
     }
 
+    /// The live and deleted counters alone.
+    pub fn counts(lp: &Listpack) -> (i64, i64) {
+        (int(lp, 0), int(lp, adv(lp, 0)))
+    }
+
     /// Rewrites the live and deleted counters.
     pub fn set_counts(lp: &mut Listpack, count: i64, deleted: i64) {
         lp.replace_at(0, LpVal::Int(count));

@@ -245,19 +245,18 @@ pub fn xgroup_help(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
 /// XACK key group id [id ...]
 pub fn xack(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (db, now) = (c.cl.db, c.now);
-    let has =
+    let g =
         c.st.write::<Stream>(db, &a[1], now)?
-            .is_some_and(|s| s.groups.contains_key(&a[2][..]));
-    if !has {
+            .and_then(|s| s.groups.get_mut(&a[2][..]));
+    let Some(g) = g else {
         c.out.int(0);
         return Ok(());
-    }
+    };
+    // Every ID is checked before any is acknowledged.
     let ids = a[3..]
         .iter()
         .map(|x| strict_id(x))
         .collect::<Result<Vec<_>, _>>()?;
-    let s = c.st.write::<Stream>(db, &a[1], now)?.expect("checked");
-    let g = s.groups.get_mut(&a[2][..]).expect("checked");
     let n = ids.into_iter().filter(|id| g.ack(*id)).count();
     c.st.dirty += n as u64;
     c.out.int(n as i64);

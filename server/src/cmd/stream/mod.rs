@@ -132,7 +132,7 @@ fn interval_id(a: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Error> {
 }
 
 pub fn id_bytes(id: StreamId) -> Bytes {
-    Bytes::from(id.to_string())
+    Bytes::copy_from_slice(id.text(&mut [0; 41]))
 }
 
 pub fn node_limits(c: &Ctx) -> NodeLimits {
@@ -145,7 +145,7 @@ pub fn node_limits(c: &Ctx) -> NodeLimits {
 /// Writes one entry: its ID and its fields and values, flat.
 pub fn reply_entry(out: &mut ReplyBuf, e: &Entry) {
     out.array(2);
-    out.bulk(e.id.to_string().as_bytes());
+    out.bulk(e.id.text(&mut [0; 41]));
     out.array(e.num_fields() * 2);
     let mut buf = itoa::Buffer::new();
     e.for_each(|f, v| {

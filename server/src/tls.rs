@@ -1,0 +1,768 @@
+//! TLS (a leaf): the server's rustls context built from the `tls-*`
+//! options, the handshake, and the encrypted stream the connection code
+//! serves like a TCP socket.
+//!
+//! The stream has what `conn::Duplex` asks of a socket, so `conn::serve`
+//! is monomorphised for it: plain TCP keeps its own code with no branch for
+//! TLS. OpenSSL settings map onto rustls where they can (`tls-ciphers` is
+//! read as an OpenSSL cipher string over the suites rustls has); what rustls
+//! cannot honour leaves nothing to serve and is refused, as Redis refuses a
+//! bad value.
+
+use crate::config::Config;
+use crate::config::TlsAuth;
+use bytes::BytesMut;
+use rustls::crypto::ring::{cipher_suite as cs, default_provider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ServerConfig, StoresServerSessions, WebPkiClientVerifier};
+use rustls::{RootCertStore, ServerConnection, SupportedCipherSuite};
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// Whether the options ask for a TLS context at all (Redis builds it only
+/// then, so `tls-*` files may be set freely before).
+pub fn wanted(cfg: &Config) -> bool {
+    cfg.tls_port != 0 || cfg.tls_replication || cfg.tls_cluster
+}
+
+/// The context new TLS connections use; CONFIG SET replaces it, and
+/// connections already up keep theirs.
+#[derive(Default)]
+pub struct Current(parking_lot::Mutex<Option<Arc<ServerConfig>>>);
+
+impl Current {
+    pub fn get(&self) -> Option<Arc<ServerConfig>> {
+        self.0.lock().clone()
+    }
+
+    pub fn set(&self, ctx: Option<Arc<ServerConfig>>) {
+        *self.0.lock() = ctx;
+    }
+}
+
+/// Builds the server context; the error is the line Redis logs.
+pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
+    if cfg.tls_cert_file.is_empty() {
+        return Err("No tls-cert-file configured!".into());
+    }
+    if cfg.tls_key_file.is_empty() {
+        return Err("No tls-key-file configured!".into());
+    }
+    let versions = protocols(&cfg.tls_protocols)?;
+    let mut suites = tls13_suites(&cfg.tls_ciphersuites)?;
+    suites.extend(tls12_suites(&cfg.tls_ciphers)?);
+    let provider = Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: suites,
+        ..default_provider()
+    });
+    let needs_ca = cfg.tls_auth_clients != TlsAuth::No || cfg.tls_replication || cfg.tls_cluster;
+    if needs_ca && cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
+        return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
+    }
+    let certs = load_certs(&cfg.tls_cert_file)
+        .map_err(|e| format!("Failed to load certificate: {}: {e}", cfg.tls_cert_file))?;
+    let key = load_key(&cfg.tls_key_file, &cfg.tls_key_file_pass)
+        .map_err(|e| format!("Failed to load private key: {}: {e}", cfg.tls_key_file))?;
+    let roots = if cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
+        None
+    } else {
+        Some(
+            load_roots(&cfg.tls_ca_cert_file, &cfg.tls_ca_cert_dir).map_err(|e| {
+                format!("Failed to configure CA certificate(s) file/directory: {e}")
+            })?,
+        )
+    };
+    if !cfg.tls_dh_params_file.is_empty() {
+        // rustls has no DHE suites, so the parameters are never used; the
+        // file is still checked as Redis checks it.
+        let f = &cfg.tls_dh_params_file;
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("Failed to load {f}: {}", os_text(&e)))?;
+        if !text.contains("-----BEGIN DH PARAMETERS-----") {
+            return Err(format!("Failed to load DH params file: {f}"));
+        }
+    }
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|_| {
+            "Failed to configure ciphers: no cipher suite of tls-ciphers/tls-ciphersuites fits tls-protocols".to_string()
+        })?;
+    let builder = match (cfg.tls_auth_clients, roots) {
+        (TlsAuth::No, _) | (_, None) => builder.with_no_client_auth(),
+        (auth, Some(roots)) => {
+            let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let v = if auth == TlsAuth::Optional {
+                v.allow_unauthenticated()
+            } else {
+                v
+            };
+            builder.with_client_cert_verifier(v.build().map_err(|e| {
+                format!("Failed to configure CA certificate(s) file/directory: {e}")
+            })?)
+        }
+    };
+    let mut sc = builder.with_single_cert(certs, key).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => format!(
+            "Failed to load private key: {}: key values mismatch",
+            cfg.tls_key_file
+        ),
+        // rustls reads only X.509 v3 certificates.
+        e => format!("Failed to load certificate: {}: {e}", cfg.tls_cert_file),
+    })?;
+    sc.ignore_client_order = cfg.tls_prefer_server_ciphers;
+    if cfg.tls_session_caching {
+        sc.session_storage = Arc::new(SessionCache::new(
+            cfg.tls_session_cache_size as usize,
+            Duration::from_secs(cfg.tls_session_cache_timeout as u64),
+        ));
+    } else {
+        sc.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        sc.send_tls13_tickets = 0;
+    }
+    Ok(Arc::new(sc))
+}
+
+/// The replica's side of `tls-replication`: the CAs of `tls-ca-cert-*`,
+/// and `tls-client-cert-file`/`tls-client-key-file` as its certificate, or
+/// `tls-cert-file`/`tls-key-file` when those are not set, as Redis.
+pub fn client_context(cfg: &Config) -> Result<Arc<rustls::ClientConfig>, String> {
+    let (cert, key, pass) = if cfg.tls_client_cert_file.is_empty() {
+        (
+            &cfg.tls_cert_file,
+            &cfg.tls_key_file,
+            &cfg.tls_key_file_pass,
+        )
+    } else {
+        (
+            &cfg.tls_client_cert_file,
+            &cfg.tls_client_key_file,
+            &cfg.tls_client_key_file_pass,
+        )
+    };
+    let roots = load_roots(&cfg.tls_ca_cert_file, &cfg.tls_ca_cert_dir)
+        .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let mut suites = tls13_suites(&cfg.tls_ciphersuites)?;
+    suites.extend(tls12_suites(&cfg.tls_ciphers)?);
+    let provider = Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: suites,
+        ..default_provider()
+    });
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&protocols(&cfg.tls_protocols)?)
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(ChainOnly(verifier)));
+    if cert.is_empty() {
+        return Ok(Arc::new(b.with_no_client_auth()));
+    }
+    let chain = load_certs(cert).map_err(|e| format!("Failed to load certificate: {cert}: {e}"))?;
+    let k = load_key(key, pass).map_err(|e| format!("Failed to load private key: {key}: {e}"))?;
+    b.with_client_auth_cert(chain, k)
+        .map(Arc::new)
+        .map_err(|e| format!("Failed to load private key: {key}: {e}"))
+}
+
+/// The master's certificate chain is verified, not its name (OpenSSL as
+/// Redis sets it up checks no host name).
+#[derive(Debug)]
+struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                NotValidForName | NotValidForNameContext { .. },
+            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// An I/O error as OpenSSL's system-library errors read.
+fn os_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+fn pem_err(e: rustls::pki_types::pem::Error) -> String {
+    match e {
+        rustls::pki_types::pem::Error::Io(e) => os_text(&e),
+        e => format!("{e:?}"),
+    }
+}
+
+fn load_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(pem_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pem_err)?;
+    if certs.is_empty() {
+        return Err("no certificate found".into());
+    }
+    Ok(certs)
+}
+
+/// A PEM private key, or a PKCS#8 encrypted one opened with `pass`
+/// (`tls-key-file-pass`).
+fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let text = std::fs::read(path).map_err(|e| os_text(&e))?;
+    if let Ok(key) = PrivateKeyDer::from_pem_slice(&text) {
+        return Ok(key);
+    }
+    let text = String::from_utf8_lossy(&text);
+    let (label, doc) =
+        pkcs8::Document::from_pem(&text).map_err(|_| "no private key found".to_string())?;
+    if label != "ENCRYPTED PRIVATE KEY" {
+        return Err("no private key found".into());
+    }
+    let info =
+        pkcs8::EncryptedPrivateKeyInfo::try_from(doc.as_bytes()).map_err(|e| e.to_string())?;
+    let der = info.decrypt(pass).map_err(|_| "bad decrypt".to_string())?;
+    Ok(PrivateKeyDer::Pkcs8(der.as_bytes().to_vec().into()))
+}
+
+/// The trusted CAs: `tls-ca-cert-file`, and every certificate in the PEM
+/// files of `tls-ca-cert-dir` (a directory that does not exist adds none,
+/// as OpenSSL's lookup finds none there).
+fn load_roots(file: &str, dir: &str) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    let mut add = |certs: Vec<CertificateDer<'static>>| -> Result<(), String> {
+        for c in certs {
+            roots.add(c).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    if !file.is_empty() {
+        add(load_certs(file)?)?;
+    }
+    if !dir.is_empty() {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if let Ok(certs) = load_certs(&entry.path().to_string_lossy()) {
+                add(certs)?;
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// `tls-protocols`: TLSv1 and TLSv1.1 are named but never served (rustls
+/// has neither, and Debian's OpenSSL refuses them too); a list of only
+/// those is refused.
+fn protocols(s: &str) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    if s.trim().is_empty() {
+        return Ok(vec![&rustls::version::TLS13, &rustls::version::TLS12]);
+    }
+    let mut out = Vec::new();
+    for w in s.split_whitespace() {
+        match w.to_ascii_lowercase().as_str() {
+            "tlsv1" | "tlsv1.1" => {}
+            "tlsv1.2" => out.push(&rustls::version::TLS12),
+            "tlsv1.3" => out.push(&rustls::version::TLS13),
+            _ => return Err("Invalid tls-protocols specified. Use a combination of 'TLSv1', 'TLSv1.1', 'TLSv1.2' and 'TLSv1.3'.".into()),
+        }
+    }
+    if out.is_empty() {
+        return Err("Invalid tls-protocols specified: TLSv1 and TLSv1.1 are not supported by this server; add 'TLSv1.2' or 'TLSv1.3'.".into());
+    }
+    Ok(out)
+}
+
+/// `tls-ciphersuites` (TLS 1.3, OpenSSL's names, `:`-separated). Names
+/// OpenSSL knows and rustls lacks (the CCM suites) are left out; a list
+/// with nothing left is refused.
+fn tls13_suites(s: &str) -> Result<Vec<SupportedCipherSuite>, String> {
+    let all = [
+        ("TLS_AES_256_GCM_SHA384", Some(cs::TLS13_AES_256_GCM_SHA384)),
+        (
+            "TLS_CHACHA20_POLY1305_SHA256",
+            Some(cs::TLS13_CHACHA20_POLY1305_SHA256),
+        ),
+        ("TLS_AES_128_GCM_SHA256", Some(cs::TLS13_AES_128_GCM_SHA256)),
+        ("TLS_AES_128_CCM_SHA256", None),
+        ("TLS_AES_128_CCM_8_SHA256", None),
+    ];
+    if s.is_empty() {
+        return Ok(all.iter().filter_map(|(_, c)| *c).collect());
+    }
+    let mut out = Vec::new();
+    for name in s.split(':').filter(|n| !n.is_empty()) {
+        let Some((_, c)) = all.iter().find(|(n, _)| *n == name) else {
+            return Err(format!("Failed to configure ciphersuites: {s}"));
+        };
+        out.extend(c.filter(|c| !out.contains(c)));
+    }
+    if out.is_empty() {
+        return Err(format!("Failed to configure ciphersuites: {s}"));
+    }
+    Ok(out)
+}
+
+/// The TLS 1.2 suites rustls has, in OpenSSL's DEFAULT order, with the
+/// words of OpenSSL's cipher-string language that select each.
+const TLS12: &[(&str, &[&str])] = &[
+    (
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        &["aECDSA", "ECDSA", "AESGCM", "AES", "AES256", "SHA384"],
+    ),
+    (
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        &["aRSA", "AESGCM", "AES", "AES256", "SHA384"],
+    ),
+    (
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        &["aECDSA", "ECDSA", "CHACHA20", "SHA256"],
+    ),
+    (
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        &["aRSA", "CHACHA20", "SHA256"],
+    ),
+    (
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        &["aECDSA", "ECDSA", "AESGCM", "AES", "AES128", "SHA256"],
+    ),
+    (
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        &["aRSA", "AESGCM", "AES", "AES128", "SHA256"],
+    ),
+];
+
+/// Words every suite of `TLS12` answers to.
+const TLS12_COMMON: &[&str] = &[
+    "DEFAULT",
+    "ALL",
+    "HIGH",
+    "ECDHE",
+    "EECDH",
+    "kECDHE",
+    "kEECDH",
+    "AEAD",
+    "TLSv1.2",
+    "COMPLEMENTOFALL",
+];
+
+fn tls12_suite(name: &str) -> SupportedCipherSuite {
+    match name {
+        "ECDHE-ECDSA-AES256-GCM-SHA384" => cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        "ECDHE-RSA-AES256-GCM-SHA384" => cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        "ECDHE-ECDSA-CHACHA20-POLY1305" => cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        "ECDHE-RSA-CHACHA20-POLY1305" => cs::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        "ECDHE-ECDSA-AES128-GCM-SHA256" => cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        _ => cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    }
+}
+
+/// `tls-ciphers` read as OpenSSL reads a cipher string, over the suites
+/// rustls has: items separated by `:` (or `,`, space), `A+B` for suites
+/// matching both, `-` removes, `!` removes for good, `+` moves to the end,
+/// `@…` is ignored. Words naming other suites select nothing, as an
+/// unknown word does in OpenSSL; a string selecting nothing is refused.
+fn tls12_suites(s: &str) -> Result<Vec<SupportedCipherSuite>, String> {
+    let s_or_default = if s.is_empty() { "DEFAULT" } else { s };
+    let matches = |name: &str, words: &[&str], item: &str| {
+        item.split('+')
+            .all(|w| w == name || words.contains(&w) || TLS12_COMMON.contains(&w))
+    };
+    let mut list: Vec<&str> = Vec::new();
+    let mut banned: Vec<&str> = Vec::new();
+    for item in s_or_default
+        .split([':', ',', ' '])
+        .filter(|i| !i.is_empty())
+    {
+        let (op, body) = match item.as_bytes()[0] {
+            b'!' | b'-' | b'+' => (item.as_bytes()[0], &item[1..]),
+            b'@' => continue,
+            _ => (0, item),
+        };
+        let hit: Vec<&str> = TLS12
+            .iter()
+            .filter(|(n, w)| matches(n, w, body))
+            .map(|(n, _)| *n)
+            .collect();
+        match op {
+            b'!' => {
+                list.retain(|n| !hit.contains(n));
+                banned.extend(hit);
+            }
+            b'-' => list.retain(|n| !hit.contains(n)),
+            b'+' => {
+                let (moved, kept): (Vec<&str>, Vec<&str>) =
+                    list.iter().partition(|n| hit.contains(n));
+                list = kept;
+                list.extend(moved);
+            }
+            _ => {
+                for n in hit {
+                    if !list.contains(&n) && !banned.contains(&n) {
+                        list.push(n);
+                    }
+                }
+            }
+        }
+    }
+    if list.is_empty() {
+        return Err(format!("Failed to configure ciphers: {s}"));
+    }
+    Ok(list.into_iter().map(tls12_suite).collect())
+}
+
+/// Sessions by id, with when each was stored, and the ids oldest first.
+type Sessions = (HashMap<Vec<u8>, (Vec<u8>, Instant)>, VecDeque<Vec<u8>>);
+
+/// The server's session cache: at most `size` sessions (0: no limit, as
+/// OpenSSL), each resumable for `timeout`.
+struct SessionCache {
+    size: usize,
+    timeout: Duration,
+    inner: parking_lot::Mutex<Sessions>,
+}
+
+impl std::fmt::Debug for SessionCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionCache")
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl SessionCache {
+    fn new(size: usize, timeout: Duration) -> Self {
+        SessionCache {
+            size,
+            timeout,
+            inner: Default::default(),
+        }
+    }
+}
+
+impl StoresServerSessions for SessionCache {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        let mut g = self.inner.lock();
+        let (map, order) = &mut *g;
+        if self.size > 0 {
+            while map.len() >= self.size {
+                let Some(old) = order.pop_front() else { break };
+                map.remove(&old);
+            }
+        }
+        if map.insert(key.clone(), (value, Instant::now())).is_none() {
+            order.push_back(key);
+        }
+        true
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let g = self.inner.lock();
+        g.0.get(key)
+            .filter(|(_, t)| t.elapsed() < self.timeout)
+            .map(|(v, _)| v.clone())
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let mut g = self.inner.lock();
+        let (map, order) = &mut *g;
+        let (v, t) = map.remove(key)?;
+        order.retain(|k| k != key);
+        (t.elapsed() < self.timeout).then_some(v)
+    }
+
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
+
+/// Runs the server side of the handshake on an accepted socket.
+pub async fn accept(ctx: Arc<ServerConfig>, tcp: TcpStream) -> io::Result<TlsStream> {
+    // Not a handshake record (a plain-text client): closed without an
+    // alert it would read as a reply.
+    let mut first = [0u8; 1];
+    match tcp.peek(&mut first).await? {
+        0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+        _ if first[0] != 0x16 => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "wrong version number (not a TLS handshake)",
+            ))
+        }
+        _ => {}
+    }
+    let s = tokio_rustls::TlsAcceptor::from(ctx).accept(tcp).await?;
+    let (tcp, conn) = s.into_inner();
+    Ok(TlsStream {
+        tcp,
+        conn,
+        plain_left: true,
+        eof: false,
+    })
+}
+
+/// A TLS connection on a TCP socket, read and written without blocking.
+pub struct TlsStream {
+    tcp: TcpStream,
+    conn: ServerConnection,
+    /// Decrypted bytes may wait in `conn` (read readiness is not the
+    /// socket's then).
+    plain_left: bool,
+    /// The socket reached its end.
+    eof: bool,
+}
+
+/// `std::io` over the socket's non-blocking calls, for rustls.
+struct Io<'a>(&'a TcpStream);
+
+impl Read for Io<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for Io<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_write_vectored(bufs)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TlsStream {
+    /// How many decrypted bytes are ready (0 at the end of the stream),
+    /// reading the socket once if none are; WouldBlock when it has
+    /// nothing.
+    fn pull(&mut self) -> io::Result<usize> {
+        loop {
+            let st = match self.conn.process_new_packets() {
+                Ok(st) => st,
+                Err(e) => {
+                    // The alert rustls queued, if the socket takes it.
+                    let _ = self.send();
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+            };
+            let n = st.plaintext_bytes_to_read();
+            if n > 0 || st.peer_has_closed() || self.eof {
+                // A key update's answer, if any.
+                let _ = self.send();
+                return Ok(n);
+            }
+            if self.conn.read_tls(&mut Io(&self.tcp))? == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    /// Writes what rustls has encrypted; WouldBlock while some is left.
+    fn send(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            if self.conn.write_tls(&mut Io(&self.tcp))? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Encrypts what the session's buffer takes of `buf` and sends what the
+    /// socket takes; the rest goes with the next write (see `buffered`).
+    fn write_plain(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.send()?;
+        let n = self.conn.writer().write(buf)?;
+        match self.send() {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => Err(e),
+            _ => Ok(n),
+        }
+    }
+}
+
+/// What `conn::Duplex` asks of a socket (conn.rs implements it with these).
+impl TlsStream {
+    pub fn readable(&self) -> impl std::future::Future<Output = io::Result<()>> + Send + '_ {
+        let ready = self.plain_left;
+        async move {
+            if ready {
+                return Ok(());
+            }
+            self.tcp.readable().await
+        }
+    }
+
+    pub fn writable(&self) -> impl std::future::Future<Output = io::Result<()>> + Send + '_ {
+        self.tcp.writable()
+    }
+
+    pub fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        // Everything decrypted is taken below, or there was nothing.
+        self.plain_left = false;
+        let n = self.pull()?;
+        let len = buf.len();
+        buf.resize(len + n, 0);
+        self.conn.reader().read_exact(&mut buf[len..])?;
+        Ok(n)
+    }
+
+    pub fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_plain(buf)
+    }
+
+    pub fn buffered(&self) -> bool {
+        self.conn.wants_write()
+    }
+}
+
+impl AsyncRead for TlsStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            match this.pull() {
+                Ok(0) => return Poll::Ready(Ok(())),
+                Ok(n) => {
+                    let dst = buf.initialize_unfilled_to(n.min(buf.remaining()));
+                    let k = this.conn.reader().read(dst)?;
+                    buf.advance(k);
+                    this.plain_left = k < n;
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    this.plain_left = false;
+                    ready!(this.tcp.poll_read_ready(cx))?;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for TlsStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        loop {
+            match this.write_plain(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(this.tcp.poll_write_ready(cx))?
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            match this.send() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(this.tcp.poll_write_ready(cx))?
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_flush(cx)
+    }
+}
+
+impl std::os::fd::AsRawFd for TlsStream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.tcp.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(s: &str) -> Vec<&'static str> {
+        let suites = tls12_suites(s).unwrap();
+        TLS12
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| suites.contains(&tls12_suite(n)))
+            .collect()
+    }
+
+    #[test]
+    fn cipher_strings() {
+        assert_eq!(names("").len(), 6);
+        assert_eq!(names("DEFAULT:-AES128-SHA256").len(), 6);
+        assert_eq!(
+            names("ECDHE-RSA-AES128-GCM-SHA256"),
+            ["ECDHE-RSA-AES128-GCM-SHA256"]
+        );
+        assert_eq!(names("HIGH:!aECDSA:!CHACHA20").len(), 2);
+        assert_eq!(names("aRSA+AES128").len(), 1);
+        assert!(tls12_suites("garbage").is_err());
+        assert!(tls12_suites("-ALL:AES128-SHA256").is_err());
+        // `+` moves to the end: the server's order when it prefers its own.
+        let order = tls12_suites("ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:+AES128")
+            .unwrap();
+        assert_eq!(order[0], cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384);
+    }
+
+    #[test]
+    fn ciphersuites_and_protocols() {
+        assert_eq!(tls13_suites("").unwrap().len(), 3);
+        assert_eq!(tls13_suites("TLS_AES_128_GCM_SHA256").unwrap().len(), 1);
+        assert!(tls13_suites("garbage").is_err());
+        assert!(tls13_suites("TLS_AES_128_CCM_SHA256").is_err());
+        assert_eq!(protocols("tlsv1.2").unwrap().len(), 1);
+        assert_eq!(protocols("TLSv1.1 TLSv1.2 TLSv1.3").unwrap().len(), 2);
+        assert!(protocols("TLSv1 TLSv1.1").is_err());
+        assert!(protocols("TLSv1.4").is_err());
+    }
+}
