@@ -1,10 +1,16 @@
 //! What happens when the server fails or stalls: a panic ends the process
 //! as Redis's `serverPanic` does (abort, or exit(1) under the test-only
-//! `use-exit-on-panic`), and the watchdog (`watchdog-period`) logs when the
-//! event loop has not come round for longer than the period.
+//! `use-exit-on-panic`); a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+//! SIGABRT, which a panic's abort raises) logs Redis's bug report — the
+//! signal, the stack trace, INFO and the clients — and then takes its
+//! default action; the watchdog (`watchdog-period`) logs when the event
+//! loop has not come round for longer than the period.
 
+use crate::log::RAW;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 use std::time::Duration;
+use tracing::warn;
 
 static EXIT_ON_PANIC: AtomicBool = AtomicBool::new(false);
 /// `watchdog-period` in ms, 0 when off.
@@ -50,6 +56,96 @@ pub fn install_panic_hook() {
         }
         std::process::abort();
     }));
+}
+
+/// What the bug report shows of the server (INFO, the clients), installed
+/// by the server once it runs; `None` when the state is not at hand.
+type Report = Box<dyn Fn() -> Option<String> + Send + Sync>;
+static REPORT: OnceLock<Report> = OnceLock::new();
+
+pub fn set_report(f: impl Fn() -> Option<String> + Send + Sync + 'static) {
+    let _ = REPORT.set(Box::new(f));
+}
+
+const FATAL: [libc::c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGABRT,
+];
+
+/// Fatal signals get the bug report, once: the handler is reset on entry
+/// (a fault inside it ends the process). It runs on the faulting thread's
+/// own stack: resolving the stack trace needs more than an alternate
+/// signal stack holds, so a stack overflow ends without a report.
+pub fn install_signal_handlers() {
+    for sig in FATAL {
+        // SAFETY: a zeroed sigaction with an empty mask and a handler of
+        // the SA_SIGINFO signature.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_fatal_signal as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_NODEFER;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The bug report, then the signal again with its default action. Not
+/// async-signal-safe (it allocates and logs), as Redis's is not either:
+/// the process is going down and the report is worth the risk.
+extern "C" fn on_fatal_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    warn!(target: RAW, "\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===");
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let (code, addr, pid, uid) = unsafe {
+        let i = &*info;
+        (i.si_code, i.si_addr(), i.si_pid(), i.si_uid())
+    };
+    warn!("Redis 7.0.15 crashed by signal: {sig}, si_code: {code}");
+    if sig == libc::SIGSEGV || sig == libc::SIGBUS {
+        warn!("Accessing address: {addr:p}");
+    }
+    if code == libc::SI_USER || code == libc::SI_TKILL {
+        warn!("Killed by PID: {pid}, UID: {uid}");
+    }
+    warn!(
+        target: RAW,
+        "\n------ STACK TRACE ------\n\nBacktrace:\n{}",
+        std::backtrace::Backtrace::force_capture()
+    );
+    let report = REPORT.get().and_then(|f| f());
+    warn!(
+        target: RAW,
+        "{}",
+        report.unwrap_or_else(|| "\n(INFO and the clients are not at hand: the state lock is held)".into())
+    );
+    warn!(target: RAW, "\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n");
+    // SAFETY: restores the default action and raises the signal again.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+/// DEBUG SEGFAULT: a real invalid memory access (a write to a read-only
+/// page), so the report shows a genuine fault.
+pub fn segfault() -> ! {
+    // SAFETY: deliberately faulting; the handler above ends the process.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        std::ptr::write_volatile(p.cast::<u8>(), b'x');
+        libc::raise(libc::SIGSEGV);
+    }
+    unreachable!("the SIGSEGV handler ends the process")
 }
 
 /// Runs while the period is set; logs once per stall.

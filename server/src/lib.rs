@@ -34,6 +34,7 @@ pub mod replybuf;
 pub mod round;
 pub mod server;
 pub mod service;
+pub mod shutdown;
 pub mod state;
 pub mod testkit;
 pub mod tls;

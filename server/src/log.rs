@@ -13,6 +13,10 @@ pub struct RedisFormat;
 /// The target of events logged without the `pid:M date mark` prefix.
 pub const RAW: &str = "raw";
 
+/// The target of events logged where Redis logs from a signal handler:
+/// `pid:signal-handler (unix seconds) message`.
+pub const SIGNAL: &str = "signal-handler";
+
 /// The facts of Redis's start-up logo, one a line, each with a leading
 /// space as Redis prints them (Redis's test suite waits for ` PID: <pid>`).
 /// Without the logo (`always-show-logo no` and no terminal), one line.
@@ -42,6 +46,16 @@ where
     ) -> fmt::Result {
         // Redis's raw log lines (the start-up logo) carry no prefix.
         if event.metadata().target() == RAW {
+            ctx.field_format().format_fields(w.by_ref(), event)?;
+            return writeln!(w);
+        }
+        if event.metadata().target() == SIGNAL {
+            write!(
+                w,
+                "{}:signal-handler ({}) ",
+                std::process::id(),
+                crate::state::now_ms() / 1000
+            )?;
             ctx.field_format().format_fields(w.by_ref(), event)?;
             return writeln!(w);
         }

@@ -38,8 +38,11 @@ fn main() {
     if cfg.daemonize && !service::will_supervise(&cfg.supervised) {
         service::daemonize();
     }
+    // Before any thread starts: they all inherit the mask.
+    cinnabar_server::shutdown::block_signals();
     init_logging(&cfg);
     cinnabar_server::crash::install_panic_hook();
+    cinnabar_server::crash::install_signal_handlers();
     service::supervise(&cfg.supervised);
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
     tracing::warn!(

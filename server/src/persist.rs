@@ -68,12 +68,14 @@ pub fn access_meta(st: &State) -> AccessMeta {
     }
 }
 
-/// Writes the keys of one database (a no-op for an empty one).
-pub fn write_db<W: Write>(
+/// Writes the keys of one database (a no-op for an empty one), waiting
+/// `key_delay` µs after each (`rdb-key-save-delay`).
+fn write_db<W: Write>(
     w: &mut rdb::Writer<W>,
     index: usize,
     db: &Db,
     meta: AccessMeta,
+    key_delay: i64,
 ) -> io::Result<()> {
     if db.is_empty() {
         return Ok(());
@@ -86,12 +88,30 @@ pub fn write_db<W: Write>(
             AccessMeta::Lfu => (None, db.freq(k)),
         };
         w.key(k, v, db.expire_at(k), idle, freq)?;
+        if key_delay != 0 {
+            std::thread::sleep(key_delay_step(key_delay));
+        }
     }
     Ok(())
 }
 
+/// The pause `rdb-key-save-delay` asks for after a key (a negative value
+/// means 1 µs).
+fn key_delay_step(us: i64) -> Duration {
+    Duration::from_micros(us.max(1) as u64)
+}
+
 /// Serializes every database to `out` as one RDB file.
 pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Result<W> {
+    write_snapshot_delayed(st, out, aof_base, 0)
+}
+
+fn write_snapshot_delayed<W: Write>(
+    st: &State,
+    out: W,
+    aof_base: bool,
+    key_delay: i64,
+) -> io::Result<W> {
     let mut w = rdb::Writer::new(out, save_opts(st, aof_base));
     let used = crate::os::rss_bytes();
     w.header(REDIS_VER, now_ms() / 1000, used)?;
@@ -100,7 +120,7 @@ pub fn write_snapshot<W: Write>(st: &State, out: W, aof_base: bool) -> io::Resul
     }
     let meta = access_meta(st);
     for (i, db) in st.dbs.iter().enumerate() {
-        write_db(&mut w, i, db, meta)?;
+        write_db(&mut w, i, db, meta, key_delay)?;
     }
     w.finish()
 }
@@ -142,7 +162,9 @@ pub fn save_to(st: &State, path: &std::path::Path) -> io::Result<()> {
     let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let res = (|| {
         let f = std::fs::File::create(&tmp)?;
-        let f = write_snapshot(st, io::BufWriter::with_capacity(1 << 16, f), false)?;
+        let w = io::BufWriter::with_capacity(1 << 16, f);
+        // A synchronous save honours the delay too, as Redis's.
+        let f = write_snapshot_delayed(st, w, false, st.cfg.rdb_key_save_delay)?;
         let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;
@@ -904,11 +926,10 @@ impl Job {
     /// `rdb-key-save-delay` after a key: that many µs (a negative value, 1 µs),
     /// in steps that notice the job being abandoned.
     fn delay(&self) {
-        let mut left = match self.key_delay {
-            0 => return,
-            d if d < 0 => Duration::from_micros(1),
-            d => Duration::from_micros(d as u64),
-        };
+        if self.key_delay == 0 {
+            return;
+        }
+        let mut left = key_delay_step(self.key_delay);
         while !left.is_zero() && !self.abort.load(Relaxed) {
             let step = left.min(Duration::from_millis(10));
             std::thread::sleep(step);

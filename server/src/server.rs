@@ -179,6 +179,16 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         tokio::spawn(accept_unix(shared.clone(), l, unix_path.clone()));
     }
     let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
+    crate::shutdown::spawn_signal_thread(shared.clone())?;
+    crate::crash::set_report({
+        let shared = Arc::downgrade(&shared);
+        move || {
+            let shared = shared.upgrade()?;
+            // Not when the crashing thread holds it (DEBUG SEGFAULT).
+            let mut st = shared.state.try_lock_for(Duration::from_millis(200))?;
+            Some(crate::cmd::info::crash_report(&mut st))
+        }
+    });
     // Clients connecting meanwhile are answered, with -LOADING for what
     // cannot run yet, as Redis does.
     crate::service::loading();
@@ -188,8 +198,6 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     });
     let mut loading = true;
 
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
         tokio::select! {
             res = &mut loader, if loading => {
@@ -201,18 +209,21 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
                 crate::service::ready();
                 continue;
             }
-            _ = shared.shutdown.notified() => {}
-            _ = shutdown_cmd.notified() => {}
-            _ = term.recv() => warn!("Received SIGTERM scheduling shutdown..."),
-            _ = int.recv() => warn!("Received SIGINT scheduling shutdown..."),
+            // A signal: the cron acts on it once the dataset is loaded.
+            _ = shared.shutdown.notified() => {
+                if !loading || !crate::shutdown::while_loading(&mut shared.state.lock()) {
+                    continue;
+                }
+            }
+            _ = shutdown_cmd.notified() => {
+                if shared.state.lock().shutdown.is_none() {
+                    continue;
+                }
+            }
         }
-        crate::service::stopping();
-        let mut st = shared.state.lock();
-        let prepared = st.shutdown.take().is_some_and(|r| r.prepared);
-        if prepared || crate::persist::prepare_shutdown(&mut st, None, false) {
-            break;
-        }
+        break;
     }
+    crate::service::stopping();
     let mut st = shared.state.lock();
     crate::aof::shutdown(&mut st);
     if !unix_path.is_empty() {
@@ -328,6 +339,9 @@ async fn cron(shared: Arc<Shared>) {
         };
         if st.cron_paused {
             continue;
+        }
+        if crate::shutdown::cron(&mut st) {
+            return;
         }
         let now = now_ms();
         crate::crash::beat();

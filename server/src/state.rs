@@ -130,6 +130,9 @@ pub enum BlockKind {
     Stream,
     /// WAIT: only its timeout ends it.
     Wait,
+    /// SHUTDOWN waiting for replicas: the process exits, or the shutdown
+    /// fails or is aborted and it gets an error.
+    Shutdown,
 }
 
 pub struct Blocked {
@@ -251,6 +254,7 @@ pub struct SlowEntry {
     pub name: Bytes,
 }
 
+#[derive(Clone, Copy)]
 pub struct Pause {
     pub until_ms: i64,
     /// Only write commands wait (CLIENT PAUSE … WRITE).
@@ -327,8 +331,11 @@ pub struct State {
     pub rbuf_resizing: bool,
     /// DEBUG PAUSE-CRON: the cron does nothing.
     pub cron_paused: bool,
-    /// Set by SHUTDOWN: the server saves (if asked) and exits.
+    /// Set once a shutdown has done its checks and final save: the
+    /// server exits.
     pub shutdown: Option<ShutdownRequest>,
+    /// A shutdown waiting for lagging replicas (see `shutdown`).
+    pub shutdown_wait: Option<ShutdownWait>,
     pub tcp_port: u16,
     pub executable: String,
     /// Clients in MONITOR mode, so the common case skips the feed at once.
@@ -391,9 +398,28 @@ pub struct State {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct ShutdownRequest {
-    /// The final save and its checks are done (SHUTDOWN): the process exits.
-    pub prepared: bool,
+pub struct ShutdownRequest;
+
+/// How a shutdown was asked for: SHUTDOWN's options, or
+/// `shutdown-on-sigterm`/`shutdown-on-sigint` for a signal.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ShutdownFlags {
+    /// SAVE (`Some(true)`) or NOSAVE (`Some(false)`); else saves when
+    /// save points are configured.
+    pub save: Option<bool>,
+    /// NOW: does not wait for lagging replicas.
+    pub now: bool,
+    /// FORCE: exits even when the checks or the final save fail.
+    pub force: bool,
+}
+
+/// A shutdown waiting, with writes paused, until every replica has
+/// acknowledged the whole stream or `shutdown-timeout` has passed.
+pub struct ShutdownWait {
+    pub flags: ShutdownFlags,
+    pub deadline_ms: i64,
+    /// The CLIENT PAUSE the wait replaced, restored if it is cancelled.
+    pub paused_before: Option<Pause>,
 }
 
 impl State {
@@ -426,6 +452,7 @@ impl State {
             rbuf_resizing: true,
             cron_paused: false,
             shutdown: None,
+            shutdown_wait: None,
             tcp_port: 0,
             monitors: 0,
             blocking: HashMap::new(),
@@ -802,7 +829,7 @@ impl State {
 /// What connection tasks and the cron share.
 pub struct Shared {
     pub state: Mutex<State>,
-    /// Notified when SHUTDOWN was requested.
+    /// Notified when SIGTERM or SIGINT asked for a shutdown.
     pub shutdown: Notify,
     /// The same flags as `State::script_run`, read without the lock: while
     /// a script runs past `busy-reply-threshold` the lock stays held and

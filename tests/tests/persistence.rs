@@ -382,6 +382,14 @@ fn corrupt_and_truncated_files_are_refused() {
             "flip at {pos}: {log}"
         );
     }
+    // Only the stored checksum differs: Redis's "RDB CRC error".
+    let d = TempDir::new("crc");
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n - 8..].copy_from_slice(b"foobar00");
+    std::fs::write(d.path().join("dump.rdb"), &bad).unwrap();
+    let log = refused_start(d.dir());
+    assert!(log.contains("RDB CRC error"), "{log}");
     for cut in [5, good.len() / 2, good.len() - 1] {
         let d = TempDir::new("cut");
         std::fs::write(d.path().join("dump.rdb"), &good[..cut]).unwrap();

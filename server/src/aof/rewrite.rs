@@ -201,7 +201,7 @@ fn install(
 /// kills its rewriting child.
 pub fn kill_rewrite(st: &mut State) {
     if let Some(rw) = st.aof.rewrite.take() {
-        info!("Killing running AOF rewrite");
+        info!("Killing running AOF rewrite child");
         rw.child.kill(st);
         if rw.temp_incr {
             st.aof.stop_appending();

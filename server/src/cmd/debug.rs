@@ -21,6 +21,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // The process ends here (crash.rs): abort, or exit(1) under
         // `use-exit-on-panic`.
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
+        ("segfault", 2) => crate::crash::segfault(),
         ("set-skip-checksum-validation", 3) => {
             // atoi, as Redis.
             let on = std::str::from_utf8(&a[2])

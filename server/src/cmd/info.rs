@@ -78,6 +78,27 @@ pub fn info_string(c: &mut Ctx, sections: &[&str]) -> String {
     out
 }
 
+/// The server part of a crash's bug report: INFO and CLIENT LIST.
+pub fn crash_report(st: &mut State) -> String {
+    let now = crate::state::now_ms();
+    let mut cl = crate::state::Client::new(0, String::new(), String::new(), -1, true);
+    let mut out = protocol::ReplyBuf::new(false);
+    let mut c = Ctx {
+        st,
+        cl: &mut cl,
+        out: &mut out,
+        now,
+    };
+    let all: Vec<&str> = SECTIONS.iter().map(|s| s.0).collect();
+    let info = info_string(&mut c, &all);
+    let mut o = format!("\n------ INFO OUTPUT ------\n{info}\n------ CLIENT LIST OUTPUT ------\n");
+    for cl in st.clients.values() {
+        o.push_str(&cl.line(now, None));
+        o.push('\n');
+    }
+    o
+}
+
 /// `part` as a percentage of `whole`, 0 when `whole` is.
 fn perc(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -158,6 +179,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                     .unwrap_or_default()
             );
             f!("io_threads_active:0");
+            if let Some(ms) = crate::shutdown::remaining_ms(st) {
+                f!("shutdown_in_milliseconds:{ms}");
+            }
         }
         "clients" => {
             let max_in = st.clients.values().map(|c| c.qbuf).max().unwrap_or(0);
@@ -253,7 +277,16 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
             f!("mem_not_counted_for_evict:0");
             f!("mem_replication_backlog:0");
-            f!("mem_total_replication_buffers:0");
+            // One buffer shared by the backlog and the replicas' output,
+            // as Redis 7.0's: as large as the longest of them.
+            let replica_out = st
+                .repl
+                .replicas
+                .iter()
+                .map(|r| r.held.len() + st.clients.get(&r.id).map_or(0, |c| c.output_bytes()));
+            let backlog = st.repl.backlog_span().1 as usize;
+            let repl_buffers = replica_out.fold(backlog, usize::max);
+            f!("mem_total_replication_buffers:{repl_buffers}");
             f!("mem_clients_slaves:0");
             f!("mem_clients_normal:{}", m.clients);
             f!("mem_cluster_links:0");

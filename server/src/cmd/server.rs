@@ -4,7 +4,8 @@
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::state::ShutdownRequest;
+use crate::shutdown::Outcome;
+use crate::state::{BlockKind, ShutdownFlags};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -56,7 +57,7 @@ fn monitor(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]
 fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (mut save, mut nosave, mut abort) = (false, false, false);
-    let (mut others, mut force) = (false, false);
+    let (mut others, mut now, mut force) = (false, false, false);
     for o in &a[1..] {
         if is(o, "nosave") {
             nosave = true;
@@ -64,6 +65,7 @@ fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             save = true;
         } else if is(o, "now") || is(o, "force") {
             others = true;
+            now |= is(o, "now");
             force |= is(o, "force");
         } else if is(o, "abort") {
             abort = true;
@@ -75,24 +77,25 @@ fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::Syntax);
     }
     if abort {
-        // Shutdown is immediate here: there is never one in progress.
-        return Err(Error::other("ERR No shutdown in progress."));
+        if !crate::shutdown::abort(c.st) {
+            return Err(Error::other("ERR No shutdown in progress."));
+        }
+        c.out.ok();
+        return Ok(());
     }
-    let save = if save {
-        Some(true)
-    } else if nosave {
-        Some(false)
-    } else {
-        None
+    let flags = ShutdownFlags {
+        save: (save || nosave).then_some(save),
+        now,
+        force,
     };
-    tracing::warn!("User requested shutdown...");
-    if !crate::persist::prepare_shutdown(c.st, save, force) {
-        return Err(Error::other("ERR Errors trying to SHUTDOWN. Check logs."));
+    match crate::shutdown::prepare(c.st, flags) {
+        // Redis closes the connection without a reply when it exits.
+        Outcome::Exit => c.cl.close_after_reply = true,
+        // Until the replicas catch up: the process exits then, or this
+        // client gets the error when the shutdown fails or is aborted.
+        Outcome::Waiting => c.block(BlockKind::Shutdown, &[], None, a),
+        Outcome::Failed => return Err(Error::other(crate::shutdown::FAILED)),
     }
-    c.st.shutdown = Some(ShutdownRequest { prepared: true });
-    c.st.shutdown_notify.notify_one();
-    // Redis closes the connection without a reply when it exits.
-    c.cl.close_after_reply = true;
     Ok(())
 }
 

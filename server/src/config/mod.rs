@@ -342,38 +342,6 @@ fn is_no_one(host: &str, port: &str) -> bool {
     host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one")
 }
 
-/// A set of SHUTDOWN's flags (`shutdown-on-sigterm`): any of `choices`
-/// but the first (`default`, no flag), in their order.
-fn shutdown_flags(choices: &[&str], value: &str) -> Result<String, String> {
-    let bad = || {
-        format!(
-            "argument(s) must be one of the following: {}",
-            choices.join(", ")
-        )
-    };
-    let mut set = vec![false; choices.len()];
-    let words: Vec<&str> = value.split_whitespace().collect();
-    if words.is_empty() {
-        return Err(bad());
-    }
-    for w in &words {
-        let i = choices.iter().position(|c| c.eq_ignore_ascii_case(w));
-        set[i.ok_or_else(bad)?] = true;
-    }
-    if set[1] && set[2] {
-        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
-    }
-    let on: Vec<&str> = (1..choices.len())
-        .filter(|&i| set[i])
-        .map(|i| choices[i])
-        .collect();
-    Ok(if on.is_empty() {
-        choices[0].to_string()
-    } else {
-        on.join(" ")
-    })
-}
-
 impl Config {
     /// An option's canonical text (CONFIG GET).
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -444,9 +412,8 @@ impl Config {
             Kind::UMemory => parse_memory_u64(value)
                 .map(|n| n.to_string())
                 .ok_or_else(|| "argument must be a memory value".to_string()),
-            Kind::Enum(choices) if opt.name.starts_with("shutdown-on-sig") => {
-                shutdown_flags(choices, value)
-            }
+            // Several words, each a flag.
+            Kind::Enum(_) if opt.name.starts_with("shutdown-on-sig") => shutdown_flags_canon(value),
             Kind::Enum(choices) => {
                 let l = value.to_ascii_lowercase();
                 if choices.contains(&l.as_str()) {
@@ -877,9 +844,60 @@ impl Config {
     }
 }
 
+/// The canonical text of a `shutdown-on-sig*` value, or CONFIG SET's
+/// reason: words split on single spaces, as Redis reads them.
+pub fn shutdown_flags_canon(value: &str) -> Result<String, String> {
+    const CHOICES: [&str; 4] = ["save", "nosave", "now", "force"];
+    let mut set = [false; 4];
+    for w in value.split(' ') {
+        let w = w.to_ascii_lowercase();
+        match CHOICES.iter().position(|c| *c == w) {
+            Some(i) => set[i] = true,
+            None if w == "default" => {}
+            None => {
+                return Err(
+                    "argument(s) must be one of the following: default, save, nosave, now, force"
+                        .into(),
+                )
+            }
+        }
+    }
+    if set[0] && set[1] {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    let words: Vec<&str> = CHOICES
+        .iter()
+        .zip(set)
+        .filter(|(_, on)| *on)
+        .map(|(c, _)| *c)
+        .collect();
+    Ok(if words.is_empty() {
+        "default".into()
+    } else {
+        words.join(" ")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Options whose value is several words in a config file, as Redis
+    /// reads them (`replicaof <host> <port>`).
+    #[test]
+    fn multi_word_values_in_a_config_file() {
+        let path = std::env::temp_dir().join(format!("cinnabar-cfg-{}.conf", std::process::id()));
+        std::fs::write(
+            &path,
+            "replicaof 127.0.0.1 6379\nshutdown-on-sigterm force nosave\n",
+        )
+        .unwrap();
+        let cfg = Config::from_args(&[path.display().to_string()]);
+        let _ = std::fs::remove_file(&path);
+        let cfg = cfg.unwrap();
+        assert_eq!(cfg.get("replicaof"), Some("127.0.0.1 6379"));
+        assert_eq!(cfg.get("shutdown-on-sigterm"), Some("nosave force"));
+    }
 
     #[test]
     fn args_and_aliases() {

@@ -651,7 +651,7 @@ pub fn load_into(
             let actual = crc64(0, &data[..crc_at]);
             if actual != stored {
                 return at(
-                    format!("wrong RDB checksum (expected {actual:016x}, file has {stored:016x})"),
+                    format!("RDB CRC error: wrong checksum (expected {actual:016x}, file has {stored:016x})"),
                     crc_at,
                 );
             }
