@@ -108,7 +108,7 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
     }
 }
 
-fn log_done(sum: &LoadSummary) {
+pub fn log_done(sum: &LoadSummary) {
     if sum.empty > 0 {
         warn!(
             "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",

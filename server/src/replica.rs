@@ -264,16 +264,7 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
         if !current(&st, gen) {
             return Ok(());
         }
-        for db in st.dbs.iter_mut() {
-            drop(db.take());
-        }
-        // The master's functions replace ours, as its keys do.
-        if let Some(e) = st.engine.as_mut() {
-            e.flush_functions();
-        }
-        if let Err(e) = crate::persist::load_bytes(&mut st, &rdb) {
-            return Err(io::Error::other(format!("loading the master's RDB: {e}")));
-        }
+        load_masters_rdb(&mut st, &rdb)?;
         st.replid = id.to_string();
         let size = st.cfg.repl_backlog_size;
         st.repl.reset_backlog(size, off);
@@ -299,6 +290,70 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
         MasterState::Connected,
     );
     follow(shared, &mut sock, ends, buf, gen).await
+}
+
+/// Replaces the dataset with the master's RDB as `repl-diskless-load`
+/// says: `disabled` saves it as this server's RDB file first, as Redis
+/// does (`on-empty-db` too, unless every database is empty); `swapdb`
+/// keeps the old data until the new has loaded, and keeps it if the load
+/// fails.
+fn load_masters_rdb(st: &mut State, rdb: &[u8]) -> io::Result<()> {
+    let mode = st.cfg.repl_diskless_load.as_str();
+    let swap = mode == "swapdb";
+    let diskless = swap || (mode == "on-empty-db" && st.dbs.iter().all(|d| d.is_empty()));
+    let to = if diskless { "parser" } else { "disk" };
+    info!(
+        "MASTER <-> REPLICA sync: receiving {} bytes from master to {to}",
+        rdb.len()
+    );
+    if !diskless {
+        let path = crate::persist::rdb_path(st);
+        let tmp = path.with_file_name(format!(
+            "temp-{}.{}.rdb",
+            now_ms() / 1000,
+            std::process::id()
+        ));
+        std::fs::write(&tmp, rdb)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                io::Error::other(format!("Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}", st.cfg.dbfilename))
+            })?;
+    }
+    if !swap {
+        info!("MASTER <-> REPLICA sync: Flushing old data");
+    }
+    // Old data goes at once, unless swapdb keeps it for a failed load.
+    let old: Vec<_> = st.dbs.iter_mut().map(|db| db.take()).collect();
+    let backup = if swap {
+        Some(old)
+    } else {
+        drop(old);
+        None
+    };
+    // The master's functions replace ours, as its keys do.
+    if let Some(e) = st.engine.as_mut() {
+        e.flush_functions();
+    }
+    info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    match crate::persist::load_bytes(st, rdb) {
+        Ok(sum) => crate::load::log_done(&sum),
+        Err(e) => {
+            if let Some(old) = backup {
+                warn!("Failed trying to load the MASTER synchronization DB from socket: {e}");
+                info!("MASTER <-> REPLICA sync: Restoring the old dataset");
+                for (db, old) in st.dbs.iter_mut().zip(old) {
+                    db.restore(old);
+                }
+            }
+            return Err(io::Error::other(format!("loading the master's RDB: {e}")));
+        }
+    }
+    if swap {
+        info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+        info!("MASTER <-> REPLICA sync: Discarding old DB in background");
+    }
+    Ok(())
 }
 
 /// The master's RDB after its header line: `$<len>` (disk-based sync), or

@@ -408,6 +408,18 @@ impl Db {
         old
     }
 
+    /// Puts back the contents `take` returned (a replacement that failed),
+    /// dropping what is here now; the clock, LFU settings and snapshot
+    /// state stay this database's.
+    pub fn restore(&mut self, mut old: Db) {
+        drop(self.take());
+        old.clock_ms = self.clock_ms;
+        old.lfu = self.lfu;
+        old.epoch = self.epoch;
+        old.snap = self.snap.take();
+        *self = old;
+    }
+
     // ------------------------------------------------------------ snapshots
 
     /// Starts a snapshot of this database as number `index` at `epoch`,

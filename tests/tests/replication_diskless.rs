@@ -252,3 +252,96 @@ fn an_online_replica_past_its_output_limit_is_closed() {
         .log()
         .contains("scheduled to be closed ASAP for overcoming of output buffer limits"));
 }
+
+/// A master by hand that answers the handshake and sends `rdb` as the
+/// full resync's image; returns its port.
+fn fake_master(rdb: Vec<u8>) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (sock, _) = l.accept().unwrap();
+        let mut r = BufReader::new(sock.try_clone().unwrap());
+        let mut w = sock;
+        let mut line = String::new();
+        // Each command is an array: count its lines, answer at its end.
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let n: usize = line.trim_start_matches('*').trim().parse().unwrap_or(0);
+            let mut words = Vec::new();
+            for _ in 0..n * 2 {
+                line.clear();
+                r.read_line(&mut line).unwrap();
+                words.push(line.trim().to_string());
+            }
+            let cmd = words
+                .get(1)
+                .cloned()
+                .unwrap_or_default()
+                .to_ascii_uppercase();
+            if cmd == "PSYNC" {
+                let id = "a".repeat(40);
+                write!(w, "+FULLRESYNC {id} 0\r\n${}\r\n", rdb.len()).unwrap();
+                w.write_all(&rdb).unwrap();
+                // Keep the link open while the replica loads.
+                std::thread::sleep(Duration::from_secs(5));
+                return;
+            }
+            w.write_all(if cmd == "PING" {
+                b"+PONG\r\n"
+            } else {
+                b"+OK\r\n"
+            })
+            .unwrap();
+        }
+    });
+    port
+}
+
+/// `repl-diskless-load`: `disabled` (the default) saves the master's RDB
+/// as this server's file before loading it, `swapdb` does not and keeps
+/// the old data when the master's image fails to load.
+#[test]
+fn diskless_load_modes() {
+    // The master's image: a real one, from a server with one key.
+    let m = Server::start(&[]);
+    let mut c = m.raw();
+    c.cmd(&["SET", "from-master", "1"]);
+    c.cmd(&["SAVE"]);
+    let good = std::fs::read(m.dir.join("dump.rdb")).unwrap();
+
+    for (mode, bad) in [("disabled", false), ("swapdb", false), ("swapdb", true)] {
+        let r = Server::start(&[("repl-diskless-load", mode)]);
+        let mut rc = r.raw();
+        rc.cmd(&["SET", "mine", "1"]);
+        let mut rdb = good.clone();
+        if bad {
+            let n = rdb.len();
+            rdb[n / 2] ^= 0x5a;
+        }
+        let port = fake_master(rdb).to_string();
+        rc.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        if bad {
+            wait_for("the failed load", || {
+                let log = r.log();
+                log.contains("Failed trying to load the MASTER synchronization DB")
+            });
+            let kept = rc.cmd(&["EXISTS", "mine"]) == Frame::Integer(1);
+            assert_eq!(kept, mode == "swapdb", "{mode}: {}", r.log());
+        } else {
+            wait_for("the sync", || {
+                rc.cmd(&["EXISTS", "from-master"]) == Frame::Integer(1)
+            });
+            assert_eq!(rc.cmd(&["EXISTS", "mine"]), Frame::Integer(0));
+            let saved = std::fs::read(r.dir.join("dump.rdb")).ok();
+            assert_eq!(
+                saved.as_deref() == Some(&good[..]),
+                mode == "disabled",
+                "{mode}"
+            );
+        }
+    }
+}
