@@ -9,8 +9,9 @@
 
 use crate::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
 use crate::persist::{describe, load_dbs, load_opts, rdb_path, LoadProgress, Loading};
+use crate::propagate::Consumer;
 use crate::state::{Client, Shared, State};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
 use protocol::{Decoder, ReplyBuf};
 use std::fs::File;
@@ -87,6 +88,7 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
                 }
             }
             log_done(&sum);
+            resume_replication(st, sum.aux.as_slice(), &sum.expired_keys);
             st.rdb.last_load_keys_loaded = sum.keys as u64;
             st.rdb.last_load_keys_expired = sum.expired as u64;
             info!(
@@ -106,6 +108,39 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
             Err("Terminating server after rdb file reading failure.".into())
         }
     }
+}
+
+/// The replication position the file recorded survives the restart (as
+/// Redis's `loadDataFromDisk`): a replica resumes its master's stream from
+/// it; a master keeps it as its second ID, with a backlog, so its replicas
+/// resync partially. The keys found expired are deleted in that backlog.
+fn resume_replication(st: &mut State, aux: &[(Vec<u8>, Vec<u8>)], expired: &[(usize, Vec<u8>)]) {
+    let Some(r) = crate::repl::Repl::loaded_info(aux) else {
+        return;
+    };
+    let id = String::from_utf8_lossy(&r.id).into_owned();
+    st.repl.offset = r.offset;
+    if !st.cfg.replicaof.is_empty() {
+        st.replid = id;
+        st.repl.resume_db = Some(r.db);
+        return;
+    }
+    st.repl.replid2 = Some(id);
+    st.repl.second_offset = r.offset as i64 + 1;
+    let size = st.cfg.repl_backlog_size;
+    st.repl.ensure_backlog(size);
+    st.repl.no_replicas_since_s = crate::state::now_ms() / 1000;
+    let verb: &'static [u8] = if st.cfg.lazyfree_lazy_expire {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    };
+    for (db, key) in expired {
+        let op = vec![Bytes::from_static(verb), Bytes::copy_from_slice(key)];
+        st.repl.feed(&[(*db, op)]);
+    }
+    // Nobody is attached yet: the backlog alone keeps them.
+    st.repl.fresh.clear();
 }
 
 pub fn log_done(sum: &LoadSummary) {

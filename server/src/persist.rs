@@ -35,6 +35,12 @@ pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
         checksum: st.cfg.rdbchecksum,
         list_fill: st.tun.list_fill,
         aof_base,
+        // An AOF base has no place in the replication history.
+        repl: if aof_base {
+            None
+        } else {
+            st.repl.save_info(&st.replid)
+        },
     }
 }
 

@@ -216,6 +216,9 @@ pub struct Repl {
     pub gens: u64,
     /// `replicaof` from the config was acted on (at the first cron).
     pub configured: bool,
+    /// The database the master's stream had selected, from the RDB loaded
+    /// at start-up: the configured master's link resumes in it.
+    pub resume_db: Option<usize>,
     /// Since when (unix s) no replica is attached, for `repl-backlog-ttl`.
     pub no_replicas_since_s: i64,
     /// Seconds counted by the cron (PING period), and the second it last
@@ -247,6 +250,7 @@ impl Default for Repl {
             applying: false,
             gens: 0,
             configured: false,
+            resume_db: None,
             no_replicas_since_s: 0,
             cron_loops: 0,
             cron_second: 0,
@@ -302,6 +306,40 @@ impl Repl {
                 .as_ref()
                 .is_some_and(|r| replid == r.as_bytes())
                 && offset <= self.second_offset)
+    }
+
+    /// What a snapshot records of the replication position (Redis's
+    /// `rdbPopulateSaveInfo`): a master with a backlog, or a replica that
+    /// has synced with its master, at the database its stream selected.
+    pub fn save_info(&self, replid: &str) -> Option<storage::rdb::ReplAux> {
+        self.backlog.as_ref()?;
+        let db = match &self.master {
+            Some(m) => m.db,
+            None => self.sel_db.unwrap_or(0),
+        };
+        Some(storage::rdb::ReplAux {
+            db,
+            id: replid.as_bytes().try_into().ok()?,
+            offset: self.offset,
+        })
+    }
+
+    /// Takes the position an RDB file recorded (its `repl-*` aux fields),
+    /// if they are all there and valid.
+    pub fn loaded_info(aux: &[(Vec<u8>, Vec<u8>)]) -> Option<storage::rdb::ReplAux> {
+        let field = |name: &str| {
+            aux.iter()
+                .rev()
+                .find(|(k, _)| k == name.as_bytes())
+                .map(|(_, v)| v.as_slice())
+        };
+        let num =
+            |name: &str| -> Option<i64> { std::str::from_utf8(field(name)?).ok()?.parse().ok() };
+        Some(storage::rdb::ReplAux {
+            db: num("repl-stream-db")?.try_into().ok()?,
+            id: field("repl-id")?.try_into().ok()?,
+            offset: num("repl-offset")?.try_into().ok()?,
+        })
     }
 
     /// `repl-backlog-size` changed.

@@ -32,11 +32,21 @@ pub fn cron(shared: &Arc<Shared>, st: &mut State) {
         if let (Some(host), Some(Ok(port))) = (words.next(), words.next().map(str::parse)) {
             crate::cmd::replication::set_master(st, host, port);
         }
+        if let (Some(db), Some(m)) = (st.repl.resume_db.take(), st.repl.master.as_mut()) {
+            m.db = db;
+        }
     }
     if let Some(m) = st.repl.master.as_mut().filter(|m| !m.started) {
         m.started = true;
         let (host, port, gen) = (m.host.clone(), m.port, m.gen);
         tokio::spawn(run(shared.clone(), host, port, gen));
+    }
+}
+
+fn drop_replicas(st: &mut State) {
+    let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
+    for id in ids {
+        st.kill_client(id);
     }
 }
 
@@ -268,6 +278,8 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
         st.replid = id.to_string();
         let size = st.cfg.repl_backlog_size;
         st.repl.reset_backlog(size, off);
+        // A new history: this server's replicas sync with it again.
+        drop_replicas(&mut st);
         info!("MASTER <-> REPLICA sync: Finished with success");
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let mut st = shared.lock_eventually().await;
@@ -275,6 +287,9 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
             // The master's history changed ID (it was promoted).
             let old = std::mem::replace(&mut st.replid, id.to_string());
             st.repl.shift_id(old);
+            // Its replicas learn the new ID by reconnecting (they resync
+            // partially with the old one).
+            drop_replicas(&mut st);
         }
         let size = st.cfg.repl_backlog_size;
         st.repl.ensure_backlog(size);

@@ -569,6 +569,9 @@ impl State {
             ..Stats::default()
         };
         self.peak_memory = 0;
+        self.repl.sync_full = 0;
+        self.repl.sync_partial_ok = 0;
+        self.repl.sync_partial_err = 0;
     }
 
     /// Client eviction: while the evictable clients' memory is past

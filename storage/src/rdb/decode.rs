@@ -100,6 +100,9 @@ pub struct LoadSummary {
     pub keys: usize,
     /// Keys skipped because their time had passed.
     pub expired: usize,
+    /// Those keys, with their databases (a master restarting with a
+    /// backlog tells its replicas to delete them).
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
     /// Empty aggregates skipped (Redis does the same).
     pub empty: usize,
     /// Where the image ends: an AOF written with the RDB preamble before
@@ -626,6 +629,7 @@ pub fn load_into(
                 };
                 if exp.is_some_and(|t| t < now_ms) {
                     sum.expired += 1;
+                    sum.expired_keys.push((db, key));
                     continue;
                 }
                 sink.key(Loaded {

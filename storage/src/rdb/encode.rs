@@ -19,6 +19,18 @@ pub struct SaveOpts {
     pub list_fill: i32,
     /// The file is an AOF base (its `aof-base` aux field says 1).
     pub aof_base: bool,
+    /// The replication position the snapshot is at, for a master with a
+    /// backlog or a replica with a master: a restart then resyncs
+    /// partially.
+    pub repl: Option<ReplAux>,
+}
+
+/// The `repl-stream-db`, `repl-id` and `repl-offset` aux fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplAux {
+    pub db: usize,
+    pub id: [u8; 40],
+    pub offset: u64,
 }
 
 impl Default for SaveOpts {
@@ -28,6 +40,7 @@ impl Default for SaveOpts {
             checksum: true,
             list_fill: -2,
             aof_base: false,
+            repl: None,
         }
     }
 }
@@ -311,6 +324,11 @@ impl<W: Write> Writer<W> {
         self.aux("redis-bits", b"64");
         self.aux("ctime", ctime_s.to_string().as_bytes());
         self.aux("used-mem", used_mem.to_string().as_bytes());
+        if let Some(r) = self.opts.repl {
+            self.aux("repl-stream-db", r.db.to_string().as_bytes());
+            self.aux("repl-id", &r.id);
+            self.aux("repl-offset", r.offset.to_string().as_bytes());
+        }
         let base: &[u8] = if self.opts.aof_base { b"1" } else { b"0" };
         self.aux("aof-base", base);
         self.maybe_flush()

@@ -28,7 +28,7 @@ pub use decode::{
     function_payload, load, load_into, restore_payload, Limits, LoadError, LoadSummary, Loaded,
     RestoreError, Sink,
 };
-pub use encode::{dump_payload, function_dump_payload, SaveOpts, Writer};
+pub use encode::{dump_payload, function_dump_payload, ReplAux, SaveOpts, Writer};
 
 /// The format version we write (Redis 7.0).
 pub const RDB_VERSION: u16 = 10;
