@@ -484,6 +484,10 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
         st.touch_all_watched(db, None);
         drop(st.dbs[db].take());
     }
+    // The log recreates the functions too, as a restart would.
+    if let Some(e) = st.engine.as_mut() {
+        e.flush_functions();
+    }
     let res = load_files(&mut &mut *st, &dir, &listed(&m), &LoadProgress::default());
     // What was loaded is already in the log.
     st.dirty = 0;
