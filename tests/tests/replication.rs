@@ -689,7 +689,24 @@ fn errors_from_the_master_are_logged_and_counted() {
         log.contains("== CRITICAL == This replica is sending an error to its master: 'unknown command 'fake-command-1', with args beginning with: 'a' ' after processing the command '<unknown>'"),
         "{log}"
     );
-    // panic-on-replicas: the replica stops there.
+    // panic-on-replicas: the replica stops there, unless it is writable.
+    let w = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("propagation-error-behavior", "panic"),
+        ("replica-read-only", "no"),
+    ]);
+    while !cli(&w, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(cli(&w, &["SET", "n", "foo"]), "OK");
+    assert_eq!(cli(&m, &["INCRBY", "n", "1"]), "1");
+    assert_eq!(cli(&m, &["SET", "after", "1"]), "OK");
+    while cli(&w, &["GET", "after"]) != "1" {
+        assert!(Instant::now() < deadline, "the writable replica stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(w.log().contains("after processing the command 'incrby'"));
     let mut p = Server::start(&[
         ("replicaof", &format!("127.0.0.1 {}", m.port)),
         ("propagation-error-behavior", "panic-on-replicas"),

@@ -240,7 +240,8 @@ impl State {
     /// answered `reply`, checked for an error: a server that diverges
     /// from its source logs it as Redis does, counts it in
     /// `unexpected_error_replies`, and under `propagation-error-behavior`
-    /// panic (panic-on-replicas: from a master only) stops.
+    /// panic (panic-on-replicas: from a master only) stops, unless it is a
+    /// writable replica.
     pub fn check_source_reply(&mut self, reply: &[u8], args: &[Bytes], aof: bool) {
         let Some(line) = reply.strip_prefix(b"-") else {
             return;
@@ -262,8 +263,10 @@ impl State {
             tracing::warn!("Latest backlog is: '{}'", protocol::repr(&tail));
         }
         self.stats.unexpected_error_replies += 1;
+        // A writable replica may diverge from its master by design.
         let behavior = self.cfg.propagation_error_behavior.as_str();
-        if behavior == "panic" || (behavior == "panic-on-replicas" && !aof) {
+        let expected = !aof && !self.cfg.replica_read_only;
+        if !expected && (behavior == "panic" || (behavior == "panic-on-replicas" && !aof)) {
             panic!("This {from} panicked sending an error to its {to} after processing the command '{name}'");
         }
     }
