@@ -46,6 +46,15 @@ fn cli(s: &Server, args: &[&str]) -> String {
     s.cli_out(args)
 }
 
+/// Waits until `s`'s link to its master is up.
+fn wait_linked(s: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli(s, &["INFO", "replication"]).contains("master_link_status:up") {
+        assert!(Instant::now() < deadline, "no link: {}", s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn the_stream_selects_and_wraps_as_redis_does() {
     let s = Server::start(&[("repl-ping-replica-period", "3600")]);
@@ -455,11 +464,7 @@ fn a_replica_leaves_expiry_to_its_master() {
 fn the_master_link_is_a_client_flagged_m() {
     let m = Server::start(&[]);
     let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "no link");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_linked(&s);
     let list = cli(&s, &["CLIENT", "LIST", "TYPE", "master"]);
     assert!(
         list.starts_with("id=") && list.contains(&format!("addr=127.0.0.1:{} ", m.port)),
@@ -529,11 +534,7 @@ fn a_full_resync_replaces_the_replicas_functions() {
     assert_eq!(cli(&m, &["FUNCTION", "LOAD", lib]), "test");
     assert_eq!(cli(&s, &["FUNCTION", "LOAD", lib]), "test");
     cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "no sync: {}", s.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_linked(&s);
     assert!(cli(&s, &["FUNCTION", "LIST"]).contains("test"));
 }
 
@@ -550,11 +551,7 @@ fn repl_offset(s: &Server) -> String {
 fn a_replica_counts_commands_split_across_reads() {
     let m = Server::start(&[("repl-ping-replica-period", "3600")]);
     let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "no link");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_linked(&s);
     let big = "x".repeat(300_000);
     let mut c = m.raw();
     for i in 0..20 {
@@ -576,11 +573,7 @@ fn a_replica_counts_commands_split_across_reads() {
 fn a_partial_resync_goes_on_in_the_selected_database() {
     let m = Server::start(&[]);
     let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli(&s, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "no link");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_linked(&s);
     let mut c = m.raw();
     c.cmd(&["SELECT", "9"]);
     c.cmd(&["INCR", "x"]);
@@ -668,11 +661,8 @@ fn errors_from_the_master_are_logged_and_counted() {
         ("repl-diskless-sync", "no"),
     ]);
     let r = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    wait_linked(&r);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !cli(&r, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "the replica did not sync");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert_eq!(
         cli(&m, &["DEBUG", "REPLICATE", "fake-command-1", "a"]),
         "OK"
@@ -695,10 +685,7 @@ fn errors_from_the_master_are_logged_and_counted() {
         ("propagation-error-behavior", "panic"),
         ("replica-read-only", "no"),
     ]);
-    while !cli(&w, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "the replica did not sync");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_linked(&w);
     assert_eq!(cli(&w, &["SET", "n", "foo"]), "OK");
     assert_eq!(cli(&m, &["INCRBY", "n", "1"]), "1");
     assert_eq!(cli(&m, &["SET", "after", "1"]), "OK");
@@ -711,10 +698,7 @@ fn errors_from_the_master_are_logged_and_counted() {
         ("replicaof", &format!("127.0.0.1 {}", m.port)),
         ("propagation-error-behavior", "panic-on-replicas"),
     ]);
-    while !cli(&p, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "the replica did not sync");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_linked(&p);
     assert_eq!(cli(&m, &["DEBUG", "REPLICATE", "fake-command-2"]), "OK");
     while p.alive() {
         assert!(Instant::now() < deadline, "the replica did not stop");
@@ -733,11 +717,8 @@ fn scripts_choose_where_their_commands_propagate() {
         ("repl-diskless-sync", "no"),
     ]);
     let r = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    wait_linked(&r);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !cli(&r, &["INFO", "replication"]).contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "the replica did not sync");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let script = "redis.call('set','a','1'); redis.set_repl(redis.REPL_NONE); \
                   redis.call('set','b','2'); redis.set_repl(redis.REPL_AOF); \
                   redis.call('set','c','3'); redis.set_repl(redis.REPL_REPLICA); \

@@ -63,6 +63,27 @@ pub fn group_id_propagation(key: &[u8], gname: &[u8], g: &Group) -> Vec<Bytes> {
     ]
 }
 
+/// Moves entry `id`'s NACK to consumer `cname` (created if new: then
+/// true) as delivered at `delivery`, `count` times (XCLAIM, XAUTOCLAIM).
+fn claim(g: &mut Group, cname: &[u8], id: StreamId, delivery: i64, count: u64, now: i64) -> bool {
+    let (k, new) = g.consumer(cname, now);
+    k.seen_time = now;
+    g.assign(id, cname, delivery, count, now);
+    new
+}
+
+/// A claimed entry in the reply: the entry, or its ID alone (JUSTID).
+fn reply_claimed(body: &mut protocol::ReplyBuf, s: &Stream, id: StreamId, justid: bool) {
+    if justid {
+        body.bulk(id.to_string().as_bytes());
+    } else {
+        s.range(id, id, false, |e| {
+            reply_entry(body, e);
+            false
+        });
+    }
+}
+
 fn no_group(key: &[u8], g: &[u8]) -> Error {
     Error::other(format!(
         "NOGROUP No such key '{}' or consumer group '{}'",
@@ -71,7 +92,7 @@ fn no_group(key: &[u8], g: &[u8]) -> Error {
     ))
 }
 
-fn no_group_for_key(key: &[u8], g: &[u8]) -> Error {
+pub(super) fn no_group_for_key(key: &[u8], g: &[u8]) -> Error {
     Error::other(format!(
         "NOGROUP No such consumer group '{}' for key name '{}'",
         String::from_utf8_lossy(g),
@@ -469,18 +490,8 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             // A NACK that FORCE creates starts at one delivery.
             (None, None) => 1 + (!justid) as u64,
         };
-        let (k, new) = g.consumer(cname, now);
-        k.seen_time = now;
-        created |= new;
-        g.assign(id, cname, delivery, count, now);
-        if justid {
-            body.bulk(id.to_string().as_bytes());
-        } else {
-            s.range(id, id, false, |e| {
-                reply_entry(&mut body, e);
-                false
-            });
-        }
+        created |= claim(&mut g, cname, id, delivery, count, now);
+        reply_claimed(&mut body, s, id, justid);
         n += 1;
         changes += 1;
         if prop_on {
@@ -575,18 +586,8 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             count -= 1;
         } else if min_idle == 0 || now - nack.delivery_time >= min_idle {
             let dc = nack.delivery_count + (!justid) as u64;
-            let (k, new) = g.consumer(cname, now);
-            k.seen_time = now;
-            created |= new;
-            g.assign(id, cname, now, dc, now);
-            if justid {
-                body.bulk(id.to_string().as_bytes());
-            } else {
-                s.range(id, id, false, |e| {
-                    reply_entry(&mut body, e);
-                    false
-                });
-            }
+            created |= claim(&mut g, cname, id, now, dc, now);
+            reply_claimed(&mut body, s, id, justid);
             n += 1;
             count -= 1;
             changes += 1;

@@ -157,11 +157,7 @@ pub fn xinfo_consumers(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.read::<Stream>(c.cl.db, &a[2], now)?
             .ok_or_else(no_key)?;
     let Some(g) = s.groups.get(&a[3][..]) else {
-        return Err(Error::other(format!(
-            "NOGROUP No such consumer group '{}' for key name '{}'",
-            String::from_utf8_lossy(&a[3]),
-            String::from_utf8_lossy(&a[2])
-        )));
+        return Err(super::group::no_group_for_key(&a[2], &a[3]));
     };
     let out = &mut *c.out;
     out.array(g.consumers.len());
