@@ -123,8 +123,10 @@ fn client_list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         out.push_str(&line);
         out.push('\n');
     };
-    for (id, cl) in &c.st.clients {
-        if *id > me && !mine_done {
+    let mut listed: Vec<&Client> = c.st.clients.values().map(|b| &**b).collect();
+    listed.sort_unstable_by_key(|cl| cl.id);
+    for cl in listed {
+        if cl.id > me && !mine_done {
             mine_done = true;
             if keep(c.cl) {
                 push_me(&mut out, c.cl);
