@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::Notify;
 
 /// Bytes a socket read asks for at least.
 const READ_CHUNK: usize = 16 * 1024;
@@ -488,7 +487,7 @@ async fn write_out<S: Duplex>(
     buf: &mut BytesMut,
     shared: &Shared,
     id: u64,
-    wake: &Notify,
+    wake: &crate::wake::Wake,
     unsent: &AtomicUsize,
     mut input: Option<Input<'_>>,
 ) -> Written {

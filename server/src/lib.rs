@@ -39,5 +39,6 @@ pub mod state;
 pub mod testkit;
 pub mod tls;
 pub mod tracking;
+pub mod wake;
 
 pub use error::{CmdResult, Error};

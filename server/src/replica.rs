@@ -436,7 +436,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
     mut buf: BytesMut,
     gen: u64,
     id: u64,
-    wake: &tokio::sync::Notify,
+    wake: &crate::wake::Wake,
 ) -> io::Result<()> {
     let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
     // The start of a command the decoder has taken but not completed: it

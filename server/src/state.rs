@@ -79,7 +79,7 @@ pub struct Client {
     /// Output produced for this client by other clients (MONITOR, later
     /// pub/sub and unblocking), flushed by its connection task on wake.
     pub pending: BytesMut,
-    pub wake: Arc<Notify>,
+    pub wake: Arc<crate::wake::Wake>,
     /// Input buffer size, for CLIENT LIST's qbuf.
     pub qbuf: usize,
     /// Room reserved for a large argument arriving, and the arguments of a
@@ -183,7 +183,7 @@ impl Client {
             killed: false,
             monitor: false,
             pending: BytesMut::new(),
-            wake: Arc::new(Notify::new()),
+            wake: Arc::new(crate::wake::Wake::new()),
             qbuf: 0,
             qbuf_alloc: 0,
             argv_pending: 0,
