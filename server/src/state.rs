@@ -217,6 +217,16 @@ pub struct CmdStat {
     pub latency: Option<Box<hdrhistogram::Histogram<u64>>>,
 }
 
+impl Stats {
+    /// The statistics of the command in `slot` (`Command::slot`).
+    pub fn cmd_mut(&mut self, slot: usize) -> &mut CmdStat {
+        if slot >= self.cmd.len() {
+            self.cmd.resize_with(slot + 1, CmdStat::default);
+        }
+        &mut self.cmd[slot]
+    }
+}
+
 #[derive(Default)]
 pub struct Stats {
     pub total_connections: u64,
@@ -238,7 +248,8 @@ pub struct Stats {
     pub keyspace_misses: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
-    pub cmd: HashMap<&'static str, CmdStat>,
+    /// By `Command::slot`, grown as commands are first counted.
+    pub cmd: Vec<CmdStat>,
     pub errors: BTreeMap<String, u64>,
     /// Samples of (ms, total_commands, in bytes, out bytes) for the
     /// instantaneous_* fields, taken by the cron.

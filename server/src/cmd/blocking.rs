@@ -68,7 +68,9 @@ impl State {
                         let mut out = ReplyBuf::new(cl.resp3);
                         out.error(e);
                         self.count_error(e);
-                        self.stats.cmd.entry("xreadgroup").or_default().failed += 1;
+                        if let Some(c) = super::table::lookup(b"xreadgroup") {
+                            self.stats.cmd_mut(c.slot).failed += 1;
+                        }
                         cl.pending.extend_from_slice(&out.buf);
                         cl.wake.notify_one();
                         self.woken += 1;
@@ -107,7 +109,7 @@ impl State {
                         again.deadline = b.deadline;
                     } else {
                         let dur = start.elapsed().as_micros() as u64;
-                        self.unblocked_stats(cmd.name, dur, failed);
+                        self.unblocked_stats(cmd.slot, dur, failed);
                         super::call::slowlog_if_slow(self, &cl, cmd, &b.args, dur);
                         self.unregister_blocked(id, &b);
                         cl.pending.extend_from_slice(&out.buf);
@@ -159,7 +161,7 @@ impl State {
                 out.error(UNBLOCKED);
                 self.count_error(UNBLOCKED);
                 if let Ok(cmd) = resolve(&b.args) {
-                    self.unblocked_stats(cmd.name, 0, true);
+                    self.unblocked_stats(cmd.slot, 0, true);
                 }
             } else {
                 self.unblock_timed_out(&mut cl, &mut out);
@@ -175,9 +177,9 @@ impl State {
     /// A blocked command's end (served, timed out, or failed by CLIENT
     /// UNBLOCK) in its statistics: the time its last run took, a
     /// failure, a latency sample, as Redis counts it when it unblocks.
-    fn unblocked_stats(&mut self, name: &'static str, dur: u64, failed: bool) {
+    fn unblocked_stats(&mut self, slot: usize, dur: u64, failed: bool) {
         let track = self.tun.latency_tracking;
-        let stat = self.stats.cmd.entry(name).or_default();
+        let stat = self.stats.cmd_mut(slot);
         stat.usec += dur;
         stat.failed += failed as u64;
         if track {
@@ -191,7 +193,7 @@ impl State {
         if let Some(b) = cl.blocked.take() {
             self.unregister_blocked(cl.id, &b);
             if let Ok(cmd) = resolve(&b.args) {
-                self.unblocked_stats(cmd.name, 0, false);
+                self.unblocked_stats(cmd.slot, 0, false);
                 super::call::slowlog_if_slow(self, cl, cmd, &b.args, 0);
             }
             out.resp3 = cl.resp3;

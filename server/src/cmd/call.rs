@@ -75,7 +75,7 @@ pub(super) fn call(
     // for nearly every sub-microsecond command.
     let dur = micros(st.started, end).saturating_sub(micros(st.started, start));
     st.stats.total_commands += 1;
-    let stat = st.stats.cmd.entry(cmd.name).or_default();
+    let stat = st.stats.cmd_mut(cmd.slot);
     stat.calls += 1;
     stat.usec += dur;
     // Not a command that just blocked: it is counted when it is served.

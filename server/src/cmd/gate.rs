@@ -25,7 +25,7 @@ pub(super) fn admit(
             // CLIENT LIST's `cmd`: the command looked up, NULL if unknown.
             cl.last_cmd = cmd.map_or("NULL", |c| c.name);
             if let Some(cmd) = cmd {
-                st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
+                st.stats.cmd_mut(cmd.slot).rejected += 1;
             }
             let e = match cmd {
                 // A rejected EXEC discards the transaction, saying why.

@@ -425,10 +425,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         "modules" => f!("# Modules"),
         "commandstats" => {
             f!("# Commandstats");
-            let mut names: Vec<&&str> = st.stats.cmd.keys().collect();
-            names.sort();
-            for n in names {
-                let s = &st.stats.cmd[n];
+            for (n, s) in counted(st) {
                 if s.calls == 0 && s.rejected == 0 && s.failed == 0 {
                     continue;
                 }
@@ -454,10 +451,8 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "latencystats" => {
             f!("# Latencystats");
-            let mut names: Vec<&&str> = st.stats.cmd.keys().collect();
-            names.sort();
-            for n in names {
-                let Some(h) = &st.stats.cmd[n].latency else {
+            for (n, s) in counted(st) {
+                let Some(h) = &s.latency else {
                     continue;
                 };
                 let ps: Vec<String> = st
@@ -526,4 +521,13 @@ mod tests {
         assert_eq!(value_at_percentile(&h, 99.0), h.highest_equivalent(59_000));
         assert_eq!(value_at_percentile(&h, 100.0), h.highest_equivalent(60_000));
     }
+}
+
+/// The statistics of the commands counted so far, by name.
+pub(super) fn counted(st: &State) -> Vec<(&'static str, &crate::state::CmdStat)> {
+    let mut v: Vec<_> = crate::cmd::table::all_commands()
+        .filter_map(|c| Some((c.name, st.stats.cmd.get(c.slot)?)))
+        .collect();
+    v.sort_unstable_by_key(|&(n, _)| n);
+    v
 }

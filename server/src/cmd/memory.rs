@@ -583,15 +583,11 @@ fn histogram(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .iter()
         .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
         .collect();
-    let mut rows: Vec<(&'static str, u64, u64)> = c
-        .st
-        .stats
-        .cmd
-        .iter()
+    let rows: Vec<(&'static str, u64, u64)> = super::info::counted(c.st)
+        .into_iter()
         .filter(|(n, s)| s.calls > 0 && (wanted.is_empty() || wanted.iter().any(|w| names(w, n))))
-        .map(|(n, s)| (*n, s.calls, s.usec))
+        .map(|(n, s)| (n, s.calls, s.usec))
         .collect();
-    rows.sort();
     c.out.map(rows.len());
     for (name, calls, usec) in rows {
         c.out.bulk(name.as_bytes());

@@ -187,7 +187,7 @@ impl Host for ScriptHost<'_> {
             // Counted as Redis counts a client's rejected command.
             Some((cmd, e)) => {
                 if let Some(cmd) = cmd {
-                    self.st.stats.cmd.entry(cmd.name).or_default().rejected += 1;
+                    self.st.stats.cmd_mut(cmd.slot).rejected += 1;
                 }
                 self.st.count_error(e);
                 self.out.error(e);

@@ -176,6 +176,9 @@ pub struct Command {
     /// The implemented subcommands of a container command (CONFIG, …),
     /// which then dispatches on its first argument.
     pub subcommands: &'static [Command],
+    /// Its place in `Stats::cmd`: counting a call indexes, where a map by
+    /// name hashed the name on every request.
+    pub slot: usize,
 }
 
 impl std::ops::Deref for Command {
@@ -236,11 +239,13 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
         let row = |name: &str| Meta::find(name).unwrap_or_else(|| panic!("no row for {name}"));
         let mut subs: HashMap<&str, Vec<Command>> = HashMap::new();
         let mut tops: Vec<Command> = Vec::new();
+        let mut slot = 0..;
         for &(name, handler) in bindings() {
             let cmd = Command {
                 meta: row(name),
                 handler,
                 subcommands: &[],
+                slot: slot.next().expect("unbounded"),
             };
             match name.split_once('|') {
                 Some((parent, _)) => subs.entry(parent).or_default().push(cmd),
@@ -252,11 +257,20 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
                 meta: row(parent),
                 handler: no_handler,
                 subcommands: subcommands.leak(),
+                slot: slot.next().expect("unbounded"),
             });
         }
         let tops: &'static [Command] = tops.leak();
         tops.iter().map(|c| (c.name, c)).collect()
     })
+}
+
+/// Every command and subcommand of [`table`], each with its statistics
+/// slot, in no order.
+pub fn all_commands() -> impl Iterator<Item = &'static Command> {
+    table()
+        .values()
+        .flat_map(|&c| std::iter::once(c).chain(c.subcommands.iter()))
 }
 
 /// FNV-1a, one step: the hash [`lookup`] computes while it lowercases.
