@@ -500,6 +500,15 @@ pub fn value_at_percentile(h: &hdrhistogram::Histogram<u64>, p: f64) -> u64 {
     0
 }
 
+/// The statistics of the commands counted so far, by name.
+pub(super) fn counted(st: &State) -> Vec<(&'static str, &crate::state::CmdStat)> {
+    let mut v: Vec<_> = crate::cmd::table::all_commands()
+        .filter_map(|c| Some((c.name, st.stats.cmd.get(c.slot)?)))
+        .collect();
+    v.sort_unstable_by_key(|&(n, _)| n);
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,13 +530,4 @@ mod tests {
         assert_eq!(value_at_percentile(&h, 99.0), h.highest_equivalent(59_000));
         assert_eq!(value_at_percentile(&h, 100.0), h.highest_equivalent(60_000));
     }
-}
-
-/// The statistics of the commands counted so far, by name.
-pub(super) fn counted(st: &State) -> Vec<(&'static str, &crate::state::CmdStat)> {
-    let mut v: Vec<_> = crate::cmd::table::all_commands()
-        .filter_map(|c| Some((c.name, st.stats.cmd.get(c.slot)?)))
-        .collect();
-    v.sort_unstable_by_key(|&(n, _)| n);
-    v
 }
