@@ -576,29 +576,44 @@ fn names(asked: &str, name: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('|'))
 }
 
-/// LATENCY HISTOGRAM [command ...]: per-command call counts; cinnabar keeps
-/// no latency distribution, so each histogram has a single bucket.
+/// LATENCY HISTOGRAM [command ...]: each command's latency histogram
+/// (`latency-tracking`), as Redis reports it: buckets of powers of two
+/// microseconds from 1, each with the cumulative count of calls up to it,
+/// only where the count grows.
 fn histogram(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let wanted: Vec<String> = a[2..]
         .iter()
         .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
         .collect();
-    let rows: Vec<(&'static str, u64, u64)> = super::info::counted(c.st)
+    let rows: Vec<_> = super::info::counted(c.st)
         .into_iter()
-        .filter(|(n, s)| s.calls > 0 && (wanted.is_empty() || wanted.iter().any(|w| names(w, n))))
-        .map(|(n, s)| (n, s.calls, s.usec))
+        .filter(|(n, _)| wanted.is_empty() || wanted.iter().any(|w| names(w, n)))
+        .filter_map(|(n, s)| Some((n, s.calls, s.latency.as_deref()?)))
         .collect();
     c.out.map(rows.len());
-    for (name, calls, usec) in rows {
+    for (name, calls, h) in rows {
         c.out.bulk(name.as_bytes());
         c.out.map(2);
         c.out.bulk(b"calls");
         c.out.int(calls as i64);
         c.out.bulk(b"histogram_usec");
-        c.out.map(1);
-        let mean = (usec / calls.max(1)).max(1);
-        c.out.int(mean.next_power_of_two() as i64);
-        c.out.int(calls as i64);
+        let mut buckets = Vec::new();
+        let mut total = 0;
+        // Durations are recorded in ns; buckets double from 1024 ns, and
+        // each is named by the highest value its level stands for (Redis
+        // 7.0.15 names the 2^26 ns bucket 67633).
+        for v in h.iter_log(1024, 2.0) {
+            if v.count_since_last_iteration() > 0 {
+                total += v.count_since_last_iteration();
+                let level = v.value_iterated_to() + 1;
+                buckets.push((h.highest_equivalent(level) / 1000, total));
+            }
+        }
+        c.out.map(buckets.len());
+        for (usec, n) in buckets {
+            c.out.int(usec as i64);
+            c.out.int(n as i64);
+        }
     }
     Ok(())
 }
