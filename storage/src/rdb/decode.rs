@@ -255,9 +255,19 @@ fn parse_f64_text(s: &[u8]) -> Option<f64> {
 
 pub(super) fn blob_err(e: BlobError, blob_start: usize) -> LoadError {
     LoadError {
-        msg: format!("integrity check failed: {} (blob offset {})", e.msg, e.at),
+        msg: format!("{} at blob offset {}", e.msg, e.at),
         offset: blob_start,
     }
+}
+
+/// Names the blob an error was found in the way Redis logs it (`Zset
+/// ziplist integrity check failed.`, which tools and tests grep for),
+/// with our detail after it.
+pub(super) fn in_blob<T>(what: &str, r: R<T>) -> R<T> {
+    r.map_err(|e| LoadError {
+        msg: format!("{what} integrity check failed. ({})", e.msg),
+        offset: e.offset,
+    })
 }
 
 /// Builds values through the types' public APIs so the encodings follow
@@ -278,7 +288,7 @@ impl Build<'_> {
         for m in items {
             let s = set.get_or_insert_with(|| Set::new_for(&m));
             if !s.add(&m, self.lim.set_max_intset) {
-                return at("integrity check failed: duplicate set member", start);
+                return at("Duplicate set members detected", start);
             }
         }
         Ok(set.unwrap_or_else(Set::new_table))
@@ -289,24 +299,25 @@ impl Build<'_> {
         let mut z = SortedSet::with_hint(items.len(), maxlen, &self.lim.zset);
         for (m, s) in items {
             if s.is_nan() {
-                return at("sorted set with a NaN score", start);
+                return at("Zset with NAN score detected", start);
             }
             if z.contains(&m) {
-                return at("integrity check failed: duplicate sorted set member", start);
+                return at("Duplicate zset fields detected", start);
             }
             z.add(&m, s, ZaddFlags::default(), &self.lim.zset);
         }
         Ok(z)
     }
 
-    fn hash_from(&self, pairs: Vec<(Vec<u8>, Vec<u8>)>, start: usize) -> R<Hash> {
+    /// `dup` names a repeated field the way Redis logs it for this encoding.
+    fn hash_from(&self, pairs: Vec<(Vec<u8>, Vec<u8>)>, dup: &str, start: usize) -> R<Hash> {
         let mut h = Hash::new();
         if pairs.len() > self.lim.hash.max_listpack_entries {
             h.convert_to_table();
         }
         for (f, v) in pairs {
             if !h.set(&f, &v, &self.lim.hash) {
-                return at("integrity check failed: duplicate hash field", start);
+                return at(dup, start);
             }
         }
         Ok(h)
@@ -367,7 +378,7 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         TYPE_LIST_ZIPLIST => {
             let blob = r.string()?;
             let mut q = Quicklist::new(lim.list_fill);
-            for e in lp_vec(&blob, start, true)? {
+            for e in in_blob("List ziplist", lp_vec(&blob, start, true))? {
                 q.push_back(&e);
             }
             Value::List(Box::new(q))
@@ -384,11 +395,18 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
                 };
                 let blob = r.string()?;
                 match container {
+                    // Only elements too big for a packed node get a plain
+                    // one, so an empty one is corrupt (Redis refuses it).
+                    QL_PLAIN if blob.is_empty() => {
+                        return at("empty plain quicklist node", node_start)
+                    }
                     QL_PLAIN => q.push_back(&blob),
                     QL_PACKED => {
                         // An empty node is dropped, as Redis does; a list
                         // left with none is then skipped as an empty key.
-                        for e in lp_vec(&blob, node_start, t == TYPE_LIST_QUICKLIST)? {
+                        let zl = t == TYPE_LIST_QUICKLIST;
+                        let what = if zl { "Ziplist" } else { "Listpack" };
+                        for e in in_blob(what, lp_vec(&blob, node_start, zl))? {
                             q.push_back(&e);
                         }
                     }
@@ -407,7 +425,10 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         }
         TYPE_SET_INTSET => {
             let blob = r.string()?;
-            let vals = intset_values(&blob).map_err(|e| blob_err(e, start))?;
+            let vals = in_blob(
+                "Intset",
+                intset_values(&blob).map_err(|e| blob_err(e, start)),
+            )?;
             let items = vals.iter().map(|v| Cow::Owned(v.to_string().into_bytes()));
             Value::Set(b.set_from(vals.len(), items, start)?)
         }
@@ -427,8 +448,14 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         }
         TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
             let blob = r.string()?;
-            let items = lp_vec(&blob, start, t == TYPE_ZSET_ZIPLIST)?;
-            Value::ZSet(b.zset_from(zpairs(items, start)?, start)?)
+            let zl = t == TYPE_ZSET_ZIPLIST;
+            let z = lp_vec(&blob, start, zl)
+                .and_then(|items| zpairs(items, start))
+                .and_then(|items| b.zset_from(items, start));
+            Value::ZSet(in_blob(
+                if zl { "Zset ziplist" } else { "Zset listpack" },
+                z,
+            )?)
         }
         TYPE_HASH => {
             let n = r.count(2)?;
@@ -438,22 +465,35 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
                 let v = r.string()?.into_owned();
                 items.push((f, v));
             }
-            Value::Hash(b.hash_from(items, start)?)
+            Value::Hash(b.hash_from(items, "Hash with dup elements", start)?)
         }
         TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
             let blob = r.string()?;
-            let items = lp_vec(&blob, start, t == TYPE_HASH_ZIPLIST)?;
-            Value::Hash(b.hash_from(pairs(items, start)?, start)?)
+            let zl = t == TYPE_HASH_ZIPLIST;
+            let (what, dup) = if zl {
+                ("Hash ziplist", "ziplist with dup elements")
+            } else {
+                ("Hash listpack", "listpack with dup elements")
+            };
+            let h = lp_vec(&blob, start, zl)
+                .and_then(|items| pairs(items, start))
+                .and_then(|p| b.hash_from(p, dup, start));
+            Value::Hash(in_blob(what, h)?)
         }
         TYPE_HASH_ZIPMAP => {
             let blob = r.string()?;
             let mut items = Vec::new();
-            zipmap_each(&blob, |k, v| {
+            let h = zipmap_each(&blob, |k, v| {
                 items.push((k.to_vec(), v.to_vec()));
                 Ok(())
             })
-            .map_err(|e| blob_err(e, start))?;
-            Value::Hash(b.hash_from(items, start)?)
+            .map_err(|e| blob_err(e, start))
+            .and_then(|_| match items.is_empty() {
+                // Redis refuses an empty zipmap rather than skip the key.
+                true => at("empty zipmap", start),
+                false => b.hash_from(items, "zipmap with dup elements", start),
+            });
+            Value::Hash(in_blob("Zipmap", h)?)
         }
         TYPE_MODULE | TYPE_MODULE_2 => {
             return at("module values are not supported", start.saturating_sub(1))

@@ -13,7 +13,7 @@
 //! ```
 
 use super::blob::lp_each;
-use super::decode::{at, blob_err, Reader, R};
+use super::decode::{at, blob_err, in_blob, Reader, R};
 use super::encode::{put_len, put_string};
 use super::{TYPE_STREAM_LISTPACKS, TYPE_STREAM_LISTPACKS_3};
 use crate::listpack::Listpack;
@@ -104,18 +104,19 @@ pub fn read(r: &mut Reader, t: u8) -> R<Stream> {
         let bstart = r.p;
         let blob = r.string()?;
         let mut vals = Vec::new();
-        lp_each(&blob, |v| {
+        let checked = lp_each(&blob, |v| {
             vals.push(v);
             Ok(())
-        })
-        .map_err(|e| blob_err(e, bstart))?;
+        });
+        in_blob("Stream listpack", checked.map_err(|e| blob_err(e, bstart)))?;
         if vals.is_empty() {
-            return at("empty listpack inside a stream", bstart);
+            return at("Empty listpack inside stream", bstart);
         }
         let mut lp = Listpack::new();
         lp.extend_vals(&vals);
         drop(vals);
-        live += s.push_node(master, lp).or_else(|e| at(e, bstart))?;
+        let pushed = s.push_node(master, lp).or_else(|e| at(e, bstart));
+        live += in_blob("Stream listpack", pushed)?;
     }
     let start = r.p;
     let length = r.len()?;
@@ -166,7 +167,7 @@ pub fn read(r: &mut Reader, t: u8) -> R<Stream> {
             let n = r.count(16)?;
             let (c, created) = g.consumer(&cname, seen);
             if !created {
-                return at("duplicate stream consumer", cstart);
+                return at("Duplicate stream consumer detected.", cstart);
             }
             for _ in 0..n {
                 let id = raw_id(r)?;
@@ -177,7 +178,7 @@ pub fn read(r: &mut Reader, t: u8) -> R<Stream> {
         }
         for (id, time, count) in pel {
             let Some(owner) = owned.remove(&id) else {
-                return at("stream PEL entry without a consumer", gstart);
+                return at("Stream CG PEL entry without consumer", gstart);
             };
             g.pel.insert(
                 id,
