@@ -185,7 +185,7 @@ where
         let mut aof_wait = None;
         let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
-            st.last_tick = std::time::Instant::now();
+            st.tick(std::time::Instant::now());
             let woken = st.woken;
             let Some(mut cl) = st.clients.remove(&id) else {
                 break;
@@ -248,7 +248,7 @@ where
                     cl.close_after_reply = true;
                 }
             }
-            cl.last_interaction_ms = st.wall_ms(st.last_tick);
+            cl.last_interaction_ms = st.wall_ms();
             cl.qbuf = inbuf.len();
             cl.qbuf_alloc = dec.reserved();
             cl.argv_pending = if dec.in_progress() {

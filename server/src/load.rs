@@ -279,7 +279,7 @@ fn replay<H: Hold>(
                 if is_multi {
                     before_multi = Some(valid);
                 }
-                st.last_tick = Instant::now();
+                st.tick(Instant::now());
                 crate::cmd::execute(st, &mut cl, &mut out, &args);
                 st.check_source_reply(&out.buf, &args, true);
                 out.buf.clear();

@@ -454,7 +454,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             let Some(mut master) = st.clients.remove(&id).filter(|c| !c.killed) else {
                 return Err(io::Error::other("the link was killed"));
             };
-            st.last_tick = std::time::Instant::now();
+            st.tick(std::time::Instant::now());
             let mut out = ReplyBuf::new(false);
             // What the master sent, relayed as applied.
             let sent = buf.clone().freeze();
@@ -492,7 +492,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
                 st.repl.proxy(&sent[pos..pos + used as usize]);
                 pos += used as usize;
             }
-            master.last_interaction_ms = st.wall_ms(st.last_tick);
+            master.last_interaction_ms = st.wall_ms();
             if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
                 m.db = master.db;
             }

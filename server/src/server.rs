@@ -345,7 +345,10 @@ async fn cron(shared: Arc<Shared>) {
         }
         let now = now_ms();
         crate::crash::beat();
-        st.clock_base = (std::time::Instant::now(), crate::state::now_us());
+        st.clock_base = (
+            st.since_start_us(std::time::Instant::now()),
+            crate::state::now_us(),
+        );
         // A replica's keys expire through its master's DELs.
         if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));

@@ -313,14 +313,18 @@ pub struct State {
     pub lastsave: i64,
     pub started: Instant,
     pub start_ms: i64,
-    /// A monotonic instant and the wall-clock µs at that instant: commands
-    /// derive their wall time from the `Instant` they read anyway, saving a
-    /// clock read per command. The cron re-reads the wall clock. In µs, as
-    /// two floored ms parts ran 1 ms behind the clock (PTTL after GETEX
-    /// PXAT now+10000 answered 10001).
-    pub clock_base: (Instant, i64),
-    /// When the last command ended (or the running batch started).
+    /// A monotonic moment (µs since `started`) and the wall-clock µs then:
+    /// commands derive their wall time from the tick they read anyway,
+    /// saving a clock read per command. The cron re-reads the wall clock.
+    /// In µs, as two floored ms parts ran 1 ms behind the clock (PTTL after
+    /// GETEX PXAT now+10000 answered 10001).
+    pub clock_base: (u64, i64),
+    /// When the last command ended (or the running batch started); set
+    /// with [`State::tick`].
     pub last_tick: Instant,
+    /// `last_tick` in µs since `started`: a command's duration and wall
+    /// time are differences of these, one clock conversion per tick.
+    pub tick_us: u64,
     /// The accept loops, replaced when CONFIG SET changes port or bind.
     /// Each with whether it serves `tls-port`.
     pub accept_tasks: Vec<(tokio::task::AbortHandle, bool)>,
@@ -450,8 +454,9 @@ impl State {
             lastsave: now_ms() / 1000,
             started: Instant::now(),
             start_ms: now_ms(),
-            clock_base: (Instant::now(), now_us()),
+            clock_base: (0, now_us()),
             last_tick: Instant::now(),
+            tick_us: 0,
             accept_tasks: Vec::new(),
             relisten: None,
             shared: std::sync::Weak::new(),
@@ -503,10 +508,21 @@ impl State {
         st
     }
 
-    /// Wall-clock ms at `at` (an instant after `clock_base`).
-    pub fn wall_ms(&self, at: Instant) -> i64 {
+    /// The tick: when the running command started, for its clock.
+    pub fn tick(&mut self, at: Instant) {
+        self.last_tick = at;
+        self.tick_us = self.since_start_us(at);
+    }
+
+    /// µs from `started` to `at`.
+    pub fn since_start_us(&self, at: Instant) -> u64 {
+        micros_since(self.started, at)
+    }
+
+    /// Wall-clock ms at the last tick.
+    pub fn wall_ms(&self) -> i64 {
         let (base, us) = self.clock_base;
-        (us + at.saturating_duration_since(base).as_micros() as i64).div_euclid(1000)
+        (us + self.tick_us.saturating_sub(base) as i64).div_euclid(1000)
     }
 
     /// Pins the wall clock: the next command runs at unix time `ms`, and
@@ -515,7 +531,7 @@ impl State {
     /// commands, which all see the run's start: only `clock_base` moves,
     /// so commands pay nothing for it.
     pub fn set_clock(&mut self, ms: i64) {
-        self.clock_base = (self.last_tick, ms * 1000);
+        self.clock_base = (self.tick_us, ms * 1000);
     }
 
     /// Deletes a key found expired, with the bookkeeping every deletion by
@@ -645,6 +661,11 @@ fn hand_off_worker() {
         });
         let _ = rx.recv();
     });
+}
+
+/// Whole µs from `base` to `at`.
+pub fn micros_since(base: Instant, at: Instant) -> u64 {
+    at.saturating_duration_since(base).as_micros() as u64
 }
 
 /// How a client is described to people: the CLIENT LIST / CLIENT INFO

@@ -142,7 +142,7 @@ impl Harness {
         let mut out = ReplyBuf::new(cl.resp3);
         out.buf.extend_from_slice(&cl.pending);
         cl.pending.clear();
-        st.last_tick = std::time::Instant::now();
+        st.tick(std::time::Instant::now());
         st.set_clock(self.now);
         cmd::execute(st, &mut cl, &mut out, &args);
         let blocked = cl.blocked.is_some();

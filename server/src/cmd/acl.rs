@@ -171,7 +171,7 @@ pub(super) fn refusal(
 /// A client's CLIENT LIST line as the log shows it: running `cmd`.
 fn info_line(st: &State, cl: &mut Client, cmd: &Command) -> String {
     let last = std::mem::replace(&mut cl.last_cmd, cmd.name);
-    let line = cl.line(st.wall_ms(st.last_tick), None);
+    let line = cl.line(st.wall_ms(), None);
     cl.last_cmd = last;
     line
 }
@@ -242,7 +242,7 @@ fn log_denied(
 /// A failed AUTH, in the ACL log.
 pub fn log_auth_failure(st: &mut State, cl: &mut Client, cmd: &[u8], user: &[u8]) {
     let last = std::mem::replace(&mut cl.last_cmd, "auth");
-    let info = cl.line(st.wall_ms(st.last_tick), None);
+    let info = cl.line(st.wall_ms(), None);
     cl.last_cmd = last;
     let e = LogEntry {
         count: 1,

@@ -30,8 +30,8 @@ pub(super) fn call(
     }
     // One clock read per command: it starts when the previous one ended
     // (the connection sets `last_tick` when it takes the lock).
-    let start = st.last_tick;
-    let now = st.wall_ms(start);
+    let start_us = st.tick_us;
+    let now = st.wall_ms();
     let mut mark = out.len();
     out.resp3 = cl.resp3;
     // A RESP2 subscriber's PING answers in the message format.
@@ -68,12 +68,11 @@ pub(super) fn call(
     if std::mem::take(&mut st.dirty_cas_running) {
         cl.dirty_cas = true;
     }
-    let end = std::time::Instant::now();
-    st.last_tick = end;
+    st.tick(std::time::Instant::now());
     // Whole microseconds of each clock reading, subtracted, as Redis
     // takes `ustime()` twice: flooring the difference instead counted 0
     // for nearly every sub-microsecond command.
-    let dur = micros(st.started, end).saturating_sub(micros(st.started, start));
+    let dur = st.tick_us.saturating_sub(start_us);
     st.stats.total_commands += 1;
     let stat = st.stats.cmd_mut(cmd.slot);
     stat.calls += 1;
@@ -151,11 +150,6 @@ pub(super) fn slowlog_if_slow(
         let secret = secret_args(cmd.name, args);
         slowlog_push(st, cl, args, &secret, dur as i64);
     }
-}
-
-/// Whole microseconds from `base` to `t`.
-fn micros(base: std::time::Instant, t: std::time::Instant) -> u64 {
-    t.saturating_duration_since(base).as_micros() as u64
 }
 
 fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], secret: &[usize], dur: i64) {
@@ -271,16 +265,15 @@ fn secret_args(name: &str, args: &[Bytes]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// Back-to-back commands of 0.6 us each add up to their total time, not
-    /// to 0 (commandstats' usec).
+    /// to 0 (commandstats' usec): each tick is floored, not each duration.
     #[test]
     fn sub_microsecond_commands_add_up() {
+        use crate::state::micros_since;
         let t0 = std::time::Instant::now();
         let at = |k: u32| t0 + std::time::Duration::from_nanos(600 * k as u64);
         let total: u64 = (0..1000)
-            .map(|k| micros(t0, at(k + 1)) - micros(t0, at(k)))
+            .map(|k| micros_since(t0, at(k + 1)) - micros_since(t0, at(k)))
             .sum();
         assert!((599..=601).contains(&total), "{total}");
     }

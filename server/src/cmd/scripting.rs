@@ -196,8 +196,7 @@ impl Host for ScriptHost<'_> {
                 self.cl.resp3 = resp3;
                 // Time the command alone, not the Lua that ran before it;
                 // its wall clock reads the run's start.
-                let tick = std::time::Instant::now();
-                self.st.last_tick = tick;
+                self.st.tick(std::time::Instant::now());
                 let clock = self.st.clock_base;
                 self.st.set_clock(self.start_ms);
                 let skip = self.run.repl_skip.load(Relaxed);
@@ -359,7 +358,7 @@ fn run_while_busy(st: &mut State, id: u64, args: &[Bytes], tx: &mut BusyTx) -> O
     let ready = std::mem::take(&mut st.ready_keys);
     let cas = std::mem::take(&mut st.dirty_cas_running);
     let mut out = ReplyBuf::new(cl.resp3);
-    st.last_tick = std::time::Instant::now();
+    st.tick(std::time::Instant::now());
     execute(st, &mut cl, &mut out, args);
     st.dirty_cas_running = cas;
     let mut ready_now = std::mem::replace(&mut st.ready_keys, ready);

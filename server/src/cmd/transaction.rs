@@ -155,7 +155,7 @@ impl State {
             .collect();
         for (d, key) in slots {
             if let Some(o) = other {
-                let now = self.wall_ms(self.last_tick);
+                let now = self.wall_ms();
                 self.expire_if_needed(d, &key, now);
                 self.expire_if_needed(o, &key, now);
             }
