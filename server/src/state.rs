@@ -73,6 +73,10 @@ pub struct Client {
     pub no_evict: bool,
     /// Close once the current replies are written (QUIT, KILL of self).
     pub close_after_reply: bool,
+    /// SCRIPT DEBUG SYNC: the next EVAL runs under the Lua debugger.
+    pub lua_debug: bool,
+    /// Connected through TLS.
+    pub tls: bool,
     /// Set by CLIENT KILL from another client; the connection closes on wake.
     pub killed: bool,
     pub monitor: bool,
@@ -180,6 +184,8 @@ impl Client {
             reply_mode: ReplyMode::On,
             no_evict: false,
             close_after_reply: false,
+            lua_debug: false,
+            tls: false,
             killed: false,
             monitor: false,
             pending: BytesMut::new(),
