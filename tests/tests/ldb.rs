@@ -184,5 +184,14 @@ fn script_debug_yes_is_refused_not_run_as_sync() {
     let mut c = s.raw();
     let r = text(&c.cmd(&["SCRIPT", "DEBUG", "YES"]));
     assert!(r.starts_with("ERR SCRIPT DEBUG YES"), "{r}");
+    // `redis-cli --ldb` ignores that reply: the script it sends next is
+    // not run for real either (its changes would not be discarded).
+    let r = text(&c.cmd(&["EVAL", "redis.call('set', 'k', 'v')", "0"]));
+    assert!(r.starts_with("ERR SCRIPT DEBUG YES"), "{r}");
+    assert_eq!(c.cmd(&["EXISTS", "k"]), int(0));
     assert_eq!(c.cmd(&["EVAL", "return 1", "0"]), int(1));
+    // SCRIPT DEBUG NO takes it back.
+    assert!(text(&c.cmd(&["SCRIPT", "DEBUG", "YES"])).starts_with("ERR"));
+    assert_eq!(c.cmd(&["SCRIPT", "DEBUG", "NO"]), ok());
+    assert_eq!(c.cmd(&["EVAL", "return 2", "0"]), int(2));
 }

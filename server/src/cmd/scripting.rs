@@ -15,7 +15,7 @@ use super::help::help_reply;
 use super::transaction::BusyTx;
 use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::state::{Client, Shared, State};
+use crate::state::{Client, LuaDebug, Shared, State};
 use bytes::{Bytes, BytesMut};
 use protocol::ReplyBuf;
 use scripting::{flags as sflags, DebugIo, Debugger, Engine, FunctionCall, Host, RunFlags};
@@ -49,6 +49,8 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const DEBUG_YES_REFUSED: &str = "ERR SCRIPT DEBUG YES (a forked session whose changes are discarded) is not supported by this server: use SCRIPT DEBUG SYNC";
+const DEBUG_YES_REFUSED_EVAL: &str = "ERR SCRIPT DEBUG YES is not supported by this server, so the script was not run: use SCRIPT DEBUG SYNC";
 const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
 /// The -BUSY text for a script (`function` = an FCALL) past the threshold.
@@ -386,13 +388,18 @@ fn run_while_busy(st: &mut State, id: u64, args: &[Bytes], tx: &mut BusyTx) -> O
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
     // What the script's commands propagate stands for it.
     c.no_propagate();
-    if c.cl.lua_debug {
-        if by_sha {
+    match c.cl.lua_debug {
+        LuaDebug::Off => {}
+        LuaDebug::Refused => {
+            c.cl.lua_debug = LuaDebug::Off;
+            return Err(Error::other(DEBUG_YES_REFUSED_EVAL));
+        }
+        LuaDebug::Sync if by_sha => {
             return Err(Error::other(
                 "ERR Please use EVAL instead of EVALSHA for debugging",
-            ));
+            ))
         }
-        return eval_debugged(c, a, ro);
+        LuaDebug::Sync => return eval_debugged(c, a, ro),
     }
     eval_run(c, a, by_sha, ro, None)
 }
@@ -660,7 +667,7 @@ fn script_debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         ));
     }
     if is(&a[2], "no") {
-        c.cl.lua_debug = false;
+        c.cl.lua_debug = LuaDebug::Off;
     } else if is(&a[2], "sync") {
         // The session reads and writes the socket itself, unencrypted.
         if c.cl.tls {
@@ -668,11 +675,10 @@ fn script_debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                 "ERR SCRIPT DEBUG is not supported on TLS connections by this server",
             ));
         }
-        c.cl.lua_debug = true;
+        c.cl.lua_debug = LuaDebug::Sync;
     } else if is(&a[2], "yes") {
-        return Err(Error::other(
-            "ERR SCRIPT DEBUG YES (a forked session whose changes are discarded) is not supported by this server: use SCRIPT DEBUG SYNC",
-        ));
+        c.cl.lua_debug = LuaDebug::Refused;
+        return Err(Error::other(DEBUG_YES_REFUSED));
     } else {
         return Err(Error::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
     }
