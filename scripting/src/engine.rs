@@ -122,6 +122,10 @@ pub trait Host {
         false
     }
 
+    /// The debugger let the script go on after a stop: as in Redis, its
+    /// commands see the time from now on, not the run's start.
+    fn resumed(&mut self) {}
+
     /// Called now and then while the run is past `busy-reply-threshold`:
     /// the host serves what others may do meanwhile.
     fn while_busy(&mut self) {}

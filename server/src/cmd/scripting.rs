@@ -220,6 +220,10 @@ impl Host for ScriptHost<'_> {
         self.refused
     }
 
+    fn resumed(&mut self) {
+        self.start_ms = crate::state::now_ms();
+    }
+
     fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
         super::acl::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
     }
