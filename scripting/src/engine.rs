@@ -115,6 +115,17 @@ pub trait Host {
         Ok(true)
     }
 
+    /// Whether the last call's error reply is the script's refusal to run
+    /// the command (unknown, not allowed from scripts...), not the
+    /// command's own error: the debugger shows them apart.
+    fn refused(&self) -> bool {
+        false
+    }
+
+    /// The debugger let the script go on after a stop: as in Redis, its
+    /// commands see the time from now on, not the run's start.
+    fn resumed(&mut self) {}
+
     /// Called now and then while the run is past `busy-reply-threshold`:
     /// the host serves what others may do meanwhile.
     fn while_busy(&mut self) {}
@@ -418,45 +429,15 @@ impl Engine {
         let entry =
             lua.create_registry_value(unsafe { lua.create_c_function(crate::raw::entry)? })?;
         let runner = crate::raw::Runner::new(&lua, &entry)?;
-        let hook_run = run.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(10_000),
-            move |_, _| {
-                let f = &hook_run;
-                if f.kill.load(Relaxed) {
-                    return Err(raise(KILLED));
-                }
-                if f.loading.load(Relaxed) {
-                    if now_ms() - f.start_ms.load(Relaxed) >= LOAD_TIMEOUT_MS {
-                        return Err(raise(LOAD_TIMEOUT));
-                    }
-                    return Ok(VmState::Continue);
-                }
-                if !f.running.load(Relaxed) {
-                    return Ok(VmState::Continue);
-                }
-                let ran = now_ms() - f.start_ms.load(Relaxed);
-                if !f.busy.load(Relaxed) && ran >= f.threshold_ms.load(Relaxed) {
-                    f.busy.store(true, Relaxed);
-                    let kill = if f.function.load(Relaxed) {
-                        "FUNCTION KILL"
-                    } else {
-                        "SCRIPT KILL"
-                    };
-                    let name = f.name.lock().map(|n| n.clone()).unwrap_or_default();
-                    tracing::warn!("Slow script detected: still in execution after {ran} milliseconds. You can try killing the script using the {kill} command. Script name is: {name}.");
-                }
-                if ran >= NUDGE_MS && !f.nudged.swap(true, Relaxed) {
-                    if let Some(nudge) = f.nudge.get() {
-                        nudge();
-                    }
-                }
-                if f.busy.load(Relaxed) {
-                    with_host(|h| h.map(|h| h.while_busy()));
-                }
-                Ok(VmState::Continue)
-            },
-        );
+        set_run_hook(&lua, run.clone());
+        // SAFETY: C functions that follow the Lua protocol.
+        unsafe {
+            full.raw_set("debug", lua.create_c_function(crate::ldb::redis_debug)?)?;
+            full.raw_set(
+                "breakpoint",
+                lua.create_c_function(crate::ldb::redis_breakpoint)?,
+            )?;
+        }
         Ok(Engine {
             lua,
             api,
@@ -533,6 +514,40 @@ impl Engine {
         };
         let func = s.func.id();
         self.invoke(func, keys, argv, false, sha, threshold_ms, host, out)
+    }
+
+    /// Runs the cached script `sha` as `run_script` does, under the
+    /// debugger `dbg` (SCRIPT DEBUG): it stops at the script's lines and
+    /// talks to the client until the script ends.
+    #[allow(clippy::too_many_arguments)]
+    pub fn debug_script(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        threshold_ms: i64,
+        host: &mut dyn Host,
+        out: &mut ReplyBuf,
+        dbg: &mut crate::ldb::Debugger,
+    ) -> Result<(), RunError> {
+        let Some(s) = self.scripts.get(sha) else {
+            return Err("NOSCRIPT No matching script. Please use EVAL.".into());
+        };
+        let func = s.func.id();
+        // The session blocks this thread for as long as the client takes:
+        // the other connections are handed to another one (they wait for
+        // the state, as Redis's clients wait for its blocked loop).
+        if let Some(nudge) = self.run.nudge.get() {
+            nudge();
+        }
+        dbg.restart_clock();
+        let guard = crate::ldb::ActiveGuard::set(dbg);
+        // SAFETY: the runner's state is the one scripts run on.
+        unsafe { crate::ldb::install_hook(self.runner.state()) };
+        let res = self.invoke(func, keys, argv, false, sha, threshold_ms, host, out);
+        drop(guard);
+        set_run_hook(&self.lua, self.run.clone());
+        res
     }
 
     /// FCALL: runs function `name` with its keys and arguments.
@@ -736,6 +751,49 @@ impl Engine {
     }
 }
 
+/// The hook of ordinary runs: SCRIPT KILL, the load timeout, the busy
+/// state and the nudge.
+fn set_run_hook(lua: &Lua, hook_run: Arc<RunFlags>) {
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(10_000),
+        move |_, _| {
+            let f = &hook_run;
+            if f.kill.load(Relaxed) {
+                return Err(raise(KILLED));
+            }
+            if f.loading.load(Relaxed) {
+                if now_ms() - f.start_ms.load(Relaxed) >= LOAD_TIMEOUT_MS {
+                    return Err(raise(LOAD_TIMEOUT));
+                }
+                return Ok(VmState::Continue);
+            }
+            if !f.running.load(Relaxed) {
+                return Ok(VmState::Continue);
+            }
+            let ran = now_ms() - f.start_ms.load(Relaxed);
+            if !f.busy.load(Relaxed) && ran >= f.threshold_ms.load(Relaxed) {
+                f.busy.store(true, Relaxed);
+                let kill = if f.function.load(Relaxed) {
+                    "FUNCTION KILL"
+                } else {
+                    "SCRIPT KILL"
+                };
+                let name = f.name.lock().map(|n| n.clone()).unwrap_or_default();
+                tracing::warn!("Slow script detected: still in execution after {ran} milliseconds. You can try killing the script using the {kill} command. Script name is: {name}.");
+            }
+            if ran >= NUDGE_MS && !f.nudged.swap(true, Relaxed) {
+                if let Some(nudge) = f.nudge.get() {
+                    nudge();
+                }
+            }
+            if f.busy.load(Relaxed) {
+                with_host(|h| h.map(|h| h.while_busy()));
+            }
+            Ok(VmState::Continue)
+        },
+    );
+}
+
 fn syntax(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
@@ -933,14 +991,6 @@ fn helpers(lua: &Lua, resp3: &Arc<AtomicBool>, run: &Arc<RunFlags>) -> mlua::Res
     t.raw_set(
         "replicate_commands",
         lua.create_function(|_, _: MultiValue| Ok(Value::Boolean(true)))?,
-    )?;
-    t.raw_set(
-        "breakpoint",
-        lua.create_function(|_, _: MultiValue| Ok(Value::Boolean(false)))?,
-    )?;
-    t.raw_set(
-        "debug",
-        lua.create_function(|_, _: MultiValue| Ok(Value::Nil))?,
     )?;
     t.raw_set(
         "acl_check_cmd",

@@ -6,6 +6,7 @@
 //! dispatcher, so scripts see exactly the command semantics clients see.
 
 pub mod engine;
+mod ldb;
 pub mod libs;
 mod raw;
 mod textload;
@@ -13,3 +14,4 @@ mod textload;
 pub use engine::{
     flags, sha1_hex, Engine, FunctionCall, Host, Library, RunError, RunFlags, KILLED,
 };
+pub use ldb::{DebugIo, Debugger};

@@ -197,6 +197,7 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
     let resp3 =
         (*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const AtomicBool)).load(Relaxed);
     if n == 0 {
+        crate::ldb::log_call_error(b"Please specify at least one argument for this redis lib call");
         push_error_table(
             l,
             b"ERR Please specify at least one argument for this redis lib call",
@@ -210,6 +211,9 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
             ffi::LUA_TSTRING => total += str_at(l, i).len(),
             ffi::LUA_TNUMBER => total += 32,
             _ => {
+                crate::ldb::log_call_error(
+                    b"Lua redis lib command arguments must be strings or integers",
+                );
                 push_error_table(
                     l,
                     b"ERR Lua redis lib command arguments must be strings or integers",
@@ -235,12 +239,22 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
     // The arguments are copied: their slots hold the reply, so a call may
     // take as many arguments as the stack holds.
     ffi::lua_settop(l, 0);
+    crate::ldb::log_command(&argv);
     let outcome = with_host(|h| {
         let Some(h) = h else {
             push_error_table(l, b"ERR redis.call is not available now", false);
             return Outcome::Raise;
         };
-        let reply = h.call(&argv, resp3);
+        // Under the debugger the reply is logged, and told apart from a
+        // refusal: a copy keeps the host free to ask.
+        let logged;
+        let reply: &[u8] = if crate::ldb::stepping() {
+            logged = h.call(&argv, resp3).to_vec();
+            crate::ldb::log_reply(&logged, h.refused());
+            &logged
+        } else {
+            h.call(&argv, resp3)
+        };
         if reply.first() == Some(&b'-') {
             let end = reply
                 .windows(2)
@@ -633,6 +647,10 @@ impl Runner {
             state,
             entry: entry.id(),
         })
+    }
+
+    pub(crate) fn state(&self) -> *mut lua_State {
+        self.state
     }
 
     /// Runs `c` under its message handler: the result goes to `out`, or

@@ -69,6 +69,7 @@ where
                     let authed = !st.acl.auth_required();
                     let mut c = Client::new(id, peer.addr.clone(), peer.laddr.clone(), fd, authed);
                     c.unix = peer.unix;
+                    c.tls = sock.is_tls();
                     let wake = c.wake.clone();
                     let unsent = c.out_unsent.clone();
                     st.clients.insert(id, Box::new(c));
@@ -420,6 +421,10 @@ pub trait Duplex {
     fn buffered(&self) -> bool {
         false
     }
+    /// Encrypted: the socket cannot be used raw (the Lua debugger does).
+    fn is_tls(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! duplex {
@@ -458,6 +463,9 @@ impl Duplex for crate::tls::TlsStream {
     }
     fn buffered(&self) -> bool {
         crate::tls::TlsStream::buffered(self)
+    }
+    fn is_tls(&self) -> bool {
+        true
     }
 }
 

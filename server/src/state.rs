@@ -53,6 +53,17 @@ pub enum ReplyMode {
     SkipNext,
 }
 
+/// What SCRIPT DEBUG set for the client's next EVAL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LuaDebug {
+    Off,
+    Sync,
+    /// SCRIPT DEBUG YES, which this server refuses: the next EVAL is
+    /// refused too, not run for real (`redis-cli --ldb` ignores the
+    /// refusal and expects its changes discarded).
+    Refused,
+}
+
 pub struct Client {
     pub id: u64,
     pub addr: String,
@@ -73,6 +84,10 @@ pub struct Client {
     pub no_evict: bool,
     /// Close once the current replies are written (QUIT, KILL of self).
     pub close_after_reply: bool,
+    /// SCRIPT DEBUG SYNC: the next EVAL runs under the Lua debugger.
+    pub lua_debug: LuaDebug,
+    /// Connected through TLS.
+    pub tls: bool,
     /// Set by CLIENT KILL from another client; the connection closes on wake.
     pub killed: bool,
     pub monitor: bool,
@@ -180,6 +195,8 @@ impl Client {
             reply_mode: ReplyMode::On,
             no_evict: false,
             close_after_reply: false,
+            lua_debug: LuaDebug::Off,
+            tls: false,
             killed: false,
             monitor: false,
             pending: BytesMut::new(),

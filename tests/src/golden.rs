@@ -10,7 +10,9 @@
 //!   aggregate sorted (KEYS, SMEMBERS, CONFIG GET a b: order is unspecified);
 //! - `!server NAME VALUE` (before the first command) starts the server with
 //!   `--NAME VALUE`;
-//! - `!reconnect` opens a new connection; `!sleep MS` waits.
+//! - `!reconnect` opens a new connection; `!sleep MS` waits;
+//! - `!read` records one more reply of the last command (a debugging
+//!   session's EVAL reply follows its last log), recorded as `> !read`.
 //!
 //! The transcript (`<family>.expected`) is, per command, a line `> CMD` and
 //! the reply in an unambiguous form: one line per RESP element, aggregates
@@ -34,6 +36,7 @@ pub enum Step {
     },
     Reconnect,
     Sleep(u64),
+    Read,
 }
 
 pub struct Script {
@@ -62,6 +65,7 @@ pub fn parse_script(text: &str) -> Result<Script, String> {
                     s.server_opts.push((name.to_string(), rest.join(" ")));
                 }
                 ["reconnect"] => s.steps.push(Step::Reconnect),
+                ["read"] => s.steps.push(Step::Read),
                 ["sleep", ms] => s.steps.push(Step::Sleep(
                     ms.parse()
                         .map_err(|_| format!("line {lineno}: bad !sleep"))?,
@@ -121,6 +125,20 @@ pub fn run_script_on(port: u16, script: &Script) -> String {
                 broken = false;
             }
             Step::Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+            Step::Read => {
+                out.push_str("> !read\n");
+                match c.read_raw() {
+                    Ok(raw) => out.push_str(&format_reply(&raw)),
+                    Err(ReadEnd::Closed) => {
+                        out.push_str("!closed\n");
+                        broken = true;
+                    }
+                    Err(ReadEnd::Timeout) => {
+                        out.push_str("!timeout\n");
+                        broken = true;
+                    }
+                }
+            }
             Step::Cmd {
                 line,
                 args,

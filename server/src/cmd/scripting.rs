@@ -15,10 +15,10 @@ use super::help::help_reply;
 use super::transaction::BusyTx;
 use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::state::{Client, Shared, State};
+use crate::state::{Client, LuaDebug, Shared, State};
 use bytes::{Bytes, BytesMut};
 use protocol::ReplyBuf;
-use scripting::{flags as sflags, Engine, FunctionCall, Host, RunFlags};
+use scripting::{flags as sflags, DebugIo, Debugger, Engine, FunctionCall, Host, RunFlags};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -49,6 +49,8 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const DEBUG_YES_REFUSED: &str = "ERR SCRIPT DEBUG YES (a forked session whose changes are discarded) is not supported by this server: use SCRIPT DEBUG SYNC";
+const DEBUG_YES_REFUSED_EVAL: &str = "ERR SCRIPT DEBUG YES is not supported by this server, so the script was not run: use SCRIPT DEBUG SYNC";
 const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
 /// The -BUSY text for a script (`function` = an FCALL) past the threshold.
@@ -126,6 +128,8 @@ struct ScriptHost<'a> {
     /// The caller's CLIENT LIST line when its user is restricted (the ACL
     /// log shows it); empty when every call is allowed.
     caller: String,
+    /// The last call was refused (see `Host::refused`).
+    refused: bool,
 }
 
 impl ScriptHost<'_> {
@@ -183,7 +187,9 @@ impl Host for ScriptHost<'_> {
     fn call(&mut self, args: &[Bytes], resp3: bool) -> &[u8] {
         self.out.buf.clear();
         self.out.resp3 = resp3;
-        match self.refuse(args) {
+        let refusal = self.refuse(args);
+        self.refused = refusal.is_some();
+        match refusal {
             // Counted as Redis counts a client's rejected command.
             Some((cmd, e)) => {
                 if let Some(cmd) = cmd {
@@ -207,6 +213,14 @@ impl Host for ScriptHost<'_> {
             }
         }
         &self.out.buf
+    }
+
+    fn refused(&self) -> bool {
+        self.refused
+    }
+
+    fn resumed(&mut self) {
+        self.start_ms = crate::state::now_ms();
     }
 
     fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
@@ -247,6 +261,7 @@ fn refuse_for_oom(st: &State, flags: u32) -> CmdResult {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
     c: &mut Ctx,
     eng: &mut Engine,
@@ -255,6 +270,7 @@ fn run(
     argv: &[Bytes],
     read_only: bool,
     flags: u32,
+    dbg: Option<&mut Debugger>,
 ) -> CmdResult {
     let threshold = c.st.cfg.busy_reply_threshold;
     let mut cl = Client::new(0, String::new(), String::new(), -1, true);
@@ -281,11 +297,15 @@ fn run(
         run,
         out: ReplyBuf::new(false),
         caller,
+        refused: false,
     };
     let out = &mut *c.out;
     host.st.busy.lock().open = true;
     let res = match target {
-        Target::Script(sha) => eng.run_script(sha, keys, argv, threshold, &mut host, out),
+        Target::Script(sha) => match dbg {
+            Some(d) => eng.debug_script(sha, keys, argv, threshold, &mut host, out, d),
+            None => eng.run_script(sha, keys, argv, threshold, &mut host, out),
+        },
         Target::Function(name) => eng.call_function(name, keys, argv, threshold, &mut host, out),
     };
     host.st.busy.lock().open = false;
@@ -371,6 +391,105 @@ fn run_while_busy(st: &mut State, id: u64, args: &[Bytes], tx: &mut BusyTx) -> O
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
     // What the script's commands propagate stands for it.
     c.no_propagate();
+    match c.cl.lua_debug {
+        LuaDebug::Off => {}
+        LuaDebug::Refused => {
+            c.cl.lua_debug = LuaDebug::Off;
+            return Err(Error::other(DEBUG_YES_REFUSED_EVAL));
+        }
+        LuaDebug::Sync if by_sha => {
+            return Err(Error::other(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ))
+        }
+        LuaDebug::Sync => return eval_debugged(c, a, ro),
+    }
+    eval_run(c, a, by_sha, ro, None)
+}
+
+/// EVAL after SCRIPT DEBUG SYNC: a debugging session, blocking the server
+/// as Redis's does (its changes stay). Whatever the outcome the session
+/// ends with `<endsession>`, the reply, and the connection closed.
+fn eval_debugged(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
+    tracing::info!("Redis synchronous debugging eval session started");
+    let io = Box::new(SocketIo(c.cl.fd));
+    let mut dbg = Debugger::new(io, &a[1], c.st.cfg.busy_reply_threshold);
+    let res = eval_run(c, a, false, ro, Some(&mut dbg));
+    dbg.end();
+    tracing::info!("Redis synchronous debugging eval session ended");
+    c.cl.close_after_reply = true;
+    res
+}
+
+/// The debugging client's socket, used blocking by the session: its
+/// connection task is inside this very command meanwhile. Writes give up
+/// after 5 s, as Redis's send timeout.
+struct SocketIo(i32);
+
+impl SocketIo {
+    /// Waits for `events`; false on error or after `ms` (-1: no limit).
+    fn wait(&self, events: i16, ms: i32) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.0,
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the call.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        n > 0
+            || (n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted)
+    }
+}
+
+fn retry(e: std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+    )
+}
+
+impl DebugIo for SocketIo {
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        loop {
+            // SAFETY: reads into `buf`, within its length.
+            let n = unsafe { libc::read(self.0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return n as usize;
+            }
+            if !retry(std::io::Error::last_os_error()) || !self.wait(libc::POLLIN, -1) {
+                return 0;
+            }
+        }
+    }
+
+    fn write(&mut self, mut b: &[u8]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !b.is_empty() {
+            // SAFETY: sends from `b`, within its length.
+            let n = unsafe { libc::send(self.0, b.as_ptr().cast(), b.len(), libc::MSG_NOSIGNAL) };
+            if n > 0 {
+                b = &b[n as usize..];
+                continue;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if n == 0
+                || !retry(std::io::Error::last_os_error())
+                || left.is_zero()
+                || !self.wait(libc::POLLOUT, left.as_millis().max(1) as i32)
+            {
+                return;
+            }
+        }
+    }
+}
+
+fn eval_run(
+    c: &mut Ctx,
+    a: &[Bytes],
+    by_sha: bool,
+    ro: bool,
+    dbg: Option<&mut Debugger>,
+) -> CmdResult {
     let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let res = (|| {
@@ -401,6 +520,7 @@ fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
             argv,
             ro || no_writes,
             fl,
+            dbg,
         )
     })();
     put_back(c.st, eng);
@@ -461,6 +581,7 @@ fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
             argv,
             ro || no_writes,
             flags,
+            None,
         );
         set_function_call(c.st, None);
         res
@@ -537,16 +658,35 @@ fn script_kill(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
     Err(Error::other(NOTBUSY))
 }
 
-/// SCRIPT DEBUG YES|SYNC|NO
+/// SCRIPT DEBUG YES|SYNC|NO. The session talks to the client's socket
+/// directly, so replies still queued (a pipeline, MULTI) would come after
+/// it: refused as in Redis. YES is refused: Redis forks the session so its
+/// changes are discarded and the server keeps serving, which a fork-less
+/// server cannot do; SYNC gives the same session, blocking the server.
 fn script_debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if !c.out.is_empty() {
+        return Err(Error::other(
+            "ERR SCRIPT DEBUG must be called outside a pipeline",
+        ));
+    }
     if is(&a[2], "no") {
-        c.out.ok();
-        return Ok(());
+        c.cl.lua_debug = LuaDebug::Off;
+    } else if is(&a[2], "sync") {
+        // The session reads and writes the socket itself, unencrypted.
+        if c.cl.tls {
+            return Err(Error::other(
+                "ERR SCRIPT DEBUG is not supported on TLS connections by this server",
+            ));
+        }
+        c.cl.lua_debug = LuaDebug::Sync;
+    } else if is(&a[2], "yes") {
+        c.cl.lua_debug = LuaDebug::Refused;
+        return Err(Error::other(DEBUG_YES_REFUSED));
+    } else {
+        return Err(Error::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
     }
-    if is(&a[2], "yes") || is(&a[2], "sync") {
-        return Err(Error::other("ERR SCRIPT DEBUG is not supported"));
-    }
-    Err(Error::other("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+    c.out.ok();
+    Ok(())
 }
 
 /// SCRIPT HELP
