@@ -329,7 +329,9 @@ where
             break;
         }
     }
-    shared.lock_eventually().await.remove_client(id);
+    // A busy script may be waiting for this client to leave (INFO's
+    // connected_slaves in a loop).
+    shared.with_state(move |st| st.remove_client(id)).await;
 }
 
 /// Shows input not yet runnable (a large request arriving) in the

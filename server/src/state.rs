@@ -932,6 +932,22 @@ impl Shared {
         }
     }
 
+    /// Runs `work` with the state: between two steps of a running script,
+    /// on the script's thread (which holds the lock), or with the lock. A
+    /// client that leaves or asks what Redis allows while a script is busy
+    /// is served meanwhile, as Redis serves events while blocked.
+    pub async fn with_state(&self, work: impl FnOnce(&mut State) + Send + 'static) {
+        let work = {
+            let mut q = self.busy.lock();
+            if q.open {
+                q.work.push(Box::new(work));
+                return;
+            }
+            work
+        };
+        work(&mut *self.lock_eventually().await);
+    }
+
     /// The lock, however long a busy script holds it, without blocking the
     /// worker meanwhile (it serves the -BUSY replies).
     pub async fn lock_eventually(&self) -> parking_lot::MutexGuard<'_, State> {

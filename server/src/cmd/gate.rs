@@ -91,7 +91,8 @@ fn check(
     if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
         return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
     }
-    if too_few_replicas(st) && (writes(cl, cmd) || script_writes(st, cmd, args)) {
+    // A script's own commands are checked by the script (`cmd::scripting`).
+    if cl.id != 0 && too_few_replicas(st) && may_write(st, cl, cmd, args) {
         return Err((Some(cmd), Error::other(NOREPLICAS)));
     }
     // A read-only replica takes writes from its master only. What EXEC
@@ -101,7 +102,7 @@ fn check(
         && st.cfg.replica_read_only
         && !cl.peer.master
         && !cl.deny_blocking
-        && (writes(cl, cmd) || script_writes(st, cmd, args))
+        && may_write(st, cl, cmd, args)
     {
         return Err((
             Some(cmd),
@@ -203,6 +204,18 @@ fn script_writes(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
     matches!(cmd.name, "eval" | "evalsha" | "fcall")
         && super::client::runner_flags(st, cmd, args)
             .is_some_and(|f| f & (EVAL_COMPAT | NO_WRITES) == 0)
+}
+
+/// Whether `cmd` may write: a write command, a script or function not
+/// declared `no-writes`, or an EXEC whose queue holds one of them.
+fn may_write(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
+    let one = |c: &Command, a: &[Bytes]| c.has(flags::WRITE) || script_writes(st, c, a);
+    one(cmd, args)
+        || (cmd.name == "exec"
+            && cl
+                .multi
+                .as_ref()
+                .is_some_and(|q| q.iter().any(|a| resolve(a).is_ok_and(|c| one(c, a)))))
 }
 
 /// Whether `cmd` writes: a write command, or an EXEC whose queue holds one.

@@ -130,6 +130,9 @@ struct ScriptHost<'a> {
     caller: String,
     /// The last call was refused (see `Host::refused`).
     refused: bool,
+    /// A read-only replica runs scripts from clients, not their writes;
+    /// what its master or the AOF sends, it runs whole.
+    replica_refuses: bool,
 }
 
 impl ScriptHost<'_> {
@@ -170,10 +173,19 @@ impl ScriptHost<'_> {
                 "ERR Write commands are not allowed from read-only scripts.",
             ));
         }
-        if cmd.has(WRITE) && super::gate::too_few_replicas(self.st) {
+        // A script that has written goes on writing when replicas drop
+        // meanwhile, as in Redis: refusing then would leave it half done.
+        let wrote = self.run.wrote.load(Relaxed);
+        if cmd.has(WRITE) && self.replica_refuses {
+            return Some((
+                Some(cmd),
+                "READONLY You can't write against a read only replica.",
+            ));
+        }
+        if cmd.has(WRITE) && !wrote && super::gate::too_few_replicas(self.st) {
             return Some((Some(cmd), super::gate::NOREPLICAS));
         }
-        if self.oom_refuses && cmd.has(DENYOOM) && !self.run.wrote.load(Relaxed) {
+        if self.oom_refuses && cmd.has(DENYOOM) && !wrote {
             return Some((Some(cmd), OOM));
         }
         if cmd.has(WRITE) {
@@ -288,6 +300,10 @@ fn run(
     };
     let run = c.st.script_run.clone();
     let oom_refuses = flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 && out_of_memory(c.st);
+    let replica_refuses = c.st.repl.master.is_some()
+        && c.st.cfg.replica_read_only
+        && !c.cl.peer.master
+        && c.cl.id != 0;
     let mut host = ScriptHost {
         st: c.st,
         cl,
@@ -298,6 +314,7 @@ fn run(
         out: ReplyBuf::new(false),
         caller,
         refused: false,
+        replica_refuses,
     };
     let out = &mut *c.out;
     host.st.busy.lock().open = true;
@@ -347,18 +364,7 @@ pub async fn busy_call(shared: &Shared, id: u64, args: Vec<Bytes>, tx: &mut Busy
     let work = move |st: &mut State| {
         let _ = send.send(run_while_busy(st, id, &args, &mut mine).map(|out| (out, mine)));
     };
-    let queued = {
-        let mut q = shared.busy.lock();
-        if q.open {
-            q.work.push(Box::new(work));
-            None
-        } else {
-            Some(work)
-        }
-    };
-    if let Some(work) = queued {
-        work(&mut *shared.lock_eventually().await);
-    }
+    shared.with_state(work).await;
     match recv.await {
         Ok(Some((out, back))) => {
             *tx = back;
