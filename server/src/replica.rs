@@ -3,8 +3,9 @@
 //! AUTH with `masteruser`/`masterauth`, REPLCONF listening-port and capa,
 //! PSYNC with the replication ID and offset it has), loads the master's
 //! RDB on a full resync, then applies the stream through the dispatcher as
-//! the master's client (which read-only does not stop), acknowledging its
-//! offset every second and on `REPLCONF GETACK`. A dropped link is retried
+//! the master's client (which read-only does not stop, and CLIENT PAUSE
+//! WRITE holds back as Redis 7.0 does), acknowledging its offset every
+//! second and on `REPLCONF GETACK`. A dropped link is retried
 //! every second; a newer REPLICAOF stops the task.
 
 use crate::repl::MasterState;
@@ -442,6 +443,10 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
     // The start of a command the decoder has taken but not completed: it
     // counts (and is relayed) with the command, once applied.
     let mut partial: Vec<u8> = Vec::new();
+    // A command CLIENT PAUSE WRITE holds back, with its bytes: nothing
+    // after it is applied (nor counted in the offset) until the pause
+    // ends, as Redis postpones its master's client.
+    let mut held: Option<(Vec<Bytes>, Vec<u8>)> = None;
     let mut ack_due = tokio::time::Instant::now();
     loop {
         let mut acks: Vec<u64> = Vec::new();
@@ -456,45 +461,56 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             };
             st.last_tick = std::time::Instant::now();
             let mut out = ReplyBuf::new(false);
-            // What the master sent, relayed as applied.
-            let sent = buf.clone().freeze();
-            let mut pos = 0;
             let mut res = Ok(());
-            loop {
-                let before = buf.len();
-                let args: Vec<Bytes> = match dec.decode(&mut buf) {
-                    Ok(Some(a)) => a,
-                    Ok(None) => {
-                        partial.extend_from_slice(&sent[pos..pos + before - buf.len()]);
+            let paused = |st: &State, master: &Client, args: &[Bytes]| {
+                st.pause.is_some() && crate::cmd::client::must_pause(st, master, args, now_ms())
+            };
+            if !held
+                .as_ref()
+                .is_some_and(|(args, _)| paused(st, &master, args))
+            {
+                if let Some((args, raw)) = held.take() {
+                    apply(st, &mut master, &mut out, &args, &mut acks);
+                    st.repl.proxy(&raw);
+                }
+                // What the master sent, relayed as applied.
+                let sent = buf.clone().freeze();
+                let mut pos = 0;
+                loop {
+                    let before = buf.len();
+                    let args: Vec<Bytes> = match dec.decode(&mut buf) {
+                        Ok(Some(a)) => a,
+                        Ok(None) => {
+                            partial.extend_from_slice(&sent[pos..pos + before - buf.len()]);
+                            break;
+                        }
+                        Err(e) => {
+                            res = Err(io::Error::other(format!("protocol error from master: {e}")));
+                            break;
+                        }
+                    };
+                    let used = before - buf.len();
+                    let raw = &sent[pos..pos + used];
+                    pos += used;
+                    if paused(st, &master, &args) {
+                        partial.extend_from_slice(raw);
+                        held = Some((args, std::mem::take(&mut partial)));
                         break;
                     }
-                    Err(e) => {
-                        res = Err(io::Error::other(format!("protocol error from master: {e}")));
-                        break;
+                    apply(st, &mut master, &mut out, &args, &mut acks);
+                    if !partial.is_empty() {
+                        st.repl.proxy(&std::mem::take(&mut partial));
                     }
-                };
-                let used = (before - buf.len()) as u64;
-                if args.len() >= 2
-                    && args[0].eq_ignore_ascii_case(b"replconf")
-                    && args[1].eq_ignore_ascii_case(b"getack")
-                {
-                    acks.push(st.repl.offset);
-                } else if !args.is_empty() {
-                    st.repl.applying = true;
-                    crate::cmd::execute(st, &mut master, &mut out, &args);
-                    st.repl.applying = false;
-                    st.check_source_reply(&out.buf, &args, false);
-                    out.buf.clear();
+                    st.repl.proxy(raw);
                 }
-                if !partial.is_empty() {
-                    st.repl.proxy(&std::mem::take(&mut partial));
-                }
-                st.repl.proxy(&sent[pos..pos + used as usize]);
-                pos += used as usize;
             }
             master.last_interaction_ms = st.wall_ms(st.last_tick);
+            master.paused = held.is_some();
             if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
                 m.db = master.db;
+                m.unapplied = (held.as_ref().map_or(0, |(_, raw)| raw.len())
+                    + partial.len()
+                    + buf.len()) as u64;
             }
             st.clients.insert(id, master);
             res?;
@@ -524,6 +540,34 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             _ = tokio::time::sleep_until(ack_due) => {}
             // CLIENT KILL: seen at the top of the loop.
             _ = wake.notified() => {}
+            // The end of a pause holding a command back.
+            _ = tokio::time::sleep(PAUSE_POLL), if held.is_some() => {}
         }
+    }
+}
+
+/// How often a link held back by CLIENT PAUSE checks the pause again.
+const PAUSE_POLL: Duration = Duration::from_millis(5);
+
+/// Runs one command of the master's stream as its client; `REPLCONF
+/// GETACK` asks for an ACK at the offset reached so far.
+fn apply(
+    st: &mut State,
+    master: &mut Client,
+    out: &mut ReplyBuf,
+    args: &[Bytes],
+    acks: &mut Vec<u64>,
+) {
+    if args.len() >= 2
+        && args[0].eq_ignore_ascii_case(b"replconf")
+        && args[1].eq_ignore_ascii_case(b"getack")
+    {
+        acks.push(st.repl.offset);
+    } else if !args.is_empty() {
+        st.repl.applying = true;
+        crate::cmd::execute(st, master, out, args);
+        st.repl.applying = false;
+        st.check_source_reply(&out.buf, args, false);
+        out.buf.clear();
     }
 }

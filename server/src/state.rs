@@ -658,7 +658,7 @@ impl Client {
             (cl.peer.master, 'M'),
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
-            (cl.blocked.is_some(), 'b'),
+            (cl.blocked.is_some() || cl.paused, 'b'),
         ]
         .iter()
         .filter_map(|&(on, f)| on.then_some(f))
