@@ -149,7 +149,8 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         gen,
         MasterState::Connecting,
     );
-    let sock = TcpStream::connect((host, port)).await?;
+    let source = shared.lock_eventually().await.cfg.bind_source_addr.clone();
+    let sock = connect(host, port, &source).await?;
     let _ = sock.set_nodelay(true);
     let addr = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
     use std::os::fd::AsRawFd;
@@ -176,6 +177,34 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
             sync(shared, sock, ends, gen).await
         }
     }
+}
+
+/// Connects to the master from `source` (`bind-source-addr`) if that can
+/// be bound, else from any address, as Redis's best-effort binding.
+async fn connect(host: &str, port: u16, source: &str) -> io::Result<TcpStream> {
+    let Ok(ip) = source.parse::<std::net::IpAddr>() else {
+        return TcpStream::connect((host, port)).await;
+    };
+    let mut last = io::Error::other("could not resolve the master's address");
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = || {
+            if addr.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()
+            } else {
+                tokio::net::TcpSocket::new_v6()
+            }
+        };
+        let s = socket()?;
+        let s = match s.bind((ip, 0).into()) {
+            Ok(()) => s,
+            Err(_) => socket()?,
+        };
+        match s.connect(addr).await {
+            Ok(sock) => return Ok(sock),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// The link's socket as CLIENT LIST shows the master's client.
