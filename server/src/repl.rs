@@ -94,6 +94,9 @@ pub struct Master {
     /// The database the master's stream last selected: a partial resync
     /// goes on without a SELECT (Redis keeps its cached master client).
     pub db: usize,
+    /// Bytes of the master's stream read but not applied yet (a partial
+    /// command, or the rest held back by CLIENT PAUSE WRITE).
+    pub unapplied: u64,
 }
 
 impl MasterState {

@@ -3,9 +3,12 @@
 //! AUTH with `masteruser`/`masterauth`, REPLCONF listening-port and capa,
 //! PSYNC with the replication ID and offset it has), loads the master's
 //! RDB on a full resync, then applies the stream through the dispatcher as
-//! the master's client (which read-only does not stop), acknowledging its
-//! offset every second and on `REPLCONF GETACK`. A dropped link is retried
-//! every second; a newer REPLICAOF stops the task.
+//! the master's client (which read-only does not stop, and CLIENT PAUSE
+//! WRITE holds back as Redis 7.0 does), acknowledging its offset every
+//! second and on `REPLCONF GETACK`. A dropped link is retried
+//! every second; a newer REPLICAOF stops the task. A writable replica
+//! expires the keys with a TTL it wrote itself (Redis's
+//! `slaveKeysWithExpire`): its master never sends DELs for them.
 
 use crate::repl::MasterState;
 use crate::state::{now_ms, Client, Shared, State};
@@ -146,7 +149,8 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
         gen,
         MasterState::Connecting,
     );
-    let sock = TcpStream::connect((host, port)).await?;
+    let source = shared.lock_eventually().await.cfg.bind_source_addr.clone();
+    let sock = connect(host, port, &source).await?;
     let _ = sock.set_nodelay(true);
     let addr = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
     use std::os::fd::AsRawFd;
@@ -173,6 +177,34 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
             sync(shared, sock, ends, gen).await
         }
     }
+}
+
+/// Connects to the master from `source` (`bind-source-addr`) if that can
+/// be bound, else from any address, as Redis's best-effort binding.
+async fn connect(host: &str, port: u16, source: &str) -> io::Result<TcpStream> {
+    let Ok(ip) = source.parse::<std::net::IpAddr>() else {
+        return TcpStream::connect((host, port)).await;
+    };
+    let mut last = io::Error::other("could not resolve the master's address");
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = || {
+            if addr.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()
+            } else {
+                tokio::net::TcpSocket::new_v6()
+            }
+        };
+        let s = socket()?;
+        let s = match s.bind((ip, 0).into()) {
+            Ok(()) => s,
+            Err(_) => socket()?,
+        };
+        match s.connect(addr).await {
+            Ok(sock) => return Ok(sock),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// The link's socket as CLIENT LIST shows the master's client.
@@ -275,6 +307,7 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(());
         }
         load_masters_rdb(&mut st, &rdb)?;
+        st.replica_keys_with_expire = storage::Dict::new();
         st.replid = id.to_string();
         let size = st.cfg.repl_backlog_size;
         st.repl.reset_backlog(size, off);
@@ -442,6 +475,10 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
     // The start of a command the decoder has taken but not completed: it
     // counts (and is relayed) with the command, once applied.
     let mut partial: Vec<u8> = Vec::new();
+    // A command CLIENT PAUSE WRITE holds back, with its bytes: nothing
+    // after it is applied (nor counted in the offset) until the pause
+    // ends, as Redis postpones its master's client.
+    let mut held: Option<(Vec<Bytes>, Vec<u8>)> = None;
     let mut ack_due = tokio::time::Instant::now();
     loop {
         let mut acks: Vec<u64> = Vec::new();
@@ -456,45 +493,56 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             };
             st.tick(std::time::Instant::now());
             let mut out = ReplyBuf::new(false);
-            // What the master sent, relayed as applied.
-            let sent = buf.clone().freeze();
-            let mut pos = 0;
             let mut res = Ok(());
-            loop {
-                let before = buf.len();
-                let args: Vec<Bytes> = match dec.decode(&mut buf) {
-                    Ok(Some(a)) => a,
-                    Ok(None) => {
-                        partial.extend_from_slice(&sent[pos..pos + before - buf.len()]);
+            let paused = |st: &State, master: &Client, args: &[Bytes]| {
+                st.pause.is_some() && crate::cmd::client::must_pause(st, master, args, now_ms())
+            };
+            if !held
+                .as_ref()
+                .is_some_and(|(args, _)| paused(st, &master, args))
+            {
+                if let Some((args, raw)) = held.take() {
+                    apply(st, &mut master, &mut out, &args, &mut acks);
+                    st.repl.proxy(&raw);
+                }
+                // What the master sent, relayed as applied.
+                let sent = buf.clone().freeze();
+                let mut pos = 0;
+                loop {
+                    let before = buf.len();
+                    let args: Vec<Bytes> = match dec.decode(&mut buf) {
+                        Ok(Some(a)) => a,
+                        Ok(None) => {
+                            partial.extend_from_slice(&sent[pos..pos + before - buf.len()]);
+                            break;
+                        }
+                        Err(e) => {
+                            res = Err(io::Error::other(format!("protocol error from master: {e}")));
+                            break;
+                        }
+                    };
+                    let used = before - buf.len();
+                    let raw = &sent[pos..pos + used];
+                    pos += used;
+                    if paused(st, &master, &args) {
+                        partial.extend_from_slice(raw);
+                        held = Some((args, std::mem::take(&mut partial)));
                         break;
                     }
-                    Err(e) => {
-                        res = Err(io::Error::other(format!("protocol error from master: {e}")));
-                        break;
+                    apply(st, &mut master, &mut out, &args, &mut acks);
+                    if !partial.is_empty() {
+                        st.repl.proxy(&std::mem::take(&mut partial));
                     }
-                };
-                let used = (before - buf.len()) as u64;
-                if args.len() >= 2
-                    && args[0].eq_ignore_ascii_case(b"replconf")
-                    && args[1].eq_ignore_ascii_case(b"getack")
-                {
-                    acks.push(st.repl.offset);
-                } else if !args.is_empty() {
-                    st.repl.applying = true;
-                    crate::cmd::execute(st, &mut master, &mut out, &args);
-                    st.repl.applying = false;
-                    st.check_source_reply(&out.buf, &args, false);
-                    out.buf.clear();
+                    st.repl.proxy(raw);
                 }
-                if !partial.is_empty() {
-                    st.repl.proxy(&std::mem::take(&mut partial));
-                }
-                st.repl.proxy(&sent[pos..pos + used as usize]);
-                pos += used as usize;
             }
             master.last_interaction_ms = st.wall_ms();
+            master.paused = held.is_some();
             if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
                 m.db = master.db;
+                m.unapplied = (held.as_ref().map_or(0, |(_, raw)| raw.len())
+                    + partial.len()
+                    + buf.len()) as u64;
             }
             st.clients.insert(id, master);
             res?;
@@ -524,6 +572,82 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             _ = tokio::time::sleep_until(ack_due) => {}
             // CLIENT KILL: seen at the top of the loop.
             _ = wake.notified() => {}
+            // The end of a pause holding a command back.
+            _ = tokio::time::sleep(PAUSE_POLL), if held.is_some() => {}
+        }
+    }
+}
+
+/// How often a link held back by CLIENT PAUSE checks the pause again.
+const PAUSE_POLL: Duration = Duration::from_millis(5);
+
+/// Runs one command of the master's stream as its client; `REPLCONF
+/// GETACK` asks for an ACK at the offset reached so far.
+fn apply(
+    st: &mut State,
+    master: &mut Client,
+    out: &mut ReplyBuf,
+    args: &[Bytes],
+    acks: &mut Vec<u64>,
+) {
+    if args.len() >= 2
+        && args[0].eq_ignore_ascii_case(b"replconf")
+        && args[1].eq_ignore_ascii_case(b"getack")
+    {
+        acks.push(st.repl.offset);
+    } else if !args.is_empty() {
+        st.repl.applying = true;
+        crate::cmd::execute(st, master, out, args);
+        st.repl.applying = false;
+        st.check_source_reply(&out.buf, args, false);
+        out.buf.clear();
+    }
+}
+
+/// After a write of a client other than the master on a writable replica:
+/// its keys that now have a TTL are this replica's to expire. As in Redis,
+/// only the first 64 databases are tracked (a bit each).
+pub fn remember_own_expires(st: &mut State, db: usize, args: &[Bytes]) {
+    if db >= 64 {
+        return;
+    }
+    let Ok(keys) = crate::cmd::command::get_keys(args) else {
+        return;
+    };
+    for (i, _) in keys {
+        let key = &args[i];
+        if st.dbs[db].expire_at(key).is_some() {
+            *st.replica_keys_with_expire.get_or_insert_with(key, || 0) |= 1 << db;
+        }
+    }
+}
+
+/// The replica's active expiry, of its own keys only (the master's expire
+/// through its DELs): random tracked keys are checked, the expired
+/// deleted, and those no longer having a TTL forgotten, for about a
+/// millisecond per cron tick, as Redis's `expireSlaveKeys`.
+pub fn expire_own_keys(st: &mut State, now: i64) {
+    let start = std::time::Instant::now();
+    let mut rng = rand::thread_rng();
+    let mut cycles = 0u32;
+    while let Some((key, &dbs)) = st.replica_keys_with_expire.random(&mut rng) {
+        let key = key.clone();
+        let mut keep = 0u64;
+        for db in (0..st.dbs.len().min(64)).filter(|d| dbs >> d & 1 == 1) {
+            if st.dbs[db].expire_if_needed(&key, now) {
+                st.expired(db, &key);
+            } else if st.dbs[db].expire_at(&key).is_some() {
+                keep |= 1 << db;
+            }
+        }
+        if keep == 0 {
+            st.replica_keys_with_expire.remove(&key);
+        } else if let Some(bits) = st.replica_keys_with_expire.get_mut(&key) {
+            *bits = keep;
+        }
+        cycles += 1;
+        if cycles.is_multiple_of(64) && start.elapsed() > Duration::from_millis(1) {
+            break;
         }
     }
 }

@@ -349,9 +349,12 @@ async fn cron(shared: Arc<Shared>) {
             st.since_start_us(std::time::Instant::now()),
             crate::state::now_us(),
         );
-        // A replica's keys expire through its master's DELs.
+        // A replica's keys expire through its master's DELs, but for those
+        // a writable replica wrote itself.
         if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
+        } else if st.active_expire && st.repl.master.is_some() {
+            crate::replica::expire_own_keys(&mut st, now);
         }
         st.tracking_cron();
         st.migrate.close_idle(now);

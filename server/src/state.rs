@@ -427,6 +427,8 @@ pub struct State {
     pub tracking: crate::tracking::Tracking,
     /// The replication stream and the replicas (see `repl`).
     pub repl: crate::repl::Repl,
+    /// A writable replica's own keys with a TTL (see `replica`).
+    pub replica_keys_with_expire: storage::Dict<u64>,
     /// ACL users and log (see `acl`).
     pub acl: crate::acl::Acl,
 }
@@ -518,6 +520,7 @@ impl State {
             loading: None,
             tracking: Default::default(),
             repl: Default::default(),
+            replica_keys_with_expire: storage::Dict::new(),
             acl: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
@@ -709,7 +712,7 @@ impl Client {
             (cl.peer.master, 'M'),
             (cl.subs.any(), 'P'),
             (cl.multi.is_some(), 'x'),
-            (cl.blocked.is_some(), 'b'),
+            (cl.blocked.is_some() || cl.paused, 'b'),
         ]
         .iter()
         .filter_map(|&(on, f)| on.then_some(f))

@@ -99,6 +99,47 @@ pub struct Dict<V, M = ()> {
 
 const INITIAL: usize = 4;
 
+/// The shape of one chained hash table (DEBUG HTSTATS).
+#[derive(Debug, PartialEq)]
+pub struct TableStats {
+    /// Buckets.
+    pub size: usize,
+    /// Entries.
+    pub used: usize,
+    /// Non-empty buckets, and the longest chain.
+    pub slots: usize,
+    pub max_chain: usize,
+    /// Entries found walking the chains (`used` when consistent).
+    pub chained: usize,
+    /// How many buckets have a chain of each length (index), the last
+    /// counting every longer chain too, as Redis's 50-slot vector.
+    pub chains: [usize; 50],
+}
+
+impl TableStats {
+    /// From a table's entry count and each bucket's chain length.
+    pub fn new(used: usize, chain_lens: impl Iterator<Item = usize>) -> Self {
+        let mut s = TableStats {
+            size: 0,
+            used,
+            slots: 0,
+            max_chain: 0,
+            chained: 0,
+            chains: [0; 50],
+        };
+        for len in chain_lens {
+            s.size += 1;
+            s.chains[len.min(49)] += 1;
+            s.chained += len;
+            if len > 0 {
+                s.slots += 1;
+                s.max_chain = s.max_chain.max(len);
+            }
+        }
+        s
+    }
+}
+
 impl<V, M: Default> Default for Dict<V, M> {
     fn default() -> Self {
         Self::with_meta()
@@ -340,6 +381,25 @@ impl<V, M: Default> Dict<V, M> {
             }
         }
         None
+    }
+
+    /// The main table's shape and, while a rehash runs, its target's.
+    pub fn stats(&self) -> Vec<TableStats> {
+        let n = if self.rehash_idx.is_some() { 2 } else { 1 };
+        self.t[..n]
+            .iter()
+            .map(|t| {
+                let chains = t.buckets.iter().map(|mut link| {
+                    let mut len = 0;
+                    while let Some(n) = link {
+                        len += 1;
+                        link = &n.next;
+                    }
+                    len
+                });
+                TableStats::new(t.used, chains)
+            })
+            .collect()
     }
 
     /// Empties the dict, returning the old contents so a caller can drop a

@@ -28,7 +28,7 @@ pub mod zset;
 
 pub use cbytes::CBytes;
 pub use db::Db;
-pub use dict::Dict;
+pub use dict::{Dict, TableStats};
 pub use hash::{Hash, HashLimits};
 pub use intset::Intset;
 pub use listpack::{Listpack, LpVal};

@@ -257,6 +257,20 @@ impl Skiplist {
         }
     }
 
+    /// The member index's shape (DEBUG HTSTATS-KEY): one table, as it
+    /// resizes at once.
+    pub fn index_stats(&self) -> crate::TableStats {
+        let chain = |mut x: u32| {
+            let mut len = 0;
+            while x != NIL {
+                len += 1;
+                x = self.nodes[x as usize].next;
+            }
+            len
+        };
+        crate::TableStats::new(self.len, self.buckets.iter().map(|&b| chain(b)))
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

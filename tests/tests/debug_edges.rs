@@ -1,6 +1,7 @@
 //! Edges Redis's own suite checks, against the built `cinnabar-server`:
 //! plain quicklist nodes (DEBUG QUICKLIST-PACKED-THRESHOLD), DEBUG LOADAOF,
-//! BITFIELD's dirty counting, eviction at CONFIG SET maxmemory.
+//! BITFIELD's dirty counting, eviction at CONFIG SET maxmemory, DEBUG
+//! HTSTATS and HTSTATS-KEY.
 //!
 //! Every expectation was checked against Redis 7.0.15; run
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
@@ -363,4 +364,83 @@ fn lolwut_draws_each_versions_art() {
         "the sky is white: {six}"
     );
     assert!(six.ends_with("Original 8 bit image from Plaguemon by hikikomori. Redis ver. 7.0.15\n"));
+}
+
+const EMPTY_TABLE: &str =
+    "Hash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n";
+/// A table of 4 buckets holding one entry.
+const ONE_ENTRY: &str = "Hash table 0 stats (main hash table):\n table size: 4\n number of elements: 1\n different slots: 1\n max chain length: 1\n avg chain length (counted): 1.00\n avg chain length (computed): 1.00\n Chain length distribution:\n   0: 3 (75.00%)\n   1: 1 (25.00%)\n";
+
+#[test]
+fn debug_htstats_shows_the_keyspace_tables() {
+    let s = debug_server();
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "9"]),
+        bulk(format!(
+            "[Dictionary HT]\n{EMPTY_TABLE}[Expires HT]\n{EMPTY_TABLE}"
+        ))
+    );
+    assert_eq!(c.cmd(&["SELECT", "9"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "v", "EX", "100"]), ok());
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "9"]),
+        bulk(format!(
+            "[Dictionary HT]\n{ONE_ENTRY}[Expires HT]\n{ONE_ENTRY}"
+        ))
+    );
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "16"]),
+        err("ERR Out of range database")
+    );
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+    // 7.0.15 has no FULL option.
+    assert_eq!(
+        c.cmd(&["DEBUG", "htstats", "9", "full"]),
+        err("ERR unknown subcommand or wrong number of arguments for 'htstats'. Try DEBUG HELP.")
+    );
+    // Text in RESP3.
+    c.cmd(&["HELLO", "3"]);
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "0"]),
+        Frame::Verbatim(
+            format!("[Dictionary HT]\n{EMPTY_TABLE}[Expires HT]\n{EMPTY_TABLE}").into()
+        )
+    );
+}
+
+#[test]
+fn debug_htstats_key_shows_a_values_table() {
+    let s = debug_server();
+    let mut c = s.raw();
+    for (opt, val) in [
+        ("hash-max-listpack-entries", "0"),
+        ("set-max-intset-entries", "0"),
+        ("zset-max-listpack-entries", "0"),
+    ] {
+        assert_eq!(c.cmd(&["CONFIG", "SET", opt, val]), ok());
+    }
+    assert_eq!(c.cmd(&["HSET", "h", "f", "v"]), int(1));
+    assert_eq!(c.cmd(&["SADD", "s", "1"]), int(1));
+    assert_eq!(c.cmd(&["ZADD", "z", "1", "m"]), int(1));
+    for key in ["h", "s", "z"] {
+        assert_eq!(
+            c.cmd(&["DEBUG", "HTSTATS-KEY", key]),
+            bulk(ONE_ENTRY),
+            "{key}"
+        );
+    }
+    assert_eq!(c.cmd(&["SET", "str", "v"]), ok());
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS-KEY", "str"]),
+        err("ERR The value stored at the specified key is not represented using an hash table")
+    );
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS-KEY", "nokey"]),
+        err("ERR no such key")
+    );
+    assert!(text(&c.cmd(&["DEBUG", "HELP"])).contains("HTSTATS-KEY <key>"));
 }

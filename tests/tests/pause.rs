@@ -1,6 +1,7 @@
 //! CLIENT PAUSE WRITE as Redis 7.0.15 applies it: what waits (writes,
 //! scripts not declared `no-writes`, an EXEC holding a write), what does
-//! not, and that waiting clients count as blocked in INFO.
+//! not, that waiting clients count as blocked in INFO, and that a paused
+//! replica holds its master's stream back.
 
 use cinnabar_tests::RespFrame as Frame;
 use cinnabar_tests::*;
@@ -105,4 +106,52 @@ fn pause_keeps_expired_keys_until_unpause() {
     assert_eq!(r.cmd(&["GET", "foo"]), nil());
     assert_eq!(r.cmd(&["DBSIZE"]), int(0));
     assert_eq!(expired(&mut r), 1);
+}
+
+/// `field` of INFO replication ("" before a `replicaof` has taken effect).
+fn repl_field(c: &mut RawClient, field: &str) -> String {
+    let info = text(&c.cmd(&["INFO", "replication"]));
+    let key = format!("{field}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(key.as_str()))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn wait_field(c: &mut RawClient, field: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while repl_field(c, field) != want {
+        assert!(Instant::now() < deadline, "{field} never {want}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_paused_replica_reads_but_does_not_apply_its_masters_writes() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[("replicaof", &format!("127.0.0.1 {}", m.port))]);
+    let (mut mc, mut sc) = (m.raw(), s.raw());
+    wait_field(&mut sc, "master_link_status", "up");
+    assert_eq!(mc.cmd(&["SET", "foo", "bar"]), ok());
+    let applied = repl_field(&mut mc, "master_repl_offset");
+    wait_field(&mut sc, "slave_repl_offset", &applied);
+
+    assert_eq!(sc.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), ok());
+    assert_eq!(mc.cmd(&["SET", "foo2", "bar2"]), ok());
+    assert_eq!(mc.cmd(&["SET", "foo3", "bar3"]), ok());
+    let sent = repl_field(&mut mc, "master_repl_offset");
+    wait_field(&mut sc, "slave_read_repl_offset", &sent);
+    assert_eq!(repl_field(&mut sc, "slave_repl_offset"), applied);
+    assert_eq!(repl_field(&mut sc, "master_repl_offset"), applied);
+    assert_eq!(sc.cmd(&["GET", "foo2"]), nil());
+    // The master's client waits as a paused client does.
+    assert_eq!(blocked_clients(&mut sc), 1);
+    let list = text(&sc.cmd(&["CLIENT", "LIST"]));
+    assert!(list.contains("flags=Mb "), "{list}");
+
+    assert_eq!(sc.cmd(&["CLIENT", "UNPAUSE"]), ok());
+    wait_field(&mut sc, "slave_repl_offset", &sent);
+    assert_eq!(sc.cmd(&["GET", "foo3"]), bulk("bar3"));
+    assert_eq!(blocked_clients(&mut sc), 0);
 }

@@ -53,6 +53,13 @@ pub(super) fn call(
     let res = handler(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
     st.command_end(prop, args);
+    if cmd.has(flags::WRITE)
+        && st.repl.master.is_some()
+        && !st.cfg.replica_read_only
+        && !cl.peer.master
+    {
+        crate::replica::remember_own_expires(st, cl.db, args);
+    }
     cl.woff = st.repl.offset;
     if !st.pubsub.self_out.is_empty() {
         let mine = std::mem::take(&mut st.pubsub.self_out);

@@ -1,4 +1,5 @@
-//! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD, …).
+//! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD,
+//! HTSTATS, …).
 
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
@@ -113,6 +114,19 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("object", 3) => debug_object(c, &a[2])?,
+        ("htstats", 3) => {
+            let db = int_arg(&a[2])?;
+            let db = usize::try_from(db)
+                .ok()
+                .filter(|&d| d < c.st.dbs.len())
+                .ok_or_else(|| Error::other("ERR Out of range database"))?;
+            let mut text = String::from("[Dictionary HT]\n");
+            ht_stats(&mut text, &c.st.dbs[db].keys().stats());
+            text += "[Expires HT]\n";
+            ht_stats(&mut text, &c.st.dbs[db].expires.stats());
+            c.out.verbatim(text.as_bytes());
+        }
+        ("htstats-key", 3) => debug_htstats_key(c, &a[2])?,
         ("protocol", 3) => debug_protocol(c, &a[2])?,
         ("populate", 3..=5) => debug_populate(c, a)?,
         ("reload", _) => super::persist::debug_reload(c, a)?,
@@ -145,6 +159,62 @@ fn atoi(b: &[u8]) -> i64 {
         -v
     } else {
         v
+    }
+}
+
+/// DEBUG HTSTATS-KEY key: the hash table of a hash, set or sorted set
+/// that has one (a sorted set's is its skiplist's member index).
+fn debug_htstats_key(c: &mut Ctx, key: &[u8]) -> CmdResult {
+    let db = c.cl.db;
+    c.st.expire_if_needed(db, key, c.now);
+    let tables =
+        match c.st.dbs[db].get(key) {
+            None => return Err(Error::NoSuchKey),
+            Some(storage::Value::Hash(storage::Hash::Table(d))) => d.stats(),
+            Some(storage::Value::Set(storage::Set::Table(d))) => d.stats(),
+            Some(storage::Value::ZSet(storage::SortedSet::Skiplist(z))) => vec![z.index_stats()],
+            Some(_) => return Err(Error::other(
+                "ERR The value stored at the specified key is not represented using an hash table",
+            )),
+        };
+    let mut text = String::new();
+    ht_stats(&mut text, &tables);
+    c.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+/// A dict's tables as Redis's `dictGetStats` shows them: the main one,
+/// then the rehashing target if a rehash runs.
+fn ht_stats(text: &mut String, tables: &[storage::TableStats]) {
+    use std::fmt::Write;
+    for (i, t) in tables.iter().enumerate() {
+        let role = if i == 0 {
+            "main hash table"
+        } else {
+            "rehashing target"
+        };
+        let _ = writeln!(text, "Hash table {i} stats ({role}):");
+        if t.used == 0 {
+            text.push_str("No stats available for empty dictionaries\n");
+            continue;
+        }
+        let _ = write!(
+            text,
+            " table size: {}\n number of elements: {}\n different slots: {}\n max chain length: {}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
+            t.size,
+            t.used,
+            t.slots,
+            t.max_chain,
+            t.chained as f32 / t.slots as f32,
+            t.used as f32 / t.slots as f32,
+        );
+        for (len, &n) in t.chains[..49].iter().enumerate().filter(|(_, &n)| n > 0) {
+            let _ = writeln!(
+                text,
+                "   {len}: {n} ({:.2}%)",
+                n as f32 / t.size as f32 * 100.0
+            );
+        }
     }
 }
 
@@ -305,6 +375,10 @@ fn debug_help(c: &mut Ctx) {
             "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "LOG <message>",
             "    Write <message> to the server log.",
+            "HTSTATS <dbid>",
+            "    Return hash table statistics of the specified Redis database.",
+            "HTSTATS-KEY <key>",
+            "    Like HTSTATS but for the hash table stored at <key>'s value.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
             "POPULATE <count> [<prefix>] [<size>]",

@@ -277,6 +277,7 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         last_io_s: now_s,
         down_since_s: now_s,
         db: 0,
+        unapplied: 0,
     });
     let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
     for id in ids {
@@ -721,7 +722,7 @@ pub fn info(st: &State, now_ms: i64) -> String {
                 "master_sync_in_progress:{}\r\n",
                 (m.state == MasterState::Sync) as u8
             );
-            s += &format!("slave_read_repl_offset:{}\r\n", r.offset);
+            s += &format!("slave_read_repl_offset:{}\r\n", r.offset + m.unapplied);
             s += &format!("slave_repl_offset:{}\r\n", r.offset);
             if !up {
                 s += &format!(

@@ -284,6 +284,8 @@ values! {
     replica_serve_stale_data: bool = "replica-serve-stale-data",
     masterauth: String = "masterauth",
     masteruser: String = "masteruser",
+    /// The source address of the link to the master (best effort).
+    bind_source_addr: String = "bind-source-addr",
     replicaof: String = "replicaof",
     min_replicas_to_write: i64 = "min-replicas-to-write",
     min_replicas_max_lag: i64 = "min-replicas-max-lag",

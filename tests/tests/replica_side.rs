@@ -1,0 +1,99 @@
+//! What a replica does on its own side of the link, as Redis 7.0.15: a
+//! writable replica expires the keys with a TTL it wrote itself (its
+//! master's keys wait for the master's DELs), and its link to the
+//! master leaves from `bind-source-addr`.
+
+use cinnabar_tests::*;
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
+    let info = text(&c.cmd(&["INFO", section]));
+    let key = format!("{field}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(key.as_str()))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "never {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_writable_replica_expires_the_keys_it_wrote() {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("replica-read-only", "no"),
+    ]);
+    let (mut mc, mut sc) = (m.raw(), s.raw());
+    wait_for("linked", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+    });
+    // The master's key: the replica leaves it to the master, which does
+    // not expire it actively here.
+    assert_eq!(mc.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), ok());
+    assert_eq!(mc.cmd(&["SET", "theirs", "v", "PX", "1"]), ok());
+    assert_eq!(mc.cmd(&["WAIT", "1", "5000"]), int(1));
+
+    assert_eq!(sc.cmd(&["SET", "mine", "v", "PX", "1"]), ok());
+    assert_eq!(sc.cmd(&["SET", "kept", "v", "PX", "1"]), ok());
+    assert_eq!(sc.cmd(&["PERSIST", "kept"]), int(1));
+    assert_eq!(sc.cmd(&["SET", "later", "v"]), ok());
+    assert_eq!(sc.cmd(&["PEXPIRE", "later", "1"]), int(1));
+    wait_for("expired", || {
+        info_field(&mut sc, "stats", "expired_keys") == "2"
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(info_field(&mut sc, "stats", "expired_keys"), "2");
+    // `theirs` and `kept` remain (`theirs` reads as missing).
+    assert_eq!(sc.cmd(&["DBSIZE"]), int(2));
+    assert_eq!(sc.cmd(&["GET", "theirs"]), nil());
+    assert_eq!(sc.cmd(&["GET", "kept"]), bulk("v"));
+    assert_eq!(sc.cmd(&["EXISTS", "mine", "later"]), int(0));
+}
+
+#[test]
+fn the_link_to_the_master_leaves_from_bind_source_addr() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[]);
+    let (mut mc, mut sc) = (m.raw(), s.raw());
+    assert_eq!(mc.cmd(&["CONFIG", "SET", "protected-mode", "no"]), ok());
+    assert_eq!(
+        sc.cmd(&["CONFIG", "SET", "bind-source-addr", "127.0.0.2"]),
+        ok()
+    );
+    assert_eq!(
+        sc.cmd(&["CONFIG", "GET", "bind-source-addr"]),
+        RespFrame::Array(vec![bulk("bind-source-addr"), bulk("127.0.0.2")])
+    );
+    let port = m.port.to_string();
+    assert_eq!(sc.cmd(&["REPLICAOF", "127.0.0.1", &port]), ok());
+    wait_for("linked", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+    });
+    let slave0 = info_field(&mut mc, "replication", "slave0");
+    assert!(slave0.starts_with("ip=127.0.0.2,"), "{slave0}");
+}
+
+#[test]
+fn an_unusable_bind_source_addr_is_not_used() {
+    let m = Server::start(&[]);
+    // Not an address of this host: the link leaves from any address.
+    let s = Server::start(&[
+        ("bind-source-addr", "192.0.2.1"),
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+    ]);
+    let mut sc = s.raw();
+    wait_for("linked", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+    });
+    let slave0 = info_field(&mut m.raw(), "replication", "slave0");
+    assert!(slave0.starts_with("ip=127.0.0.1,"), "{slave0}");
+}
