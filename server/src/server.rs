@@ -3,10 +3,29 @@
 use crate::config::Config;
 use crate::conn::Peer;
 use crate::state::{now_ms, Shared, State};
+use parking_lot::Mutex;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
+
+/// The listening sockets, apart from the state lock (a busy script may
+/// hold it when SHUTDOWN NOSAVE ends the process), for [`stop_listening`].
+static LISTENING: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
+
+/// Refuses new connections from now on, as a Redis that is exiting does:
+/// the listeners stop before any client sees its connection closed (a
+/// client that reconnects after SHUTDOWN is refused, not served).
+pub fn stop_listening() {
+    for fd in LISTENING.lock().drain(..) {
+        // SAFETY: `fd` is a listener still open: it leaves the list before
+        // its accept loop is stopped (`relisten`). shutdown() keeps the fd.
+        unsafe {
+            libc::shutdown(fd, libc::SHUT_RDWR);
+        }
+    }
+}
 
 /// Listens on `port` (with `tcp`) and `tls-port` (with `tls`); 0 is not
 /// at all. Each listener comes with whether it speaks TLS.
@@ -116,6 +135,7 @@ fn listen_unix(cfg: &Config) -> std::io::Result<Option<tokio::net::UnixListener>
 
 /// Connections on the Unix socket, served as TCP ones.
 async fn accept_unix(shared: Arc<Shared>, l: tokio::net::UnixListener, path: String) {
+    LISTENING.lock().push(l.as_raw_fd());
     loop {
         match l.accept().await {
             Ok((sock, _)) => {
@@ -251,11 +271,12 @@ fn relisten(st: &mut State, tcp: bool, tls: bool) -> std::io::Result<()> {
         .upgrade()
         .ok_or(std::io::ErrorKind::NotConnected)?;
     let mut tasks = spawn_accept(&shared, &st.tls, listeners);
-    for (t, is_tls) in std::mem::take(&mut st.accept_tasks) {
+    for (t, is_tls, fd) in std::mem::take(&mut st.accept_tasks) {
         if if is_tls { tls } else { tcp } {
+            LISTENING.lock().retain(|&f| f != fd);
             t.abort();
         } else {
-            tasks.push((t, is_tls));
+            tasks.push((t, is_tls, fd));
         }
     }
     st.accept_tasks = tasks;
@@ -269,10 +290,12 @@ fn spawn_accept(
     shared: &Arc<Shared>,
     tls_ctx: &Arc<crate::tls::Current>,
     listeners: Vec<(TcpListener, bool)>,
-) -> Vec<(tokio::task::AbortHandle, bool)> {
+) -> Vec<(tokio::task::AbortHandle, bool, RawFd)> {
     listeners
         .into_iter()
         .map(|(l, tls)| {
+            let fd = l.as_raw_fd();
+            LISTENING.lock().push(fd);
             let shared = shared.clone();
             let tls_ctx = tls_ctx.clone();
             let task = tokio::spawn(async move {
@@ -303,7 +326,7 @@ fn spawn_accept(
                     }
                 }
             });
-            (task.abort_handle(), tls)
+            (task.abort_handle(), tls, fd)
         })
         .collect()
 }

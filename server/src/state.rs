@@ -344,7 +344,7 @@ pub struct State {
     pub tick_us: u64,
     /// The accept loops, replaced when CONFIG SET changes port or bind.
     /// Each with whether it serves `tls-port`.
-    pub accept_tasks: Vec<(tokio::task::AbortHandle, bool)>,
+    pub accept_tasks: Vec<(tokio::task::AbortHandle, bool, std::os::fd::RawFd)>,
     /// Set by the server once it listens: replaces the listeners with ones
     /// on the configured `port` and `bind` (CONFIG SET): the TCP ones, the
     /// TLS ones (`tls-port`), or both.

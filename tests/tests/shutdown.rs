@@ -291,3 +291,28 @@ fn debug_segfault_crashes_with_a_stack_trace_through_the_debug_command() {
     assert!(log.contains("cmd::debug::debug"), "{log}");
     assert!(log.contains("REDIS BUG REPORT END"), "{log}");
 }
+
+/// Once SHUTDOWN has closed its client's connection, nobody can connect:
+/// the listeners stop first, as when Redis exits (a client reconnecting at
+/// once was accepted, even served, while the process wound down). Also
+/// when SHUTDOWN NOSAVE ends a busy script.
+#[test]
+fn after_shutdown_new_connections_are_refused() {
+    for busy in [false, true] {
+        let s = Server::start(&[("busy-reply-threshold", "10")]);
+        let addr = s.addr();
+        if busy {
+            let mut script = s.raw();
+            script.send_cmd(&["EVAL", "while true do end", "0"]);
+            let mut c = s.raw();
+            wait_for("the script to be busy", || {
+                matches!(cmd(&mut c, &["PING"]), RespFrame::Error(_))
+            });
+        }
+        let mut c = s.raw();
+        c.send_cmd(&["SHUTDOWN", "NOSAVE"]);
+        assert!(c.try_read().is_err(), "SHUTDOWN answered");
+        let again = std::net::TcpStream::connect(&addr);
+        assert!(again.is_err(), "connected after SHUTDOWN (busy: {busy})");
+    }
+}
