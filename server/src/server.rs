@@ -147,6 +147,8 @@ async fn accept_unix(shared: Arc<Shared>, l: tokio::net::UnixListener, path: Str
                 };
                 tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
             }
+            // Shut by `stop_listening`: the server is exiting.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
             Err(e) => {
                 warn!("Accepting client connection: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -319,6 +321,8 @@ fn spawn_accept(
                                 }
                             }
                         }
+                        // Shut by `stop_listening`: the server is exiting.
+                        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
                         Err(e) => {
                             warn!("Accepting client connection: {e}");
                             tokio::time::sleep(Duration::from_millis(10)).await;
