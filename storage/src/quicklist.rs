@@ -303,7 +303,16 @@ impl Quicklist {
     /// numbered): drops read caches, decompresses the nodes within `depth`
     /// of either end, and compresses the touched nodes outside that and the
     /// two nodes just inside the compressed region.
+    #[inline]
     fn settle(&mut self, lo: usize, hi: usize) {
+        // Uncompressed lists without caches skip the walk: push and pop
+        // cost what they did before compression existed.
+        if self.depth != 0 || *self.cached.get_mut() {
+            self.settle_nodes(lo, hi);
+        }
+    }
+
+    fn settle_nodes(&mut self, lo: usize, hi: usize) {
         if *self.cached.get_mut() {
             *self.cached.get_mut() = false;
             for n in self.nodes.iter_mut() {
