@@ -31,8 +31,10 @@
 //! recompresses them afterwards, along with the nodes that entered the
 //! compressed region ([`Quicklist::settle`]). A read through a shared
 //! borrow cannot put a node back, so it decodes the node into a cache next
-//! to its LZF form; the list's next modification drops those caches. Plain
-//! nodes are never compressed.
+//! to its LZF form; the list's next modification drops those caches.
+//! [`Quicklist::walk`] and [`Quicklist::get_with`] (LRANGE, LINDEX, RDB
+//! writing) decode into temporaries instead. Plain nodes are never
+//! compressed.
 //!
 //! Complexity: push/pop at both ends O(1) amortized (plus the node's
 //! memmove for the head); index, insert, set O(nodes + node size); LREM
@@ -496,6 +498,18 @@ impl Quicklist {
         self.lp(ni).get(k as isize)
     }
 
+    /// `f` of the element at `index` (as [`Quicklist::get`]), leaving no
+    /// cache behind in a compressed node.
+    pub fn get_with<R>(&self, index: i64, f: impl FnOnce(LpVal<'_>) -> R) -> Option<R> {
+        let i = self.abs_index(index)?;
+        let (mut f, mut out) = (Some(f), None);
+        self.walk(i, true, |v| {
+            out = f.take().map(|f| f(v));
+            false
+        });
+        out
+    }
+
     /// Replaces the element at `index` (LSET); false if out of range.
     pub fn set(&mut self, index: i64, b: &[u8]) -> bool {
         let Some(i) = self.abs_index(index) else {
@@ -753,6 +767,52 @@ impl Quicklist {
         }
     }
 
+    /// Calls `f` on the elements from absolute index `start` towards the
+    /// tail (`forward`) or the head while it returns true. Unlike
+    /// [`Quicklist::iter_from`], a compressed node is decoded into a
+    /// temporary, so a long read leaves no caches behind.
+    pub fn walk(&self, start: usize, forward: bool, mut f: impl FnMut(LpVal<'_>) -> bool) {
+        if start >= self.len {
+            return;
+        }
+        let (mut ni, k) = self.locate(start);
+        let mut first = Some(k);
+        loop {
+            let tmp;
+            let lp = match &self.nodes[ni] {
+                Node::Raw(lp) => lp,
+                Node::Lzf(p) => match p.cache.get() {
+                    Some(lp) => lp,
+                    None => {
+                        tmp = Node::unpack(p);
+                        &tmp
+                    }
+                },
+            };
+            let mut off = match first.take() {
+                Some(k) => lp.seek(k as isize),
+                None if forward => lp.first(),
+                None => lp.last(),
+            };
+            while let Some(o) = off {
+                if !f(lp.get_at(o)) {
+                    return;
+                }
+                off = if forward { lp.next(o) } else { lp.prev(o) };
+            }
+            if forward {
+                ni += 1;
+                if ni == self.nodes.len() {
+                    return;
+                }
+            } else if ni == 0 {
+                return;
+            } else {
+                ni -= 1;
+            }
+        }
+    }
+
     /// All elements head to tail.
     pub fn iter(&self) -> Iter<'_> {
         self.iter_from(0, true)
@@ -959,7 +1019,15 @@ mod tests {
         }
         assert_eq!((q.node_count(), q.compressed_nodes()), (5, 3));
         assert_eq!(q.nodes_size(), 30075);
-        // Reads decode into a cache that the next change drops.
+        // Walks decode into temporaries; other reads into a cache that the
+        // next change drops.
+        let mut n = 0;
+        q.walk(9, false, |_| {
+            n += 1;
+            true
+        });
+        assert_eq!(q.get_with(4, |v| v.str_len()), Some(3000));
+        assert!(n == 10 && !q.cached.load(Ordering::Relaxed));
         assert_eq!(q.get(4).map(|v| v.to_vec()), Some(vec![b'a'; 3000]));
         assert!(q.cached.load(Ordering::Relaxed));
         q.push_back(b"z");
@@ -1004,6 +1072,7 @@ mod tests {
                         let j = if i < 0 { len + i } else { i };
                         let want = (0..len).contains(&j).then(|| m[j as usize].clone());
                         assert_eq!(q.get(i).map(|v| v.to_vec()), want);
+                        assert_eq!(q.get_with(i, |v| v.to_vec()), want);
                     }
                     7 => {
                         let i = rng.gen_range(-len - 2..len + 2);
@@ -1078,6 +1147,18 @@ mod tests {
                                 q.iter_from(s, false).map(|v| v.to_vec()).collect();
                             let want: Vec<Vec<u8>> = m[..=s].iter().rev().cloned().collect();
                             assert_eq!(got, want);
+                            let mut walked = Vec::new();
+                            let forward = rng.gen_bool(0.5);
+                            q.walk(s, forward, |v| {
+                                walked.push(v.to_vec());
+                                walked.len() < 50
+                            });
+                            let want: Vec<Vec<u8>> = if forward {
+                                m[s..].iter().take(50).cloned().collect()
+                            } else {
+                                m[..=s].iter().rev().take(50).cloned().collect()
+                            };
+                            assert_eq!(walked, want);
                         }
                     }
                 }

@@ -172,14 +172,15 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
         Value::List(l) => {
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut cur = LpBuilder::new();
-            for e in l.iter() {
+            l.walk(0, true, |e| {
                 let raw_len = e.str_len();
                 if !cur.is_empty() && !node_allows(opts.list_fill, cur.bytes(), cur.len(), raw_len)
                 {
                     nodes.push(std::mem::take(&mut cur).finish());
                 }
                 cur.push(e);
-            }
+                true
+            });
             if !cur.is_empty() {
                 nodes.push(cur.finish());
             }
