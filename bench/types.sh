@@ -18,7 +18,8 @@
 #    count) and of three keys (two sparse, one dense: a merge per call),
 #    at -P 1 and -P 16, cinnabar then Redis for each test;
 #    prints requests/s, the ratio cinnabar/Redis (> 1: cinnabar faster) and
-#    the geometric mean of the ratios per pipeline level.
+#    the geometric mean of the ratios per pipeline level. Then LPUSH and
+#    LRANGE_100 again with list-compress-depth 1 on both servers.
 # 2. Memory: each dataset goes into a freshly started server (one server at
 #    a time, to halve the peak memory), loaded by `redis-cli --pipe` from
 #    bench/types_gen.py; prints VmRSS minus the empty server's VmRSS, and
@@ -27,8 +28,9 @@
 #    encodings), 100,000 HyperLogLogs of 1,000 elements (sparse), and
 #    large sorted sets of 100,000 members: 100 of them by
 #    default (the per-member cost is the same as with 1,000; --large-zsets
-#    sets the count, --large-members the size), and one stream of
-#    1,000,000 entries of 3 fields (100,000 with --quick).
+#    sets the count, --large-members the size), one stream of
+#    1,000,000 entries of 3 fields (100,000 with --quick), and 100 lists of
+#    10,000 elements, with list-compress-depth 0 and 1.
 # 3. Complexity: a sorted set of 10^4, 10^5 and 10^6 members m:<12 digits>;
 #    ZADD (score update of a random member), ZRANK of a random member and
 #    ZRANGE of one element at the middle rank (redis-benchmark cannot
@@ -202,6 +204,7 @@ load_one() {
     bigzsets) probe=bz:0 ;;
     stream) probe=st ;;
     hlls) probe=hll:0 ;;
+    lists) probe=l:0 ;;
   esac
   enc=$(redis-cli -p "$port" OBJECT ENCODING "$probe" 2>/dev/null || true)
   case "$enc" in '' | *" "*) enc=n/a ;; esac
@@ -239,7 +242,28 @@ $SMALL_KEYS zsets x 10 members|zsets|$SMALL_KEYS
 $LARGE_ZSETS zsets x $LARGE_MEMBERS members|bigzsets|$LARGE_ZSETS $LARGE_MEMBERS
 1 stream x $STREAM_ENTRIES entries x 3 fields|stream|$STREAM_ENTRIES
 $SMALL_KEYS hyperloglogs x 1000 elements|hlls|$SMALL_KEYS
+100 lists x 10000 elements|lists|100 10000 0
+100 lists x 10000, compress-depth 1|lists|100 10000 1
 EOF
+}
+
+# compressed: LPUSH and LRANGE_100 with list-compress-depth 1 on both.
+compressed() {
+  local C R C_PID R_PID p t c r
+  start cinnabar "$CINNABAR_BIN" --list-compress-depth 1; C=$START_PORT; C_PID=$START_PID
+  start redis "$REDIS_BIN" --list-compress-depth 1; R=$START_PORT; R_PID=$START_PID
+  echo
+  echo "throughput with list-compress-depth 1: redis-benchmark -c $CLIENTS -n $N -r 100000"
+  printf '%-30s %3s %12s %12s %8s\n' test P cinnabar redis ratio
+  for p in 1 16; do
+    for t in LPUSH LRANGE_100; do
+      c=$(rps "$C" "$p" "$t" -t "${t,,}")
+      r=$(rps "$R" "$p" "$t" -t "${t,,}")
+      printf '%-30s %3s %12s %12s %8s\n' "$t (compressed)" "$p" "${c:-n/a}" "${r:-n/a}" "$(ratio "$c" "$r")"
+    done
+  done
+  stop "$C_PID"
+  stop "$R_PID"
 }
 
 # ---------------------------------------------------------------- complexity
@@ -300,6 +324,7 @@ EOF
 }
 
 [ -n "$DO_THROUGHPUT" ] && throughput
+[ -n "$DO_THROUGHPUT" ] && compressed
 [ -n "$DO_MEMORY" ] && memory
 [ -n "$DO_COMPLEXITY" ] && complexity
 exit 0

@@ -14,6 +14,8 @@ to `redis-cli --pipe`. Both servers get byte-identical input.
                                    (IDs 1-0 .. N-0)
   types_gen.py hlls N              N HyperLogLogs hll:<i> of 1000 elements
                                    (sparse), one PFADD each
+  types_gen.py lists K N D         K lists l:<i> of N elements element-<j>
+                                   made with list-compress-depth D
   types_gen.py custom              the keys of the custom throughput tests:
                                    z (1000 members, scores 0..999), za and zb
                                    (100 members each, half shared), geo
@@ -93,6 +95,12 @@ def main(argv):
             step = 7919 if m % 7919 else 7907
             pairs = [(b"%d" % (j * step % m), b"m%d" % j) for j in range(m)]
             zadd_batches(b"bz:%d" % i, pairs)
+    elif what == "lists":
+        k, n = int(argv[2]), int(argv[3])
+        cmd(b"CONFIG", b"SET", b"list-compress-depth", argv[4].encode())
+        for i in range(k):
+            for j in range(0, n, 1000):
+                cmd(b"RPUSH", b"l:%d" % i, *[b"element-%d" % e for e in range(j, min(n, j + 1000))])
     elif what == "cxzset":
         key, n = argv[2].encode(), int(argv[3])
         zadd_batches(key, [(b"%d" % j, b"m:%012d" % j) for j in range(n)])

@@ -16,6 +16,7 @@ pub mod hash;
 pub mod hll;
 pub mod intset;
 pub mod listpack;
+pub mod lzf;
 pub mod num;
 pub mod quicklist;
 pub mod rdb;

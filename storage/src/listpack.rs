@@ -282,6 +282,17 @@ impl Listpack {
         Listpack::default()
     }
 
+    /// The listpack of `count` entries whose bytes are `entries` (as
+    /// `as_bytes` returned them).
+    pub fn from_entries(count: usize, entries: &[u8]) -> Self {
+        let mut v = Vec::with_capacity(HDR + entries.len());
+        v.extend_from_slice(&u32::try_from(count).expect("listpack count").to_le_bytes());
+        v.extend_from_slice(entries);
+        Listpack {
+            buf: v.into_boxed_slice(),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self.buf.get(..HDR) {
             Some(h) => u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize,

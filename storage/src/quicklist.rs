@@ -23,16 +23,28 @@
 //! DEBUG QUICKLIST-PACKED-THRESHOLD sets, server-wide as in Redis) always
 //! has a node of its own, which takes no other element.
 //!
-//! `list-compress-depth` is accepted by the server but not implemented:
-//! nodes are never LZF-compressed (memory cost only, no visible behaviour).
+//! Compression (`list-compress-depth`, read when a list is created, as in
+//! Redis): with depth `d > 0`, the `d` nodes at each end stay raw and the
+//! others are kept as the LZF of their Redis listpack bytes, when the node
+//! has at least 48 bytes and LZF saves at least 9 (both measured on Redis
+//! 7.0.15). As in Redis, an operation decompresses the nodes it touches and
+//! recompresses them afterwards, along with the nodes that entered the
+//! compressed region ([`Quicklist::settle`]). A read through a shared
+//! borrow cannot put a node back, so it decodes the node into a cache next
+//! to its LZF form; the list's next modification drops those caches.
+//! [`Quicklist::walk`] and [`Quicklist::get_with`] (LRANGE, LINDEX, RDB
+//! writing) decode into temporaries instead. Plain nodes are never
+//! compressed.
 //!
 //! Complexity: push/pop at both ends O(1) amortized (plus the node's
 //! memmove for the head); index, insert, set O(nodes + node size); LREM
 //! and range walks O(n).
 
 use crate::listpack::{Listpack, LpVal};
+use crate::lzf;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// Upper bound on a count-bounded node's bytes (Redis's safety limit).
 const SAFETY_LIMIT: usize = 8192;
@@ -54,6 +66,18 @@ pub fn set_packed_threshold(bytes: usize) {
     PACKED_THRESHOLD.store(t, Ordering::Relaxed);
 }
 
+static COMPRESS_DEPTH: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets `list-compress-depth`, which lists created from now on keep.
+pub fn set_compress_depth(depth: usize) {
+    COMPRESS_DEPTH.store(depth, Ordering::Relaxed);
+}
+
+/// Smallest node (Redis listpack bytes) worth compressing.
+const MIN_COMPRESS_BYTES: usize = 48;
+/// Compression must save more than this many bytes.
+const MIN_COMPRESS_IMPROVE: usize = 8;
+
 fn is_large(len: usize) -> bool {
     len >= PACKED_THRESHOLD.load(Ordering::Relaxed)
 }
@@ -66,11 +90,135 @@ fn str_len(v: &LpVal<'_>) -> usize {
     }
 }
 
+/// A node: its listpack, or the LZF of its Redis listpack bytes.
 #[derive(Clone)]
+enum Node {
+    Raw(Listpack),
+    Lzf(Box<Packed>),
+}
+
+#[derive(Clone)]
+struct Packed {
+    lzf: Box<[u8]>,
+    /// The listpack's size as Redis counts it.
+    sz: u32,
+    count: u32,
+    /// The listpack, decoded by a read through a shared borrow.
+    cache: OnceLock<Listpack>,
+}
+
+/// The LZF form of a node's Redis listpack bytes `lp`, if Redis would
+/// keep that node compressed.
+pub fn compress_node(lp: &[u8]) -> Option<Vec<u8>> {
+    let sz = lp.len();
+    if sz < MIN_COMPRESS_BYTES {
+        return None;
+    }
+    lzf::compress(lp, sz - MIN_COMPRESS_IMPROVE - 1)
+}
+
+/// Redis's listpack bytes for `lp`: total size, count, entries, end mark.
+fn redis_bytes(lp: &Listpack) -> Vec<u8> {
+    let mut b = Vec::with_capacity(lp.lp_bytes());
+    b.extend_from_slice(&(lp.lp_bytes() as u32).to_le_bytes());
+    b.extend_from_slice(&(lp.len().min(65535) as u16).to_le_bytes());
+    b.extend_from_slice(lp.as_bytes());
+    b.push(0xff);
+    b
+}
+
+impl Node {
+    fn len(&self) -> usize {
+        match self {
+            Node::Raw(lp) => lp.len(),
+            Node::Lzf(p) => p.count as usize,
+        }
+    }
+
+    fn lp_bytes(&self) -> usize {
+        match self {
+            Node::Raw(lp) => lp.lp_bytes(),
+            Node::Lzf(p) => p.sz as usize,
+        }
+    }
+
+    fn unpack(p: &Packed) -> Listpack {
+        let b = lzf::decompress(&p.lzf, p.sz as usize).expect("node LZF is ours");
+        Listpack::from_entries(p.count as usize, &b[6..b.len() - 1])
+    }
+
+    /// The listpack; `cached` records that a compressed node was decoded.
+    fn lp(&self, cached: &AtomicBool) -> &Listpack {
+        match self {
+            Node::Raw(lp) => lp,
+            Node::Lzf(p) => p.cache.get_or_init(|| {
+                cached.store(true, Ordering::Relaxed);
+                Node::unpack(p)
+            }),
+        }
+    }
+
+    fn raw_mut(&mut self) -> &mut Listpack {
+        if let Node::Lzf(p) = self {
+            let lp = p.cache.take().unwrap_or_else(|| Node::unpack(p));
+            *self = Node::Raw(lp);
+        }
+        match self {
+            Node::Raw(lp) => lp,
+            Node::Lzf(_) => unreachable!(),
+        }
+    }
+
+    /// Compresses a raw packed node if that is worth it (as Redis decides).
+    fn compress(&mut self) {
+        let Node::Raw(lp) = self else { return };
+        let sz = lp.lp_bytes();
+        if sz < MIN_COMPRESS_BYTES || Quicklist::is_plain(lp) {
+            return;
+        }
+        if let Some(c) = compress_node(&redis_bytes(lp)) {
+            *self = Node::Lzf(Box::new(Packed {
+                lzf: c.into_boxed_slice(),
+                sz: sz as u32,
+                count: lp.len() as u32,
+                cache: OnceLock::new(),
+            }));
+        }
+    }
+
+    fn heap_size(&self) -> usize {
+        match self {
+            Node::Raw(lp) => lp.heap_size(),
+            Node::Lzf(p) => {
+                std::mem::size_of::<Packed>()
+                    + p.lzf.len()
+                    + p.cache.get().map_or(0, |l| l.heap_size())
+            }
+        }
+    }
+}
+
 pub struct Quicklist {
-    nodes: VecDeque<Listpack>,
+    nodes: VecDeque<Node>,
     len: usize,
     fill: i32,
+    /// `list-compress-depth` at creation (saturated: a list would need
+    /// 131070 nodes to tell a larger depth apart).
+    depth: u16,
+    /// Some compressed node holds a decoded cache.
+    cached: AtomicBool,
+}
+
+impl Clone for Quicklist {
+    fn clone(&self) -> Self {
+        Quicklist {
+            nodes: self.nodes.clone(),
+            len: self.len,
+            fill: self.fill,
+            depth: self.depth,
+            cached: AtomicBool::new(self.cached.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl Default for Quicklist {
@@ -106,12 +254,88 @@ pub fn normalize_range(start: i64, stop: i64, len: usize) -> Option<(usize, usiz
 }
 
 impl Quicklist {
-    /// An empty list whose nodes follow `fill` (`list-max-listpack-size`).
+    /// An empty list whose nodes follow `fill` (`list-max-listpack-size`),
+    /// compressed as `list-compress-depth` currently says.
     pub fn new(fill: i32) -> Self {
+        Quicklist::with_depth(fill, COMPRESS_DEPTH.load(Ordering::Relaxed))
+    }
+
+    /// An empty list with `fill` and compression depth `depth`.
+    pub fn with_depth(fill: i32, depth: usize) -> Self {
         Quicklist {
             nodes: VecDeque::new(),
             len: 0,
             fill,
+            depth: depth.min(u16::MAX as usize) as u16,
+            cached: AtomicBool::new(false),
+        }
+    }
+
+    /// `list-compress-depth` the list was created with.
+    pub fn compress_depth(&self) -> usize {
+        self.depth as usize
+    }
+
+    /// How many nodes are held compressed.
+    pub fn compressed_nodes(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Lzf(_)))
+            .count()
+    }
+
+    /// Per node, from the head: the bytes Redis allocates for its data
+    /// (the listpack, or the LZF plus its 4-byte header) and its count.
+    pub fn node_allocs(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.nodes.iter().map(|n| match n {
+            Node::Raw(lp) => (lp.lp_bytes(), lp.len()),
+            Node::Lzf(p) => (4 + p.lzf.len(), p.count as usize),
+        })
+    }
+
+    fn lp(&self, ni: usize) -> &Listpack {
+        self.nodes[ni].lp(&self.cached)
+    }
+
+    fn lp_mut(&mut self, ni: usize) -> &mut Listpack {
+        self.nodes[ni].raw_mut()
+    }
+
+    /// After a modification that touched nodes `lo..hi` (as they are now
+    /// numbered): drops read caches, decompresses the nodes within `depth`
+    /// of either end, and compresses the touched nodes outside that and the
+    /// two nodes just inside the compressed region.
+    #[inline]
+    fn settle(&mut self, lo: usize, hi: usize) {
+        // Uncompressed lists without caches skip the walk: push and pop
+        // cost what they did before compression existed.
+        if self.depth != 0 || *self.cached.get_mut() {
+            self.settle_nodes(lo, hi);
+        }
+    }
+
+    fn settle_nodes(&mut self, lo: usize, hi: usize) {
+        if *self.cached.get_mut() {
+            *self.cached.get_mut() = false;
+            for n in self.nodes.iter_mut() {
+                if let Node::Lzf(p) = n {
+                    p.cache.take();
+                }
+            }
+        }
+        let d = self.depth as usize;
+        if d == 0 {
+            return;
+        }
+        let n = self.nodes.len();
+        for i in (0..d.min(n)).chain(n.saturating_sub(d).max(d.min(n))..n) {
+            self.nodes[i].raw_mut();
+        }
+        if n <= 2 * d {
+            return;
+        }
+        for i in [d, n - 1 - d].into_iter().chain(lo.max(d)..hi.min(n - d)) {
+            self.nodes[i].compress();
         }
     }
 
@@ -137,9 +361,9 @@ impl Quicklist {
     pub fn nodes_size(&self) -> usize {
         self.nodes
             .iter()
-            .map(|n| match n.get(0) {
-                Some(v) if n.len() == 1 && is_large(str_len(&v)) => str_len(&v),
-                _ => n.lp_bytes(),
+            .map(|n| match n {
+                Node::Raw(lp) if Self::is_plain(lp) => lp.get(0).map_or(0, |v| str_len(&v)),
+                n => n.lp_bytes(),
             })
             .sum()
     }
@@ -147,7 +371,7 @@ impl Quicklist {
     /// Heap bytes: node buffers plus the node array.
     pub fn heap_size(&self) -> usize {
         self.nodes.iter().map(|n| n.heap_size()).sum::<usize>()
-            + self.nodes.capacity() * std::mem::size_of::<Listpack>()
+            + self.nodes.capacity() * std::mem::size_of::<Node>()
     }
 
     /// Whether a node of `bytes` (Redis-counted) and `count` entries is
@@ -162,12 +386,13 @@ impl Quicklist {
     }
 
     /// Whether one more element whose argument is `raw_len` bytes may go
-    /// into `node`. Like Redis, the growth is estimated as the argument's
+    /// into node `ni`. Like Redis, the growth is estimated as the argument's
     /// length plus 8 rather than its exact encoded size, so nodes split
     /// exactly where Redis's do (checked against DEBUG OBJECT's ql_nodes).
-    fn allows_insert(&self, node: &Listpack, raw_len: usize) -> bool {
+    fn allows_insert(&self, ni: usize, raw_len: usize) -> bool {
+        let node = &self.nodes[ni];
         !is_large(raw_len)
-            && !Self::is_plain(node)
+            && !self.node_is_plain(ni)
             && self.fits(node.lp_bytes() + raw_len + 8, node.len() + 1)
     }
 
@@ -176,57 +401,60 @@ impl Quicklist {
         node.len() == 1 && node.get(0).is_some_and(|v| is_large(str_len(&v)))
     }
 
-    fn over(&self, node: &Listpack) -> bool {
+    fn node_is_plain(&self, ni: usize) -> bool {
+        self.nodes[ni].len() == 1 && Self::is_plain(self.lp(ni))
+    }
+
+    fn over(&self, node: &Node) -> bool {
         node.len() > 1 && !self.fits(node.lp_bytes(), node.len())
     }
 
     pub fn push_back(&mut self, b: &[u8]) {
         let v = LpVal::from_bytes(b);
-        match self.nodes.back() {
-            Some(n) if self.allows_insert(n, b.len()) => {
-                self.nodes.back_mut().unwrap().push_back_val(v)
-            }
+        match self.nodes.len() {
+            n if n > 0 && self.allows_insert(n - 1, b.len()) => self.lp_mut(n - 1).push_back_val(v),
             _ => {
                 let mut n = Listpack::new();
                 n.push_back_val(v);
-                self.nodes.push_back(n);
+                self.nodes.push_back(Node::Raw(n));
             }
         }
         self.len += 1;
+        self.settle(0, 0);
     }
 
     pub fn push_front(&mut self, b: &[u8]) {
         let v = LpVal::from_bytes(b);
-        match self.nodes.front() {
-            Some(n) if self.allows_insert(n, b.len()) => {
-                self.nodes.front_mut().unwrap().insert_at(0, v)
-            }
-            _ => {
-                let mut n = Listpack::new();
-                n.push_back_val(v);
-                self.nodes.push_front(n);
-            }
+        if !self.nodes.is_empty() && self.allows_insert(0, b.len()) {
+            self.lp_mut(0).insert_at(0, v)
+        } else {
+            let mut n = Listpack::new();
+            n.push_back_val(v);
+            self.nodes.push_front(Node::Raw(n));
         }
         self.len += 1;
+        self.settle(0, 0);
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
-        let n = self.nodes.front_mut()?;
+        let n = self.nodes.front_mut()?.raw_mut();
         let v = n.pop_front();
         if n.is_empty() {
             self.nodes.pop_front();
         }
         self.len -= 1;
+        self.settle(0, 0);
         v
     }
 
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
-        let n = self.nodes.back_mut()?;
+        let n = self.nodes.back_mut()?.raw_mut();
         let v = n.pop_back();
         if n.is_empty() {
             self.nodes.pop_back();
         }
         self.len -= 1;
+        self.settle(0, 0);
         v
     }
 
@@ -267,7 +495,19 @@ impl Quicklist {
     pub fn get(&self, index: i64) -> Option<LpVal<'_>> {
         let i = self.abs_index(index)?;
         let (ni, k) = self.locate(i);
-        self.nodes[ni].get(k as isize)
+        self.lp(ni).get(k as isize)
+    }
+
+    /// `f` of the element at `index` (as [`Quicklist::get`]), leaving no
+    /// cache behind in a compressed node.
+    pub fn get_with<R>(&self, index: i64, f: impl FnOnce(LpVal<'_>) -> R) -> Option<R> {
+        let i = self.abs_index(index)?;
+        let (mut f, mut out) = (Some(f), None);
+        self.walk(i, true, |v| {
+            out = f.take().map(|f| f(v));
+            false
+        });
+        out
     }
 
     /// Replaces the element at `index` (LSET); false if out of range.
@@ -276,19 +516,21 @@ impl Quicklist {
             return false;
         };
         let (ni, k) = self.locate(i);
-        self.nodes[ni].replace(k as isize, b);
+        self.lp_mut(ni).replace(k as isize, b);
+        let before = self.nodes.len();
         if is_large(b.len()) {
             self.isolate_large(ni);
         } else {
             self.split_if_over(ni);
         }
+        self.settle(ni, ni + 1 + self.nodes.len() - before);
         true
     }
 
     /// Splits node `ni` so each large element in it stands in a plain node
     /// of its own between runs of the others.
     fn isolate_large(&mut self, ni: usize) {
-        let node = &self.nodes[ni];
+        let node = self.lp_mut(ni);
         if node.len() < 2 {
             return;
         }
@@ -311,7 +553,7 @@ impl Quicklist {
         }
         self.nodes.remove(ni);
         for p in parts.into_iter().rev() {
-            self.nodes.insert(ni, p);
+            self.nodes.insert(ni, Node::Raw(p));
         }
     }
 
@@ -320,7 +562,7 @@ impl Quicklist {
         if !self.over(&self.nodes[ni]) {
             return;
         }
-        let node = &mut self.nodes[ni];
+        let node = self.lp_mut(ni);
         let half = node.len() / 2;
         let mut right = Listpack::new();
         for v in node.iter().skip(half) {
@@ -329,7 +571,7 @@ impl Quicklist {
         let cut = node.seek(half as isize).expect("half < len");
         let count = node.len() - half;
         node.delete_run_at(cut, count);
-        self.nodes.insert(ni + 1, right);
+        self.nodes.insert(ni + 1, Node::Raw(right));
         self.split_if_over(ni + 1);
         self.split_if_over(ni);
     }
@@ -338,8 +580,8 @@ impl Quicklist {
     /// (LINSERT). False if the pivot is absent.
     pub fn insert(&mut self, pivot: &[u8], b: &[u8], after: bool) -> bool {
         let mut found = None;
-        'outer: for (ni, n) in self.nodes.iter().enumerate() {
-            for (off, v) in n.iter_offsets() {
+        'outer: for ni in 0..self.nodes.len() {
+            for (off, v) in self.lp(ni).iter_offsets() {
                 if v.eq_bytes(pivot) {
                     found = Some((ni, off));
                     break 'outer;
@@ -347,57 +589,61 @@ impl Quicklist {
             }
         }
         let Some((ni, off)) = found else {
+            self.settle(0, 0);
             return false;
         };
+        let before = self.nodes.len();
+        let touched = self.insert_next_to(ni, off, b, after);
+        self.len += 1;
+        let lo = touched.min(ni);
+        self.settle(lo, ni + 2 + self.nodes.len() - before);
+        true
+    }
+
+    /// Inserts `b` next to the element at `off` of node `ni`; returns the
+    /// node that took it when that is a neighbour.
+    fn insert_next_to(&mut self, ni: usize, off: usize, b: &[u8], after: bool) -> usize {
         let v = LpVal::from_bytes(b);
-        let node = &self.nodes[ni];
+        let node = self.lp(ni);
         let at_tail = after && node.next(off).is_none();
         let at_head = !after && off == 0;
         // Like Redis, spill into a neighbour before splitting a full node.
-        if !self.allows_insert(node, b.len()) {
-            if at_tail
-                && ni + 1 < self.nodes.len()
-                && self.allows_insert(&self.nodes[ni + 1], b.len())
-            {
-                self.nodes[ni + 1].insert_at(0, v);
-                self.len += 1;
-                return true;
+        if !self.allows_insert(ni, b.len()) {
+            if at_tail && ni + 1 < self.nodes.len() && self.allows_insert(ni + 1, b.len()) {
+                self.lp_mut(ni + 1).insert_at(0, v);
+                return ni + 1;
             }
             if at_tail && ni + 1 == self.nodes.len() {
                 let mut n = Listpack::new();
                 n.push_back_val(v);
-                self.nodes.push_back(n);
-                self.len += 1;
-                return true;
+                self.nodes.push_back(Node::Raw(n));
+                return ni + 1;
             }
-            if at_head && ni > 0 && self.allows_insert(&self.nodes[ni - 1], b.len()) {
-                self.nodes[ni - 1].push_back_val(v);
-                self.len += 1;
-                return true;
+            if at_head && ni > 0 && self.allows_insert(ni - 1, b.len()) {
+                self.lp_mut(ni - 1).push_back_val(v);
+                return ni - 1;
             }
             if at_head && ni == 0 {
                 let mut n = Listpack::new();
                 n.push_back_val(v);
-                self.nodes.push_front(n);
-                self.len += 1;
-                return true;
+                self.nodes.push_front(Node::Raw(n));
+                return 0;
             }
         }
-        let into_plain = Self::is_plain(&self.nodes[ni]);
-        let node = &mut self.nodes[ni];
+        let into_plain = self.node_is_plain(ni);
+        let node = self.lp_mut(ni);
         let at = if after {
             node.next(off).unwrap_or(node.as_bytes().len())
         } else {
             off
         };
         node.insert_at(at, v);
-        self.len += 1;
         if into_plain || is_large(b.len()) {
             self.isolate_large(ni);
         } else {
             self.split_if_over(ni);
         }
-        true
+        ni
     }
 
     /// Removes elements equal to `b` (LREM): the first `count` from the
@@ -413,7 +659,7 @@ impl Quicklist {
         if count >= 0 {
             let mut ni = 0;
             while ni < self.nodes.len() && removed < limit {
-                let node = &mut self.nodes[ni];
+                let node = self.lp_mut(ni);
                 let mut off = node.first();
                 while let Some(o) = off {
                     if removed == limit {
@@ -437,7 +683,7 @@ impl Quicklist {
             let mut ni = self.nodes.len();
             while ni > 0 && removed < limit {
                 ni -= 1;
-                let node = &mut self.nodes[ni];
+                let node = self.lp_mut(ni);
                 let mut off = node.last();
                 while let Some(o) = off {
                     if removed == limit {
@@ -456,29 +702,32 @@ impl Quicklist {
             }
         }
         self.len -= removed;
+        self.settle(0, self.nodes.len());
         removed
     }
 
     /// Deletes `count` elements starting at absolute index `start`.
     pub fn delete_range(&mut self, start: usize, count: usize) {
         if start >= self.len || count == 0 {
+            self.settle(0, 0);
             return;
         }
         let mut left = count.min(self.len - start);
-        let (mut ni, mut k) = self.locate(start);
+        let (first, mut k) = self.locate(start);
+        let mut ni = first;
         self.len -= left;
         while left > 0 {
-            let node = &mut self.nodes[ni];
-            let n = (node.len() - k).min(left);
-            if k == 0 && n == node.len() {
+            let n = (self.nodes[ni].len() - k).min(left);
+            if k == 0 && n == self.nodes[ni].len() {
                 self.nodes.remove(ni);
             } else {
-                node.delete_range(k, n);
+                self.lp_mut(ni).delete_range(k, n);
                 ni += 1;
             }
             left -= n;
             k = 0;
         }
+        self.settle(first, ni + 1);
     }
 
     /// Keeps only `start..=stop` (LTRIM semantics, negative from the tail).
@@ -487,6 +736,7 @@ impl Quicklist {
             None => {
                 self.nodes.clear();
                 self.len = 0;
+                *self.cached.get_mut() = false;
             }
             Some((s, e)) => {
                 let tail = self.len - e - 1;
@@ -508,12 +758,58 @@ impl Quicklist {
             };
         }
         let (ni, k) = self.locate(start);
-        let off = self.nodes[ni].seek(k as isize).expect("k < node len");
+        let off = self.lp(ni).seek(k as isize).expect("k < node len");
         Iter {
             ql: self,
             ni,
             off,
             forward,
+        }
+    }
+
+    /// Calls `f` on the elements from absolute index `start` towards the
+    /// tail (`forward`) or the head while it returns true. Unlike
+    /// [`Quicklist::iter_from`], a compressed node is decoded into a
+    /// temporary, so a long read leaves no caches behind.
+    pub fn walk(&self, start: usize, forward: bool, mut f: impl FnMut(LpVal<'_>) -> bool) {
+        if start >= self.len {
+            return;
+        }
+        let (mut ni, k) = self.locate(start);
+        let mut first = Some(k);
+        loop {
+            let tmp;
+            let lp = match &self.nodes[ni] {
+                Node::Raw(lp) => lp,
+                Node::Lzf(p) => match p.cache.get() {
+                    Some(lp) => lp,
+                    None => {
+                        tmp = Node::unpack(p);
+                        &tmp
+                    }
+                },
+            };
+            let mut off = match first.take() {
+                Some(k) => lp.seek(k as isize),
+                None if forward => lp.first(),
+                None => lp.last(),
+            };
+            while let Some(o) = off {
+                if !f(lp.get_at(o)) {
+                    return;
+                }
+                off = if forward { lp.next(o) } else { lp.prev(o) };
+            }
+            if forward {
+                ni += 1;
+                if ni == self.nodes.len() {
+                    return;
+                }
+            } else if ni == 0 {
+                return;
+            } else {
+                ni -= 1;
+            }
         }
     }
 
@@ -543,7 +839,11 @@ pub struct Iter<'a> {
 impl<'a> Iterator for Iter<'a> {
     type Item = LpVal<'a>;
     fn next(&mut self) -> Option<LpVal<'a>> {
-        let node = self.ql.nodes.get(self.ni)?;
+        let ql = self.ql;
+        if self.ni >= ql.nodes.len() {
+            return None;
+        }
+        let node = ql.lp(self.ni);
         let v = node.get_at(self.off);
         if self.forward {
             match node.next(self.off) {
@@ -557,10 +857,10 @@ impl<'a> Iterator for Iter<'a> {
             match node.prev(self.off) {
                 Some(o) => self.off = o,
                 None => {
-                    // Past the head: park on an index that `get` rejects.
+                    // Past the head: park on an index past the end.
                     self.ni = self.ni.checked_sub(1).unwrap_or(usize::MAX);
-                    if let Some(n) = self.ql.nodes.get(self.ni) {
-                        self.off = n.last().expect("nodes are never empty");
+                    if self.ni < ql.nodes.len() {
+                        self.off = ql.lp(self.ni).last().expect("nodes are never empty");
                     }
                 }
             }
@@ -571,7 +871,9 @@ impl<'a> Iterator for Iter<'a> {
 
 impl std::fmt::Debug for Quicklist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.nodes.iter()).finish()
+        f.debug_list()
+            .entries((0..self.nodes.len()).map(|i| self.lp(i)))
+            .finish()
     }
 }
 
@@ -584,13 +886,30 @@ mod tests {
     fn check_invariants(q: &Quicklist) {
         assert_eq!(q.nodes.iter().map(|n| n.len()).sum::<usize>(), q.len);
         for n in &q.nodes {
-            assert!(!n.is_empty());
+            assert!(n.len() > 0);
             assert!(
                 !q.over(n),
                 "node over bound: {} entries {} bytes",
                 n.len(),
                 n.lp_bytes()
             );
+        }
+        let (d, n) = (q.compress_depth(), q.nodes.len());
+        for (i, node) in q.nodes.iter().enumerate() {
+            if let Node::Lzf(p) = node {
+                assert!(
+                    i >= d && i + d < n,
+                    "node {i} of {n} compressed at depth {d}"
+                );
+                let lp = Node::unpack(p);
+                assert_eq!((lp.len(), lp.lp_bytes()), (node.len(), node.lp_bytes()));
+            } else if d > 0 && i == d && i + d < n && !q.node_is_plain(i) {
+                // The first node of the compressed region is compressed
+                // unless LZF cannot make it small enough.
+                let mut probe = node.clone();
+                probe.compress();
+                assert!(matches!(probe, Node::Raw(_)), "node {i} of {n} left raw");
+            }
         }
     }
 
@@ -679,12 +998,59 @@ mod tests {
         }
     }
 
+    /// Node sizes from which Redis 7.0.15 compresses (its serializedlength
+    /// with `rdbcompression no` drops): a 48-byte listpack, an LZF form at
+    /// least 9 bytes smaller.
+    #[test]
+    fn compresses_where_redis_does() {
+        let middle = |e: &[u8]| {
+            let mut q = Quicklist::with_depth(1, 1);
+            for x in [&b"x"[..], e, b"y"] {
+                q.push_back(x);
+            }
+            check_invariants(&q);
+            q.compressed_nodes()
+        };
+        assert_eq!(middle(&[b'a'; 38]), 0);
+        assert_eq!(middle(&[b'a'; 39]), 1);
+        let mut q = Quicklist::with_depth(-2, 1);
+        for _ in 0..10 {
+            q.push_back(&[b'a'; 3000]);
+        }
+        assert_eq!((q.node_count(), q.compressed_nodes()), (5, 3));
+        assert_eq!(q.nodes_size(), 30075);
+        // Walks decode into temporaries; other reads into a cache that the
+        // next change drops.
+        let mut n = 0;
+        q.walk(9, false, |_| {
+            n += 1;
+            true
+        });
+        assert_eq!(q.get_with(4, |v| v.str_len()), Some(3000));
+        assert!(n == 10 && !q.cached.load(Ordering::Relaxed));
+        assert_eq!(q.get(4).map(|v| v.to_vec()), Some(vec![b'a'; 3000]));
+        assert!(q.cached.load(Ordering::Relaxed));
+        q.push_back(b"z");
+        assert!(!q.cached.load(Ordering::Relaxed));
+        assert_eq!(q.compressed_nodes(), 3);
+        for _ in 0..9 {
+            q.pop_front();
+        }
+        assert_eq!((q.node_count(), q.compressed_nodes()), (1, 0));
+    }
+
     #[test]
     fn matches_a_vec_under_random_operations() {
-        let mut rng = StdRng::seed_from_u64(3);
+        for depth in 0..=3 {
+            random_operations(depth);
+        }
+    }
+
+    fn random_operations(depth: usize) {
+        let mut rng = StdRng::seed_from_u64(3 + depth as u64);
         for round in 0..60 {
             let fill = [-1, -2, 1, 2, 3, 4, 16][round % 7];
-            let mut q = Quicklist::new(fill);
+            let mut q = Quicklist::with_depth(fill, depth);
             let mut m: Vec<Vec<u8>> = Vec::new();
             for _ in 0..400 {
                 let len = m.len() as i64;
@@ -706,6 +1072,7 @@ mod tests {
                         let j = if i < 0 { len + i } else { i };
                         let want = (0..len).contains(&j).then(|| m[j as usize].clone());
                         assert_eq!(q.get(i).map(|v| v.to_vec()), want);
+                        assert_eq!(q.get_with(i, |v| v.to_vec()), want);
                     }
                     7 => {
                         let i = rng.gen_range(-len - 2..len + 2);
@@ -780,6 +1147,18 @@ mod tests {
                                 q.iter_from(s, false).map(|v| v.to_vec()).collect();
                             let want: Vec<Vec<u8>> = m[..=s].iter().rev().cloned().collect();
                             assert_eq!(got, want);
+                            let mut walked = Vec::new();
+                            let forward = rng.gen_bool(0.5);
+                            q.walk(s, forward, |v| {
+                                walked.push(v.to_vec());
+                                walked.len() < 50
+                            });
+                            let want: Vec<Vec<u8>> = if forward {
+                                m[s..].iter().take(50).cloned().collect()
+                            } else {
+                                m[..=s].iter().rev().take(50).cloned().collect()
+                            };
+                            assert_eq!(walked, want);
                         }
                     }
                 }

@@ -249,6 +249,17 @@ fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
             storage::rdb::encode::put_value(&mut b, v, &storage::rdb::SaveOpts::default());
             b.len()
         }
+        // A list's nodes, as `rdbcompression` and its compression write them.
+        storage::Value::List(_) => {
+            let opts = storage::rdb::SaveOpts {
+                compression: c.st.cfg.rdbcompression,
+                list_fill: c.st.tun.list_fill,
+                ..Default::default()
+            };
+            let mut b = Vec::new();
+            storage::rdb::encode::put_value(&mut b, v, &opts);
+            b.len()
+        }
         #[allow(unreachable_patterns)]
         _ => v.heap_size(),
     };
@@ -261,9 +272,10 @@ fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
     if let storage::Value::List(q) = v {
         let nodes = q.node_count();
         line += &format!(
-            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{}",
+            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{}",
             q.len() as f64 / nodes.max(1) as f64,
             q.fill(),
+            u8::from(q.compress_depth() != 0),
             q.nodes_size()
         );
     }

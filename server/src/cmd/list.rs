@@ -225,9 +225,12 @@ fn lrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         None => c.out.array(0),
         Some((s, e)) => {
             c.out.array(e - s + 1);
-            for v in list.iter_from(s, true).take(e - s + 1) {
+            let mut left = e - s + 1;
+            list.walk(s, true, |v| {
                 bulk_val(c.out, v);
-            }
+                left -= 1;
+                left > 0
+            });
         }
     }
     Ok(())
@@ -240,9 +243,8 @@ fn lindex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let index = int_arg(&a[2])?;
-    match list.get(index) {
-        Some(v) => bulk_val(c.out, v),
-        None => c.out.null(),
+    if list.get_with(index, |v| bulk_val(c.out, v)).is_none() {
+        c.out.null();
     }
     Ok(())
 }

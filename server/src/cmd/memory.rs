@@ -97,6 +97,18 @@ pub fn value_size(v: &Value, samples: usize) -> usize {
         Value::Str(StrValue::Emb(b)) if b.len() <= 44 => je(ROBJ + 3 + b.len() + 1),
         Value::Str(StrValue::Emb(b)) => ROBJ + sds(b.len()),
         Value::Str(StrValue::Raw(b)) => ROBJ + sds(b.capacity()),
+        Value::List(q) if q.compress_depth() > 0 => {
+            // Redis's sample of a compressed list: the first nodes'
+            // allocations (a compressed node's LZF form), spread over all
+            // elements (matches Redis 7.0.15 for 1 to 3 samples).
+            let take = if samples == 0 { usize::MAX } else { samples };
+            let (mut sum, mut count) = (0usize, 0usize);
+            for (bytes, n) in q.node_allocs().take(take) {
+                sum += QL_NODE + je(bytes);
+                count += n;
+            }
+            ROBJ + QUICKLIST + (sum as f64 / count.max(1) as f64 * q.len() as f64) as usize
+        }
         Value::List(q) => {
             let nodes = q.node_count().max(1);
             // Redis samples nodes; cinnabar's nodes are private, so sample

@@ -118,6 +118,7 @@ impl State {
         if pass != self.tun.requirepass.as_deref() {
             self.acl.set_requirepass(pass);
         }
+        storage::quicklist::set_compress_depth(c.list_compress_depth as usize);
         self.tun = Tuning {
             requirepass: (!c.requirepass.is_empty())
                 .then(|| Bytes::copy_from_slice(c.requirepass.as_bytes())),

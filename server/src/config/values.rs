@@ -295,6 +295,7 @@ values! {
     zset_max_listpack_entries: i64 = "zset-max-listpack-entries" => Tune,
     zset_max_listpack_value: i64 = "zset-max-listpack-value" => Tune,
     list_max_listpack_size: i64 = "list-max-listpack-size" => Tune,
+    list_compress_depth: i64 = "list-compress-depth" => Tune,
     set_max_intset_entries: i64 = "set-max-intset-entries" => Tune,
     stream_node_max_bytes: i64 = "stream-node-max-bytes",
     stream_node_max_entries: i64 = "stream-node-max-entries",

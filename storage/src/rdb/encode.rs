@@ -5,7 +5,7 @@ use super::crc64::crc64;
 use super::*;
 use crate::listpack::LpVal;
 use crate::num::d2string;
-use crate::{StrValue, Value};
+use crate::{quicklist, StrValue, Value};
 use std::io::{self, Write};
 
 /// The options that change the bytes written.
@@ -77,6 +77,14 @@ fn put_int_special(out: &mut Vec<u8>, v: i64) -> bool {
     true
 }
 
+/// An LZF-encoded string: `c` compresses `len` bytes.
+fn put_lzf(out: &mut Vec<u8>, c: &[u8], len: usize) {
+    out.push(0xc3);
+    put_len(out, c.len() as u64);
+    put_len(out, len as u64);
+    out.extend_from_slice(c);
+}
+
 /// A string as Redis's `rdbSaveRawString` writes it: short canonical
 /// integers int-encoded, longer strings LZF-compressed when that saves at
 /// least 4 bytes, else length + bytes.
@@ -90,10 +98,7 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     }
     if compress && s.len() > 20 {
         if let Some(c) = lzf::compress(s, s.len() - 4) {
-            out.push(0xc3);
-            put_len(out, c.len() as u64);
-            put_len(out, s.len() as u64);
-            out.extend_from_slice(&c);
+            put_lzf(out, &c, s.len());
             return;
         }
     }
@@ -167,21 +172,33 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
         Value::List(l) => {
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut cur = LpBuilder::new();
-            for e in l.iter() {
+            l.walk(0, true, |e| {
                 let raw_len = e.str_len();
                 if !cur.is_empty() && !node_allows(opts.list_fill, cur.bytes(), cur.len(), raw_len)
                 {
                     nodes.push(std::mem::take(&mut cur).finish());
                 }
                 cur.push(e);
-            }
+                true
+            });
             if !cur.is_empty() {
                 nodes.push(cur.finish());
             }
             put_len(out, nodes.len() as u64);
-            for n in &nodes {
+            // Redis writes the nodes it holds compressed (all but `depth`
+            // at each end, when LZF saves enough) as their LZF form.
+            let d = l.compress_depth();
+            let inner = if d > 0 && nodes.len() > 2 * d {
+                d..nodes.len() - d
+            } else {
+                0..0
+            };
+            for (i, n) in nodes.iter().enumerate() {
                 put_len(out, QL_PACKED);
-                put_string(out, n, cz);
+                match inner.contains(&i).then(|| quicklist::compress_node(n)) {
+                    Some(Some(c)) => put_lzf(out, &c, n.len()),
+                    _ => put_string(out, n, cz),
+                }
             }
         }
         Value::Hash(h) => {

@@ -21,7 +21,7 @@ pub mod blob;
 pub mod crc64;
 pub mod decode;
 pub mod encode;
-pub mod lzf;
+pub use crate::lzf;
 mod stream;
 
 pub use decode::{

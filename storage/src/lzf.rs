@@ -1,4 +1,5 @@
-//! LZF, the compression of RDB strings (`rdbcompression yes`).
+//! LZF, the compression of RDB strings (`rdbcompression yes`) and of
+//! quicklist nodes (`list-compress-depth`).
 //!
 //! The compressor follows liblzf 3.6's algorithm as Redis builds it (16-bit
 //! hash table, "very fast" mode re-hashing two positions after a match), so
