@@ -273,10 +273,11 @@ impl State {
         if max == 0 {
             return Evict::Ok;
         }
-        // The replication buffer beyond the backlog's size is the
-        // replicas' output: evicting keys would not shrink it (Redis's
-        // `freeMemoryGetNotCountedMemory`).
-        let used = used_memory().saturating_sub(self.repl.replicas_memory() as u64);
+        let mut used = used_memory();
+        if used > max {
+            // Evicting keys would not shrink the replicas' output.
+            used = used.saturating_sub(self.not_counted_memory());
+        }
         if used <= max {
             if let Some(t) = self.memory.exceeded_since.take() {
                 self.memory.exceeded_total_ms += t.elapsed().as_millis() as u64;

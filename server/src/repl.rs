@@ -188,6 +188,20 @@ pub struct Waiter {
     pub replicas: i64,
 }
 
+/// The limits in force: a replica's hard limit below `repl-backlog-size`
+/// counts as that size, as Redis 7.0 has it: the bytes it holds are the
+/// backlog's anyway, and a partial resync must not close it at once.
+pub fn replica_limit_floor(
+    mut limits: crate::pubsub::ObufLimits,
+    backlog_size: i64,
+) -> crate::pubsub::ObufLimits {
+    let backlog = backlog_size.max(0) as u64;
+    if limits.replica.hard > 0 && limits.replica.hard < backlog {
+        limits.replica.hard = backlog;
+    }
+    limits
+}
+
 /// Bytes per block of the replication buffer (Redis's reply chunk).
 const BLOCK: usize = 16 * 1024;
 
@@ -221,7 +235,8 @@ impl ReplBuf {
     }
 
     fn memory(&self) -> usize {
-        self.blocks.iter().map(|b| b.capacity()).sum()
+        let list = self.blocks.capacity() * std::mem::size_of::<Vec<u8>>();
+        list + self.blocks.iter().map(|b| b.capacity()).sum::<usize>()
     }
 
     /// See `Repl::copy_stream`; `from` must be within the buffer.

@@ -975,17 +975,12 @@ impl State {
     /// Tells the replicas of the stream's new bytes: each one that holds
     /// the buffer counts them as its output, an online one's connection is
     /// woken to take them (once until it does). A replica whose output
-    /// goes past its `client-output-buffer-limit` is closed; a hard limit
-    /// below `repl-backlog-size` counts as that size, as the bytes are the
-    /// backlog's anyway (Redis 7.0).
+    /// goes past its `client-output-buffer-limit` is closed (see
+    /// `repl::replica_limit_floor`).
     pub fn repl_deliver(&mut self) {
         let end = self.repl.offset;
         self.repl.delivered = end;
-        let mut limits = self.tun.obuf_limits;
-        let backlog = self.cfg.repl_backlog_size.max(0) as u64;
-        if limits.replica.hard > 0 && limits.replica.hard < backlog {
-            limits.replica.hard = backlog;
-        }
+        let limits = self.tun.obuf_limits;
         for r in self.repl.replicas.iter_mut() {
             let Some(cursor) = r.cursor else {
                 continue;
@@ -1002,6 +997,20 @@ impl State {
                 cl.wake.notify_one();
             }
         }
+    }
+
+    /// The replicas' output, which Redis leaves out of what eviction
+    /// weighs (`mem_not_counted_for_evict`): the replication buffer beyond
+    /// the backlog's size, and what their connections hold unsent.
+    pub fn not_counted_memory(&self) -> u64 {
+        let conns: usize = self
+            .repl
+            .replicas
+            .iter()
+            .filter_map(|r| self.clients.get(&r.id))
+            .map(|c| c.output_bytes() - c.repl_unsent)
+            .sum();
+        (self.repl.replicas_memory() + conns) as u64
     }
 
     /// What replica `cl`'s connection sends next, into `out`: bytes held

@@ -283,7 +283,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             } else {
                 st.repl.replicas_memory()
             };
-            f!("mem_not_counted_for_evict:{}", st.repl.replicas_memory());
+            f!("mem_not_counted_for_evict:{}", st.not_counted_memory());
             f!("mem_replication_backlog:{}", repl_buffers - slaves);
             f!("mem_total_replication_buffers:{repl_buffers}");
             f!("mem_clients_slaves:{slaves}");

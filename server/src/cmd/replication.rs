@@ -269,6 +269,9 @@ fn start_pending_sync(st: &mut State, now_s: i64) {
 pub fn set_master(st: &mut State, host: &str, port: u16) {
     st.repl.gens += 1;
     let now_s = now_ms() / 1000;
+    // A replica keeps its place in the stream, database included, to
+    // resume it with the next master (Redis's cached master).
+    let db = st.repl.master.as_ref().map_or(0, |m| m.db);
     st.repl.master = Some(Master {
         host: host.to_string(),
         port,
@@ -277,7 +280,7 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         state: MasterState::Connect,
         last_io_s: now_s,
         down_since_s: now_s,
-        db: 0,
+        db,
         unapplied: 0,
     });
     let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
