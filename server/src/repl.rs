@@ -511,6 +511,11 @@ impl Repl {
             b.blocks.pop_front();
             b.start += first;
         }
+        // The list of a buffer that grew for a slow replica is given back
+        // too.
+        if b.blocks.capacity() > 4 * b.blocks.len().max(16) {
+            b.blocks.shrink_to(2 * b.blocks.len());
+        }
     }
 
     fn emit(&mut self, db: Option<usize>, args: &[Bytes]) {

@@ -1001,14 +1001,15 @@ impl State {
 
     /// The replicas' output, which Redis leaves out of what eviction
     /// weighs (`mem_not_counted_for_evict`): the replication buffer beyond
-    /// the backlog's size, and what their connections hold unsent.
+    /// the backlog's size, and what their connections hold (`pending`'s
+    /// room, and what the socket has not taken).
     pub fn not_counted_memory(&self) -> u64 {
         let conns: usize = self
             .repl
             .replicas
             .iter()
             .filter_map(|r| self.clients.get(&r.id))
-            .map(|c| c.output_bytes() - c.repl_unsent)
+            .map(|c| c.pending.capacity() + c.out_unsent.load(std::sync::atomic::Ordering::Relaxed))
             .sum();
         (self.repl.replicas_memory() + conns) as u64
     }
@@ -1024,6 +1025,10 @@ impl State {
         };
         out.extend_from_slice(&std::mem::take(&mut r.held));
         r.woken = false;
+        // What carried its RDB is not kept (it counts as its memory).
+        if cl.pending.is_empty() && cl.pending.capacity() > 16 * 1024 {
+            cl.pending = BytesMut::new();
+        }
         let (Some(cursor), crate::repl::Link::Online) = (r.cursor, &r.link) else {
             return;
         };

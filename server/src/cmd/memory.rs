@@ -194,7 +194,8 @@ pub struct MemSummary {
     pub overhead: u64,
     pub dataset: u64,
     pub keys: u64,
-    /// Client buffers: output not yet written and unread input.
+    /// Buffers of clients other than replicas (`State::not_counted_memory`
+    /// has theirs): output not yet written and unread input.
     pub clients: u64,
     /// Per non-empty database: (index, main table bytes, expires table bytes).
     pub dbs: Vec<(usize, u64, u64)>,
@@ -221,6 +222,7 @@ pub fn summary(st: &mut crate::state::State) -> MemSummary {
     let clients: u64 = st
         .clients
         .values()
+        .filter(|c| !c.peer.replica)
         .map(|c| (c.pending.capacity() + c.qbuf) as u64)
         .sum();
     let overhead = startup + clients + dbs.iter().map(|d| d.1 + d.2).sum::<u64>();
