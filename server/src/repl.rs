@@ -478,6 +478,18 @@ impl Repl {
         self.buffer_memory().saturating_sub(self.backlog_size)
     }
 
+    /// The buffer's memory as Redis reports it: (the backlog's, the
+    /// replicas'); the part beyond `repl-backlog-size` is the replicas'
+    /// while there are some.
+    pub fn memory_split(&self) -> (usize, usize) {
+        let replicas = if self.replicas.is_empty() {
+            0
+        } else {
+            self.replicas_memory()
+        };
+        (self.buffer_memory() - replicas, replicas)
+    }
+
     /// Copies the stream from `from` (a master offset) into `out`, at
     /// most `max` bytes; how many it copied.
     pub fn copy_stream(&self, from: u64, max: usize, out: &mut bytes::BytesMut) -> usize {

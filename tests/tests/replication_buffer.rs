@@ -77,6 +77,10 @@ fn stalled_replicas_share_one_copy_that_outgrows_the_backlog() {
     let slaves = field(&s, "memory", "mem_clients_slaves");
     assert!(slaves > 20_000_000 && slaves < total, "{slaves} {total}");
     assert!(field(&s, "memory", "mem_not_counted_for_evict") >= slaves);
+    let stats = s.cli_out(&["MEMORY", "STATS"]);
+    let mut lines = stats.lines().skip_while(|l| *l != "clients.slaves");
+    let in_stats: u64 = lines.nth(1).unwrap().parse().unwrap();
+    assert!(in_stats > 20_000_000, "{stats}");
     // Each replica shows what it has not taken as its output.
     let list = s.cli_out(&["CLIENT", "LIST", "TYPE", "replica"]);
     for line in list.lines() {

@@ -277,15 +277,10 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
             // One buffer shared by the backlog and the replicas' output,
             // as Redis 7.0's: what exceeds the backlog's size is theirs.
-            let repl_buffers = st.repl.buffer_memory();
-            let slaves = if st.repl.replicas.is_empty() {
-                0
-            } else {
-                st.repl.replicas_memory()
-            };
+            let (backlog, slaves) = st.repl.memory_split();
             f!("mem_not_counted_for_evict:{}", st.not_counted_memory());
-            f!("mem_replication_backlog:{}", repl_buffers - slaves);
-            f!("mem_total_replication_buffers:{repl_buffers}");
+            f!("mem_replication_backlog:{backlog}");
+            f!("mem_total_replication_buffers:{}", backlog + slaves);
             f!("mem_clients_slaves:{slaves}");
             f!("mem_clients_normal:{}", m.clients);
             f!("mem_cluster_links:0");

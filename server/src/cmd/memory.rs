@@ -251,14 +251,15 @@ fn ratio(a: u64, b: u64) -> f64 {
 fn stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let m = summary(c.st);
     let clients = m.clients;
+    let (backlog, slaves) = c.st.repl.memory_split();
     let net = m.used.saturating_sub(m.startup);
     c.out.map(27 + m.dbs.len());
     let pairs_int: &[(&str, u64)] = &[
         ("peak.allocated", m.peak),
         ("total.allocated", m.used),
         ("startup.allocated", m.startup),
-        ("replication.backlog", 0),
-        ("clients.slaves", 0),
+        ("replication.backlog", backlog as u64),
+        ("clients.slaves", slaves as u64),
         ("clients.normal", clients),
         ("cluster.links", 0),
         ("aof.buffer", c.st.aof.buf.capacity() as u64),
