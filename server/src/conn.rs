@@ -249,6 +249,9 @@ where
                     cl.close_after_reply = true;
                 }
             }
+            if cl.peer.replica {
+                st.repl_pull(&mut cl, &mut out.buf);
+            }
             cl.last_interaction_ms = st.wall_ms();
             cl.qbuf = inbuf.len();
             cl.qbuf_alloc = dec.reserved();

@@ -273,7 +273,11 @@ impl State {
         if max == 0 {
             return Evict::Ok;
         }
-        let used = used_memory();
+        let mut used = used_memory();
+        if used > max {
+            // Evicting keys would not shrink the replicas' output.
+            used = used.saturating_sub(self.not_counted_memory());
+        }
         if used <= max {
             if let Some(t) = self.memory.exceeded_since.take() {
                 self.memory.exceeded_total_ms += t.elapsed().as_millis() as u64;

@@ -139,8 +139,6 @@ fn resume_replication(st: &mut State, aux: &[(Vec<u8>, Vec<u8>)], expired: &[(us
         let op = vec![Bytes::from_static(verb), Bytes::copy_from_slice(key)];
         st.repl.feed(&[(*db, op)]);
     }
-    // Nobody is attached yet: the backlog alone keeps them.
-    st.repl.fresh.clear();
 }
 
 pub fn log_done(sum: &LoadSummary) {

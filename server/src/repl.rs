@@ -6,9 +6,14 @@
 //! (`crate::propagate`), beside the AOF. Each finished unit is serialized
 //! as Redis sends it to its replicas: `SELECT` when the database differs
 //! from the last one sent, a unit of more than one op wrapped in
-//! MULTI/EXEC. The bytes go to the backlog (the master offset counts them)
-//! and to `fresh`, which `State` hands to each replica (`repl_deliver`):
-//! buffered while the replica waits for its RDB, sent once it is online.
+//! MULTI/EXEC. The bytes go to one buffer shared by the backlog and the
+//! replicas, as Redis 7.0's: blocks of the stream, from the oldest byte
+//! the backlog or a replica still needs. A replica is a position in it,
+//! so N replicas cost one copy; its connection takes what follows its
+//! position when woken (`State::repl_pull`), a write's worth at a time.
+//! The backlog keeps at least `repl-backlog-size` bytes, and more while a
+//! replica holds older ones (a slow one, or one waiting for its RDB); that
+//! excess is the replicas' memory (INFO's `mem_clients_slaves`).
 //!
 //! A full sync is a BGSAVE (as Redis's disk-based sync): the replicas
 //! waiting for it buffer the stream from its start, and get the file and
@@ -25,25 +30,15 @@ pub enum Link {
     /// Waits for a BGSAVE the snapshot engine cannot start yet.
     WaitBgsaveStart,
     /// Its BGSAVE runs (a diskless one streams to it meanwhile); the
-    /// stream since its start is kept here.
-    WaitBgsaveEnd(Vec<u8>),
-    /// The file of a disk-based sync is being sent; the stream waits here.
-    SendBulk(Vec<u8>),
+    /// stream since its start waits in the buffer.
+    WaitBgsaveEnd,
+    /// The file of a disk-based sync is being sent.
+    SendBulk,
     /// A diskless RDB was sent: the stream waits for the replica's first
     /// REPLCONF ACK (it loaded the RDB from the socket meanwhile).
-    WaitAck(Vec<u8>),
+    WaitAck,
     /// It has its RDB and follows the stream.
     Online,
-}
-
-impl Link {
-    /// The stream held for a replica not online yet.
-    pub fn held(&mut self) -> Option<&mut Vec<u8>> {
-        match self {
-            Link::WaitBgsaveEnd(b) | Link::SendBulk(b) | Link::WaitAck(b) => Some(b),
-            Link::WaitBgsaveStart | Link::Online => None,
-        }
-    }
 }
 
 /// What a connection announced with REPLCONF (kept on its client, from
@@ -163,17 +158,24 @@ pub struct Replica {
     /// The offset it acknowledged (REPLCONF ACK), and when (unix s).
     pub ack_offset: u64,
     pub ack_time_s: i64,
-    /// Stream bytes for it while its connection was running (not in the
-    /// client map); sent with the next bytes.
+    /// Bytes other than the stream (the RDB, keep-alive newlines) for it
+    /// while its connection was running (not in the client map); sent
+    /// with the next bytes.
     pub held: Vec<u8>,
+    /// The master offset of the stream it was given so far: its RDB's,
+    /// or the one before its PSYNC's; it holds the buffer after it. `None` before its sync starts, and for `rdb_only`.
+    pub cursor: Option<u64>,
+    /// Its connection was woken for stream bytes and has not taken them
+    /// yet: more bytes need no other wake-up.
+    pub woken: bool,
 }
 
 impl Replica {
     pub fn state_name(&self) -> &'static str {
         match self.link {
-            Link::WaitBgsaveStart | Link::WaitBgsaveEnd(_) => "wait_bgsave",
-            Link::SendBulk(_) => "send_bulk",
-            Link::WaitAck(_) | Link::Online => "online",
+            Link::WaitBgsaveStart | Link::WaitBgsaveEnd => "wait_bgsave",
+            Link::SendBulk => "send_bulk",
+            Link::WaitAck | Link::Online => "online",
         }
     }
 }
@@ -186,19 +188,92 @@ pub struct Waiter {
     pub replicas: i64,
 }
 
+/// The limits in force: a replica's hard limit below `repl-backlog-size`
+/// counts as that size, as Redis 7.0 has it: the bytes it holds are the
+/// backlog's anyway, and a partial resync must not close it at once.
+pub fn replica_limit_floor(
+    mut limits: crate::pubsub::ObufLimits,
+    backlog_size: i64,
+) -> crate::pubsub::ObufLimits {
+    let backlog = backlog_size.max(0) as u64;
+    if limits.replica.hard > 0 && limits.replica.hard < backlog {
+        limits.replica.hard = backlog;
+    }
+    limits
+}
+
+/// Bytes per block of the replication buffer (Redis's reply chunk).
+const BLOCK: usize = 16 * 1024;
+
+/// The stream as the backlog and the replicas share it: full blocks but
+/// the last, from master offset `start` (the byte after it is the first
+/// held).
+struct ReplBuf {
+    blocks: VecDeque<Vec<u8>>,
+    start: u64,
+}
+
+impl ReplBuf {
+    fn new(offset: u64) -> ReplBuf {
+        ReplBuf {
+            blocks: VecDeque::new(),
+            start: offset,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            match self.blocks.back_mut().filter(|b| b.len() < BLOCK) {
+                Some(b) => {
+                    let n = bytes.len().min(BLOCK - b.len());
+                    b.extend_from_slice(&bytes[..n]);
+                    bytes = &bytes[n..];
+                }
+                None => self.blocks.push_back(Vec::with_capacity(BLOCK)),
+            }
+        }
+    }
+
+    fn memory(&self) -> usize {
+        let list = self.blocks.capacity() * std::mem::size_of::<Vec<u8>>();
+        list + self.blocks.iter().map(|b| b.capacity()).sum::<usize>()
+    }
+
+    /// See `Repl::copy_stream`; `from` must be within the buffer.
+    fn copy(&self, from: u64, max: usize, out: &mut bytes::BytesMut) -> usize {
+        let Some(skip) = from.checked_sub(self.start).map(|d| d as usize) else {
+            return 0;
+        };
+        let (mut copied, mut at) = (0, skip % BLOCK);
+        for b in self.blocks.iter().skip(skip / BLOCK) {
+            let part = b.get(at..).unwrap_or_default();
+            let n = part.len().min(max - copied);
+            out.extend_from_slice(&part[..n]);
+            copied += n;
+            at = 0;
+            if copied == max {
+                break;
+            }
+        }
+        copied
+    }
+}
+
 /// The replication state of this server as a master.
 pub struct Repl {
     /// `master_repl_offset`: stream bytes produced since start.
     pub offset: u64,
-    /// The last `repl-backlog-size` bytes of the stream; `None` until a
-    /// replica first attaches.
-    backlog: Option<VecDeque<u8>>,
+    /// The buffer of the backlog and the replicas; `None` until a replica
+    /// first attaches.
+    backlog: Option<ReplBuf>,
     backlog_size: usize,
+    /// The offset the replicas were last told about (`State::repl_deliver`).
+    pub delivered: u64,
     /// The database the stream last selected; `None` makes the next op
     /// select again (after a full sync starts).
     pub sel_db: Option<usize>,
-    /// Stream bytes not yet handed to the replicas.
-    pub fresh: Vec<u8>,
+    /// The unit being serialized, before it joins the buffer.
+    fresh: Vec<u8>,
     pub replicas: Vec<Replica>,
     /// The running BGSAVE was started for replicas: to disk, or streamed
     /// to their sockets (diskless).
@@ -240,6 +315,7 @@ impl Default for Repl {
             offset: 0,
             backlog: None,
             backlog_size: 1 << 20,
+            delivered: 0,
             sel_db: None,
             fresh: Vec::new(),
             replicas: Vec::new(),
@@ -272,7 +348,7 @@ impl Repl {
         if self.backlog.is_some() {
             return false;
         }
-        self.backlog = Some(VecDeque::new());
+        self.backlog = Some(ReplBuf::new(self.offset));
         true
     }
 
@@ -280,8 +356,9 @@ impl Repl {
     /// from the master's offset.
     pub fn reset_backlog(&mut self, size: i64, offset: u64) {
         self.backlog_size = size.max(1) as usize;
-        self.backlog = Some(VecDeque::new());
+        self.backlog = Some(ReplBuf::new(offset));
         self.offset = offset;
+        self.delivered = offset;
         self.replid2 = None;
         self.second_offset = -1;
     }
@@ -289,9 +366,8 @@ impl Repl {
     /// A replica relays its master's stream as it applies it: into its
     /// backlog and to its own replicas.
     pub fn proxy(&mut self, bytes: &[u8]) {
-        let before = self.fresh.len();
         self.fresh.extend_from_slice(bytes);
-        self.account(before);
+        self.account();
     }
 
     /// The history changes ID (a promotion, or a master that did): the
@@ -348,10 +424,7 @@ impl Repl {
     /// `repl-backlog-size` changed.
     pub fn resize_backlog(&mut self, size: i64) {
         self.backlog_size = size.max(1) as usize;
-        if let Some(b) = &mut self.backlog {
-            let excess = b.len().saturating_sub(self.backlog_size);
-            b.drain(..excess);
-        }
+        self.trim();
     }
 
     pub fn backlog_active(&self) -> bool {
@@ -361,10 +434,15 @@ impl Repl {
     /// The backlog's last `n` bytes (what a replica logs of the stream
     /// when a command from its master failed).
     pub fn backlog_tail(&self, n: usize) -> Vec<u8> {
-        self.backlog
-            .as_ref()
-            .map(|b| b.range(b.len().saturating_sub(n)..).copied().collect())
-            .unwrap_or_default()
+        let mut out = bytes::BytesMut::new();
+        if let Some(b) = &self.backlog {
+            b.copy(
+                self.offset.saturating_sub(n as u64).max(b.start),
+                n,
+                &mut out,
+            );
+        }
+        out.to_vec()
     }
 
     /// Frees the backlog (`repl-backlog-ttl` passed without replicas).
@@ -372,22 +450,83 @@ impl Repl {
         self.backlog = None;
     }
 
-    /// The stream from `offset` on (PSYNC's offset: the next byte the
-    /// replica wants), if the backlog still holds it.
-    pub fn backlog_from(&self, offset: u64) -> Option<Vec<u8>> {
-        let b = self.backlog.as_ref()?;
-        let first = self.offset + 1 - b.len() as u64;
-        if offset < first || offset > self.offset + 1 {
-            return None;
-        }
-        Some(b.range((offset - first) as usize..).copied().collect())
+    /// Whether the backlog holds the stream from PSYNC's `offset` on (the
+    /// next byte the replica wants, counted from 1).
+    pub fn holds(&self, offset: u64) -> bool {
+        self.backlog
+            .as_ref()
+            .is_some_and(|b| offset > b.start && offset <= self.offset + 1)
     }
 
     /// (first byte offset, bytes held) as INFO shows them.
     pub fn backlog_span(&self) -> (u64, u64) {
         match &self.backlog {
-            Some(b) => (self.offset + 1 - b.len() as u64, b.len() as u64),
+            Some(b) => (b.start + 1, self.offset - b.start),
             None => (0, 0),
+        }
+    }
+
+    /// Bytes the buffer takes (`mem_total_replication_buffers`).
+    pub fn buffer_memory(&self) -> usize {
+        self.backlog.as_ref().map_or(0, |b| b.memory())
+    }
+
+    /// The part of the buffer beyond `repl-backlog-size`: held for
+    /// replicas only. Redis counts it as theirs (`mem_clients_slaves`) and
+    /// leaves it out of what eviction weighs (`mem_not_counted_for_evict`).
+    pub fn replicas_memory(&self) -> usize {
+        self.buffer_memory().saturating_sub(self.backlog_size)
+    }
+
+    /// The buffer's memory as Redis reports it: (the backlog's, the
+    /// replicas'); the part beyond `repl-backlog-size` is the replicas'
+    /// while there are some.
+    pub fn memory_split(&self) -> (usize, usize) {
+        let replicas = if self.replicas.is_empty() {
+            0
+        } else {
+            self.replicas_memory()
+        };
+        (self.buffer_memory() - replicas, replicas)
+    }
+
+    /// Copies the stream from `from` (a master offset) into `out`, at
+    /// most `max` bytes; how many it copied.
+    pub fn copy_stream(&self, from: u64, max: usize, out: &mut bytes::BytesMut) -> usize {
+        self.backlog.as_ref().map_or(0, |b| b.copy(from, max, out))
+    }
+
+    /// There are stream bytes the replicas were not told about.
+    pub fn undelivered(&self) -> bool {
+        self.delivered != self.offset
+    }
+
+    /// Frees the blocks neither the backlog nor a replica needs: the
+    /// backlog keeps more than `repl-backlog-size` bytes, and each
+    /// replica what follows its cursor.
+    pub fn trim(&mut self) {
+        let Some(b) = &mut self.backlog else {
+            return;
+        };
+        let needed = self
+            .replicas
+            .iter()
+            .filter_map(|r| r.cursor)
+            .min()
+            .unwrap_or(u64::MAX);
+        while b.blocks.len() > 1 {
+            let first = b.blocks[0].len() as u64;
+            if self.offset - b.start - first <= self.backlog_size as u64 || b.start + first > needed
+            {
+                break;
+            }
+            b.blocks.pop_front();
+            b.start += first;
+        }
+        // The list of a buffer that grew for a slow replica is given back
+        // too.
+        if b.blocks.capacity() > 4 * b.blocks.len().max(16) {
+            b.blocks.shrink_to(2 * b.blocks.len());
         }
     }
 
@@ -400,15 +539,14 @@ impl Repl {
         protocol::write_command(&mut self.fresh, args);
     }
 
-    /// Adds the bytes `fresh` gained since `before` to the backlog.
-    fn account(&mut self, before: usize) {
-        let new = &self.fresh[before..];
-        self.offset += new.len() as u64;
+    /// Moves the unit serialized in `fresh` to the buffer.
+    fn account(&mut self) {
+        self.offset += self.fresh.len() as u64;
         if let Some(b) = &mut self.backlog {
-            b.extend(new);
-            let excess = b.len().saturating_sub(self.backlog_size);
-            b.drain(..excess);
+            b.push(&self.fresh);
+            self.trim();
         }
+        self.fresh.clear();
     }
 
     /// An op outside any database (PING, REPLCONF GETACK): no SELECT.
@@ -416,9 +554,8 @@ impl Repl {
         if !self.wants() {
             return;
         }
-        let before = self.fresh.len();
         self.emit(None, args);
-        self.account(before);
+        self.account();
     }
 
     pub fn replica_mut(&mut self, id: u64) -> Option<&mut Replica> {
@@ -446,6 +583,7 @@ impl Repl {
     pub fn forget(&mut self, id: u64) {
         self.replicas.retain(|r| r.id != id);
         self.waiters.retain(|w| w.id != id);
+        self.trim();
     }
 
     /// The WAIT of client `id` ends (timeout): the replicas that acked.
@@ -467,7 +605,6 @@ impl Consumer for Repl {
 
     fn feed(&mut self, unit: &[(usize, Op)]) {
         let unit = crate::propagate::only(unit, crate::propagate::AOF_ONLY);
-        let before = self.fresh.len();
         if unit.len() > 1 {
             self.emit(Some(unit[0].0), &[Bytes::from_static(b"MULTI")]);
             for (db, a) in unit.iter() {
@@ -477,7 +614,7 @@ impl Consumer for Repl {
         } else if let Some((db, a)) = unit.first() {
             self.emit(Some(*db), a);
         }
-        self.account(before);
+        self.account();
     }
 }
 
@@ -499,7 +636,9 @@ mod tests {
         r.feed(&[(0, op("set a 1"))]);
         r.feed(&[(3, op("set x 1")), (0, op("set y 2"))]);
         r.feed_plain(&[Bytes::from_static(b"PING")]);
-        let s = String::from_utf8(r.fresh.clone())
+        let mut all = bytes::BytesMut::new();
+        assert_eq!(r.copy_stream(0, usize::MAX, &mut all), r.offset as usize);
+        let s = String::from_utf8(all.to_vec())
             .unwrap()
             .replace("\r\n", " ");
         assert_eq!(
@@ -507,9 +646,56 @@ mod tests {
             "*2 $6 SELECT $1 0 *3 $3 set $1 a $1 1 *2 $6 SELECT $1 3 *1 $5 MULTI \
              *3 $3 set $1 x $1 1 *2 $6 SELECT $1 0 *3 $3 set $1 y $1 2 *1 $4 EXEC *1 $4 PING "
         );
-        assert_eq!(r.offset, r.fresh.len() as u64);
         assert_eq!(r.backlog_span(), (1, r.offset));
+        assert_eq!(r.backlog_tail(6), b"PING\r\n");
+    }
+
+    /// The backlog keeps `repl-backlog-size` bytes and whole blocks; a
+    /// replica's cursor keeps what follows it, and only one copy.
+    #[test]
+    fn one_buffer_for_the_backlog_and_the_replicas() {
+        let mut r = Repl::default();
+        r.ensure_backlog(BLOCK as i64);
+        let value = Bytes::from(vec![b'x'; 1000]);
+        let set = |r: &mut Repl| r.feed(&[(0, vec![Bytes::from_static(b"SET"), value.clone()])]);
+        for _ in 0..100 {
+            set(&mut r);
+        }
+        let (first, hist) = r.backlog_span();
+        assert!(hist > BLOCK as u64 && hist <= 2 * BLOCK as u64, "{hist}");
+        assert_eq!(first + hist, r.offset + 1);
+        assert_eq!(r.replicas_memory(), r.buffer_memory() - BLOCK);
+        // A replica stopped at the current offset holds everything after.
+        let at = r.offset;
+        r.replicas.push(Replica {
+            id: 1,
+            link: Link::Online,
+            ip: String::new(),
+            port: 0,
+            rdb_only: false,
+            eof: false,
+            since_s: 0,
+            psync: true,
+            sync_offset: at,
+            ack_offset: 0,
+            ack_time_s: 0,
+            held: Vec::new(),
+            cursor: Some(at),
+            woken: false,
+        });
+        for _ in 0..200 {
+            set(&mut r);
+        }
+        assert!(r.holds(at + 1) && r.backlog_span().0 <= at + 1);
+        assert!(r.buffer_memory() >= (r.offset - at) as usize);
+        let mut out = bytes::BytesMut::new();
+        assert_eq!(r.copy_stream(at, 5, &mut out), 5);
+        assert_eq!(&out[..], b"*2\r\n$");
+        // Gone: back to about the backlog's size.
+        r.forget(1);
+        assert!(r.backlog_span().1 <= 2 * BLOCK as u64);
+        assert!(!r.holds(at + 1));
         r.resize_backlog(10);
-        assert_eq!(r.backlog_span(), (r.offset - 9, 10));
+        assert!(r.backlog_span().1 <= BLOCK as u64);
     }
 }

@@ -546,7 +546,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             }
             st.clients.insert(id, master);
             res?;
-            if !st.repl.fresh.is_empty() {
+            if st.repl.undelivered() {
                 st.repl_deliver();
             }
             if let Some(m) = st.repl.master.as_mut() {

@@ -125,6 +125,9 @@ pub struct Client {
     /// Output the connection task holds but the socket has not taken yet,
     /// counted with `pending` against `client-output-buffer-limit`.
     pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
+    /// A replica's stream bytes the shared replication buffer holds for
+    /// it (`repl`), counted as its output too.
+    pub repl_unsent: usize,
     /// When the output first exceeded the soft limit (ms), if it still does.
     pub obuf_soft_since: Option<i64>,
     /// CLIENT TRACKING (see `tracking`).
@@ -172,7 +175,9 @@ impl Client {
     /// Output produced for this client and not yet taken by its socket:
     /// what `client-output-buffer-limit` and CLIENT LIST's `omem` count.
     pub fn output_bytes(&self) -> usize {
-        self.pending.len() + self.out_unsent.load(std::sync::atomic::Ordering::Relaxed)
+        self.pending.len()
+            + self.out_unsent.load(std::sync::atomic::Ordering::Relaxed)
+            + self.repl_unsent
     }
 
     pub fn new(id: u64, addr: String, laddr: String, fd: i32, authenticated: bool) -> Self {
@@ -215,6 +220,7 @@ impl Client {
             dirty_cas: false,
             subs: Default::default(),
             out_unsent: Default::default(),
+            repl_unsent: 0,
             obuf_soft_since: None,
             tracking: Default::default(),
             peer: Default::default(),
@@ -843,7 +849,7 @@ impl State {
         let dirty = self.dirty;
         let (prop, mut cs) = self.consumers();
         prop.end(m, dirty, args, &mut cs);
-        if !self.repl.fresh.is_empty() {
+        if self.repl.undelivered() {
             self.repl_deliver();
         }
     }
@@ -876,7 +882,7 @@ impl State {
             let op = vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)];
             let (prop, mut cs) = self.consumers();
             prop.add(db, op, &mut cs);
-            if !self.repl.fresh.is_empty() {
+            if self.repl.undelivered() {
                 self.repl_deliver();
             }
         }
@@ -966,27 +972,79 @@ impl Shared {
 /// The replication stream (`crate::repl`) wired to the clients: what the
 /// replicas' connections send.
 impl State {
-    /// Hands the stream's new bytes to each replica: kept while it waits
-    /// for its RDB, queued on its connection once it is online. An online
-    /// replica whose output goes past its `client-output-buffer-limit` is
-    /// closed (one still syncing is not, as Redis 7.0).
+    /// Tells the replicas of the stream's new bytes: each one that holds
+    /// the buffer counts them as its output, an online one's connection is
+    /// woken to take them (once until it does). A replica whose output
+    /// goes past its `client-output-buffer-limit` is closed (see
+    /// `repl::replica_limit_floor`).
     pub fn repl_deliver(&mut self) {
-        let mut fresh = std::mem::take(&mut self.repl.fresh);
-        let mut online = Vec::new();
+        let end = self.repl.offset;
+        self.repl.delivered = end;
+        let limits = self.tun.obuf_limits;
         for r in self.repl.replicas.iter_mut() {
-            if let Some(buf) = r.link.held() {
-                buf.extend_from_slice(&fresh);
-            } else if matches!(r.link, crate::repl::Link::Online) {
-                send_to(&mut self.clients, r, &fresh);
-                online.push(r.id);
+            let Some(cursor) = r.cursor else {
+                continue;
+            };
+            let Some(cl) = self.clients.get_mut(&r.id) else {
+                continue;
+            };
+            cl.repl_unsent = (end - cursor) as usize;
+            if matches!(r.link, crate::repl::Link::Online) && !r.woken {
+                r.woken = true;
+                cl.wake.notify_one();
+            }
+            if crate::pubsub::close_if_over_limit(cl, &limits, 0) {
+                cl.wake.notify_one();
             }
         }
-        fresh.clear();
-        self.repl.fresh = fresh;
-        for id in online {
-            if let Some(cl) = self.clients.get_mut(&id) {
-                crate::pubsub::close_if_over_limit(cl, &self.tun.obuf_limits, 0);
-            }
+    }
+
+    /// The replicas' output, which Redis leaves out of what eviction
+    /// weighs (`mem_not_counted_for_evict`): the replication buffer beyond
+    /// the backlog's size, and what their connections hold (`pending`'s
+    /// room, and what the socket has not taken).
+    pub fn not_counted_memory(&self) -> u64 {
+        let conns: usize = self
+            .repl
+            .replicas
+            .iter()
+            .filter_map(|r| self.clients.get(&r.id))
+            .map(|c| c.pending.capacity() + c.out_unsent.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+        (self.repl.replicas_memory() + conns) as u64
+    }
+
+    /// What replica `cl`'s connection sends next, into `out`: bytes held
+    /// for it, then, online, the stream after its cursor, up to a write's
+    /// worth in `out` (the rest stays in the shared buffer, counted as its
+    /// output, and it is woken again for it).
+    pub fn repl_pull(&mut self, cl: &mut Client, out: &mut BytesMut) {
+        const WRITE: usize = 64 * 1024;
+        let Some(r) = self.repl.replicas.iter_mut().find(|r| r.id == cl.id) else {
+            return;
+        };
+        out.extend_from_slice(&std::mem::take(&mut r.held));
+        r.woken = false;
+        // What carried its RDB is not kept (it counts as its memory).
+        if cl.pending.is_empty() && cl.pending.capacity() > 16 * 1024 {
+            cl.pending = BytesMut::new();
+        }
+        let (Some(cursor), crate::repl::Link::Online) = (r.cursor, &r.link) else {
+            return;
+        };
+        let n = self
+            .repl
+            .copy_stream(cursor, WRITE.saturating_sub(out.len()), out);
+        let end = self.repl.offset;
+        let r = self.repl.replica_mut(cl.id).expect("found above");
+        r.cursor = Some(cursor + n as u64);
+        cl.repl_unsent = (end - cursor) as usize - n;
+        if cl.repl_unsent > 0 {
+            r.woken = true;
+            cl.wake.notify_one();
+        }
+        if n > 0 {
+            self.repl.trim();
         }
     }
 
@@ -1043,17 +1101,16 @@ impl State {
         let mut failed = Vec::new();
         let mut sending = Vec::new();
         for r in self.repl.replicas.iter_mut() {
-            let crate::repl::Link::WaitBgsaveEnd(buf) = &mut r.link else {
+            if !matches!(r.link, crate::repl::Link::WaitBgsaveEnd) {
                 continue;
-            };
-            let buf = std::mem::take(buf);
+            }
             if diskless && ok {
                 tracing::info!(
                     "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from slave to enable streaming",
                     r.ip,
                     r.port
                 );
-                r.link = crate::repl::Link::WaitAck(buf);
+                r.link = crate::repl::Link::WaitAck;
                 if r.rdb_only {
                     if let Some(cl) = self.clients.get_mut(&r.id) {
                         cl.close_after_reply = true;
@@ -1066,7 +1123,7 @@ impl State {
                 failed.push(r.id);
                 continue;
             };
-            r.link = crate::repl::Link::SendBulk(buf);
+            r.link = crate::repl::Link::SendBulk;
             send_to(&mut self.clients, r, format!("${len}\r\n").as_bytes());
             sending.push(r.id);
         }
@@ -1085,14 +1142,13 @@ impl State {
         }
     }
 
-    /// A replica has its whole RDB: it gets the stream held for it and
-    /// is online (`redis-cli --rdb` is closed instead).
+    /// A replica has its whole RDB: it is online, and gets the stream
+    /// since its RDB (`redis-cli --rdb` is closed instead).
     pub fn repl_online(&mut self, id: u64) {
         let now_s = now_ms() / 1000;
         let Some(r) = self.repl.replica_mut(id) else {
             return;
         };
-        let buf = r.link.held().map(std::mem::take).unwrap_or_default();
         r.link = crate::repl::Link::Online;
         r.ack_time_s = now_s;
         if r.rdb_only {
@@ -1103,7 +1159,10 @@ impl State {
             return;
         }
         tracing::info!("Synchronization with replica {}:{} succeeded", r.ip, r.port);
-        send_to(&mut self.clients, r, &buf);
+        r.woken = true;
+        if let Some(cl) = self.clients.get_mut(&id) {
+            cl.wake.notify_one();
+        }
     }
 }
 

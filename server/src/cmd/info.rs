@@ -275,19 +275,13 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("rss_overhead_bytes:0");
             f!("mem_fragmentation_ratio:{frag:.2}");
             f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
-            f!("mem_not_counted_for_evict:0");
-            f!("mem_replication_backlog:0");
             // One buffer shared by the backlog and the replicas' output,
-            // as Redis 7.0's: as large as the longest of them.
-            let replica_out = st
-                .repl
-                .replicas
-                .iter()
-                .map(|r| r.held.len() + st.clients.get(&r.id).map_or(0, |c| c.output_bytes()));
-            let backlog = st.repl.backlog_span().1 as usize;
-            let repl_buffers = replica_out.fold(backlog, usize::max);
-            f!("mem_total_replication_buffers:{repl_buffers}");
-            f!("mem_clients_slaves:0");
+            // as Redis 7.0's: what exceeds the backlog's size is theirs.
+            let (backlog, slaves) = st.repl.memory_split();
+            f!("mem_not_counted_for_evict:{}", st.not_counted_memory());
+            f!("mem_replication_backlog:{backlog}");
+            f!("mem_total_replication_buffers:{}", backlog + slaves);
+            f!("mem_clients_slaves:{slaves}");
             f!("mem_clients_normal:{}", m.clients);
             f!("mem_cluster_links:0");
             f!("mem_aof_buffer:{}", st.aof.buf.capacity());

@@ -206,7 +206,8 @@ pub struct MemSummary {
     pub overhead: u64,
     pub dataset: u64,
     pub keys: u64,
-    /// Client buffers: output not yet written and unread input.
+    /// Buffers of clients other than replicas (`State::not_counted_memory`
+    /// has theirs): output not yet written and unread input.
     pub clients: u64,
     /// Per non-empty database: (index, main table bytes, expires table bytes).
     pub dbs: Vec<(usize, u64, u64)>,
@@ -233,6 +234,7 @@ pub fn summary(st: &mut crate::state::State) -> MemSummary {
     let clients: u64 = st
         .clients
         .values()
+        .filter(|c| !c.peer.replica)
         .map(|c| (c.pending.capacity() + c.qbuf) as u64)
         .sum();
     let overhead = startup + clients + dbs.iter().map(|d| d.1 + d.2).sum::<u64>();
@@ -261,14 +263,15 @@ fn ratio(a: u64, b: u64) -> f64 {
 fn stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let m = summary(c.st);
     let clients = m.clients;
+    let (backlog, slaves) = c.st.repl.memory_split();
     let net = m.used.saturating_sub(m.startup);
     c.out.map(27 + m.dbs.len());
     let pairs_int: &[(&str, u64)] = &[
         ("peak.allocated", m.peak),
         ("total.allocated", m.used),
         ("startup.allocated", m.startup),
-        ("replication.backlog", 0),
-        ("clients.slaves", 0),
+        ("replication.backlog", backlog as u64),
+        ("clients.slaves", slaves as u64),
         ("clients.normal", clients),
         ("cluster.links", 0),
         ("aof.buffer", c.st.aof.buf.capacity() as u64),

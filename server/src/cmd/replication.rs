@@ -79,10 +79,9 @@ fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         let ours = c.st.repl.knows(&c.st.replid, &a[1], offset);
         let held = u64::try_from(offset)
             .ok()
-            .filter(|_| ours)
-            .and_then(|o| c.st.repl.backlog_from(o));
-        if let Some(bytes) = held {
-            partial_sync(c, &bytes);
+            .filter(|&o| ours && c.st.repl.holds(o));
+        if let Some(offset) = held {
+            partial_sync(c, offset);
             return Ok(());
         }
         c.st.repl.sync_partial_err += 1;
@@ -91,11 +90,12 @@ fn psync(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// `+CONTINUE`, then the stream from where the replica stopped: it is
-/// online at once.
-fn partial_sync(c: &mut Ctx, bytes: &[u8]) {
+/// `+CONTINUE`, then the stream from `offset`, where the replica stopped
+/// (its connection takes it from the buffer): it is online at once.
+fn partial_sync(c: &mut Ctx, offset: u64) {
     let mut r = new_replica(c, true);
     r.link = Link::Online;
+    r.cursor = Some(offset - 1);
     c.cl.peer.replica = true;
     c.st.repl.sync_partial_ok += 1;
     c.st.repl.replicas.push(r);
@@ -105,7 +105,6 @@ fn partial_sync(c: &mut Ctx, bytes: &[u8]) {
         "+CONTINUE\r\n".to_string()
     };
     c.out.raw(line.as_bytes());
-    c.out.raw(bytes);
 }
 
 /// The replica entry for the running client, before its sync.
@@ -128,12 +127,14 @@ fn new_replica(c: &Ctx, psync: bool) -> Replica {
         ack_offset: 0,
         ack_time_s: now_ms() / 1000,
         held: Vec::new(),
+        cursor: None,
+        woken: false,
     }
 }
 
 /// Makes the client a replica and gets it an RDB: it joins a disk-based
-/// BGSAVE started for replicas if one runs (with a copy of the stream
-/// another replica buffered since its start), else starts one, else waits
+/// BGSAVE started for replicas if one runs (from where another replica's
+/// stream starts), else starts one, else waits
 /// for the snapshot engine, or for others to join a diskless sync within
 /// `repl-diskless-sync-delay` (the cron starts them).
 fn full_sync(c: &mut Ctx, psync: bool) {
@@ -150,14 +151,13 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
     if running {
         let other = st.repl.replicas.iter().find_map(|o| match &o.link {
-            Link::WaitBgsaveEnd(buf) if !st.repl.bgsave_diskless => {
-                Some((buf.clone(), o.sync_offset))
-            }
+            Link::WaitBgsaveEnd if !st.repl.bgsave_diskless => Some(o.sync_offset),
             _ => None,
         });
-        if let Some((buf, offset)) = other {
-            r.link = Link::WaitBgsaveEnd(buf);
+        if let Some(offset) = other {
+            r.link = Link::WaitBgsaveEnd;
             r.sync_offset = offset;
+            r.cursor = (!r.rdb_only).then_some(offset);
             if psync {
                 c.out.raw(fullresync(st, offset).as_bytes());
             }
@@ -225,8 +225,9 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
     let line = fullresync(st, offset);
     let mut told = Vec::new();
     for r in st.repl.replicas.iter_mut().filter(|r| waiting(r)) {
-        r.link = Link::WaitBgsaveEnd(Vec::new());
+        r.link = Link::WaitBgsaveEnd;
         r.sync_offset = offset;
+        r.cursor = (!r.rdb_only).then_some(offset);
         if r.psync {
             told.push(r.id);
         }
@@ -268,6 +269,9 @@ fn start_pending_sync(st: &mut State, now_s: i64) {
 pub fn set_master(st: &mut State, host: &str, port: u16) {
     st.repl.gens += 1;
     let now_s = now_ms() / 1000;
+    // A replica keeps its place in the stream, database included, to
+    // resume it with the next master (Redis's cached master).
+    let db = st.repl.master.as_ref().map_or(0, |m| m.db);
     st.repl.master = Some(Master {
         host: host.to_string(),
         port,
@@ -276,7 +280,7 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         state: MasterState::Connect,
         last_io_s: now_s,
         down_since_s: now_s,
-        db: 0,
+        db,
         unapplied: 0,
     });
     let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
@@ -586,7 +590,7 @@ fn ack(st: &mut State, id: u64, offset: u64) {
     };
     r.ack_offset = r.ack_offset.max(offset);
     r.ack_time_s = now_ms() / 1000;
-    if matches!(r.link, Link::WaitAck(_)) {
+    if matches!(r.link, Link::WaitAck) {
         st.repl_online(id);
     }
     let ready: Vec<(u64, i64)> = st
@@ -690,7 +694,7 @@ pub fn cron(st: &mut State) {
         .map(|r| {
             let pre_sync = match r.link {
                 Link::WaitBgsaveStart => true,
-                Link::WaitBgsaveEnd(_) => !diskless,
+                Link::WaitBgsaveEnd => !diskless,
                 _ => false,
             };
             (r.id, pre_sync)

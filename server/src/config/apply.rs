@@ -93,7 +93,10 @@ impl State {
             Hook::Crash => {
                 crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
             }
-            Hook::ReplBacklog => self.repl.resize_backlog(self.cfg.repl_backlog_size),
+            Hook::ReplBacklog => {
+                self.retune();
+                self.repl.resize_backlog(self.cfg.repl_backlog_size);
+            }
             Hook::Tls => return Ok(Some(Followup::Tls)),
         }
         Ok(None)
@@ -139,7 +142,10 @@ impl State {
             },
             list_fill: c.list_max_listpack_size as i32,
             set_max_intset: c.set_max_intset_entries as usize,
-            obuf_limits: crate::pubsub::parse_limits(&c.client_output_buffer_limit),
+            obuf_limits: crate::repl::replica_limit_floor(
+                crate::pubsub::parse_limits(&c.client_output_buffer_limit),
+                c.repl_backlog_size,
+            ),
             latency_tracking: c.latency_tracking,
         };
     }
