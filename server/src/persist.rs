@@ -131,6 +131,16 @@ fn write_snapshot_delayed<W: Write>(
     w.finish()
 }
 
+/// An RDB of the function libraries alone (`redis-cli --functions-rdb`).
+pub fn write_functions<W: Write>(st: &State, out: W) -> io::Result<W> {
+    let mut w = rdb::Writer::new(out, save_opts(st, false));
+    w.header(REDIS_VER, now_ms() / 1000, crate::os::rss_bytes())?;
+    for code in function_codes(st) {
+        w.function(code)?;
+    }
+    w.finish()
+}
+
 /// Rewrites the RDB image at `path` as commands, in place (through a
 /// second temporary file, fsynced).
 fn as_commands(path: &std::path::Path, timestamp: bool) -> io::Result<()> {

@@ -52,6 +52,9 @@ pub struct Peer {
     /// REPLCONF rdb-only 1: it wants the RDB and nothing after
     /// (`redis-cli --rdb`).
     pub rdb_only: bool,
+    /// REPLCONF rdb-filter-only functions: the RDB without the keys
+    /// (`redis-cli --functions-rdb`).
+    pub functions_only: bool,
     /// REPLCONF capa psync2: `+CONTINUE` names the replication ID.
     pub psync2: bool,
     /// REPLCONF capa eof: it reads an RDB of unknown length (diskless).

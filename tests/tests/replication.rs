@@ -3,7 +3,7 @@
 //! replication, ROLE, WAIT, `redis-cli --rdb`, and a real redis-server
 //! following cinnabar (DEBUG DIGEST equal).
 
-use cinnabar_tests::{tool, RawClient, Server};
+use cinnabar_tests::{bulk, int, tool, RawClient, RespFrame, Server};
 use std::io::Read;
 use std::time::{Duration, Instant};
 
@@ -199,6 +199,44 @@ fn redis_cli_rdb_writes_a_file_redis_check_rdb_accepts() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}");
     assert!(text.contains("501 keys read"), "{text}");
+}
+
+/// `redis-cli --functions-rdb`: the function libraries without the keys,
+/// in a file real Redis loads (REPLCONF rdb-filter-only functions).
+#[test]
+fn redis_cli_functions_rdb_has_the_libraries_only() {
+    let (Some(check), Some(redis)) = (tool("redis-check-rdb"), tool("redis-server")) else {
+        eprintln!("skipped: no redis-check-rdb or redis-server");
+        return;
+    };
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let lib = "#!lua name=mylib\nredis.register_function('f', function() return 1 end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), bulk("mylib"));
+    c.cmd(&["SET", "k", "v"]);
+    let file = s.dir.join("functions.rdb");
+    let o = s.cli(&["--functions-rdb", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{o:?}");
+    let o = std::process::Command::new(check)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("0 keys read"), "{text}");
+    let r = Server::start_bin(
+        &redis,
+        &[
+            ("dir", s.dir.to_str().unwrap()),
+            ("dbfilename", "functions.rdb"),
+        ],
+    );
+    let mut rc = r.raw();
+    assert_eq!(rc.cmd(&["FCALL", "f", "0"]), int(1));
+    assert_eq!(rc.cmd(&["DBSIZE"]), int(0));
+    assert!(matches!(
+        c.cmd(&["REPLCONF", "rdb-filter-only", "keys"]),
+        RespFrame::Error(_)
+    ));
 }
 
 #[test]

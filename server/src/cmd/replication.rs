@@ -141,6 +141,9 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     if c.cl.peer.replica || c.cl.monitor {
         return;
     }
+    if c.cl.peer.rdb_only && c.cl.peer.functions_only {
+        return send_functions(c, psync);
+    }
     let mut r = new_replica(c, psync);
     let st = &mut *c.st;
     if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
@@ -170,6 +173,35 @@ fn full_sync(c: &mut Ctx, psync: bool) {
             start_bgsave(st, Some((c.cl.id, &mut *c.out)));
         }
     }
+}
+
+/// The RDB of the functions alone, for a client that wants nothing else
+/// (`redis-cli --functions-rdb`): a few bytes, written at once rather
+/// than from a snapshot of the keyspace; then the connection closes.
+fn send_functions(c: &mut Ctx, psync: bool) {
+    let st = &mut *c.st;
+    let rdb = match persist::write_functions(st, Vec::new()) {
+        Ok(rdb) => rdb,
+        Err(e) => {
+            tracing::warn!("Can't write the functions RDB: {e}");
+            c.cl.close_after_reply = true;
+            return;
+        }
+    };
+    st.repl.sync_full += 1;
+    if psync {
+        c.out.raw(fullresync(st, st.repl.offset).as_bytes());
+    }
+    if c.cl.peer.eof {
+        let mark = crate::state::random_hex40();
+        c.out.raw(format!("$EOF:{mark}\r\n").as_bytes());
+        c.out.raw(&rdb);
+        c.out.raw(mark.as_bytes());
+    } else {
+        c.out.raw(format!("${}\r\n", rdb.len()).as_bytes());
+        c.out.raw(&rdb);
+    }
+    c.cl.close_after_reply = true;
 }
 
 fn fullresync(st: &State, offset: u64) -> String {
@@ -555,14 +587,19 @@ fn replconf(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             // Only a replica answers (with an ACK to its master).
             return Ok(());
         } else if is(opt, "rdb-filter-only") {
-            // `redis-cli --rdb` sends it empty; the functions-only image
-            // (`--functions-rdb`) is not written.
-            if let Some(w) = val.split(|ch| *ch == b' ').find(|w| !w.is_empty()) {
-                return Err(Error::other(format!(
-                    "ERR Unsupported rdb-filter-only option: {}",
-                    String::from_utf8_lossy(w)
-                )));
+            // `redis-cli --rdb` sends it empty, `--functions-rdb` with
+            // `functions`.
+            let mut functions = false;
+            for w in val.split(|ch| *ch == b' ').filter(|w| !w.is_empty()) {
+                if !is(w, "functions") {
+                    return Err(Error::other(format!(
+                        "ERR Unsupported rdb-filter-only option: {}",
+                        String::from_utf8_lossy(w)
+                    )));
+                }
+                functions = true;
             }
+            c.cl.peer.functions_only = functions;
         } else if is(opt, "rdb-only") {
             let v = int_arg(val)?;
             if !(0..=1).contains(&v) {
