@@ -25,6 +25,31 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A writable replica's own write to a key its master let expire deletes
+/// it first: INCR starts from 0 and leaves no TTL; a read leaves the key.
+#[test]
+fn a_writable_replica_writes_over_an_expired_key_afresh() {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("replica-read-only", "no"),
+    ]);
+    let (mut mc, mut sc) = (m.raw(), s.raw());
+    wait_for("linked", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+    });
+    assert_eq!(mc.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), ok());
+    assert_eq!(mc.cmd(&["SET", "key1", "5", "PX", "10"]), ok());
+    assert_eq!(mc.cmd(&["SET", "key2", "5", "PX", "10"]), ok());
+    assert_eq!(mc.cmd(&["WAIT", "1", "5000"]), int(1));
+    wait_for("expired", || sc.cmd(&["EXISTS", "key1", "key2"]) == int(0));
+    assert_eq!(sc.cmd(&["DBSIZE"]), int(2));
+    assert_eq!(sc.cmd(&["INCR", "key1"]), int(1));
+    assert_eq!(sc.cmd(&["TTL", "key1"]), int(-1));
+    assert_eq!(sc.cmd(&["GET", "key2"]), nil());
+    assert_eq!(sc.cmd(&["DBSIZE"]), int(2));
+}
+
 #[test]
 fn a_writable_replica_expires_the_keys_it_wrote() {
     let m = Server::start(&[("enable-debug-command", "yes")]);

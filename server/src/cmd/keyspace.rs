@@ -57,6 +57,14 @@ impl State {
     }
 
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now: i64) -> Option<&mut Value> {
+        // A writable replica's own write deletes the key its master let
+        // expire, as Redis's write lookups do: what it creates then starts
+        // without the old TTL (INCR of an expired key leaves TTL -1).
+        let own_write = self.repl.master.is_some() && !self.repl.applying && !self.aof.loading;
+        if own_write && self.pause.is_none() && self.dbs[db].expire_if_needed(key, now) {
+            self.expired(db, key);
+            return None;
+        }
         if self.expire_if_needed(db, key, now) {
             return None;
         }
