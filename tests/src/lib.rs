@@ -278,6 +278,30 @@ impl Server {
         })
     }
 
+    /// A replica by SYNC that has read its RDB: what it reads next is the
+    /// replication stream.
+    pub fn sync_replica(&self) -> RawClient {
+        use std::io::Read;
+        let mut c = self.raw();
+        c.send(b"SYNC\r\n");
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        loop {
+            c.sock.read_exact(&mut b).expect("bulk header");
+            match b[0] {
+                b'\n' if head.is_empty() => {}
+                b'\n' => break,
+                x => head.push(x),
+            }
+        }
+        let head = String::from_utf8(head).unwrap();
+        let len: usize = head.trim_end().strip_prefix('$').unwrap().parse().unwrap();
+        let mut rdb = vec![0u8; len];
+        c.sock.read_exact(&mut rdb).expect("rdb");
+        assert_eq!(&rdb[..5], b"REDIS");
+        c
+    }
+
     /// A raw RESP connection, authenticated if the server has a password.
     pub fn raw_auth(&self) -> RawClient {
         let mut c = self.raw();
@@ -532,5 +556,14 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Polls `f` until it holds; fails the test after 20 s, naming `what`.
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

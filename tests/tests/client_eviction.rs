@@ -6,8 +6,7 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test client_eviction` to check them again.
 
-use cinnabar_tests::{bulk, ok, text, RawClient, RespFrame as Frame, Server};
-use std::time::{Duration, Instant};
+use cinnabar_tests::{bulk, ok, text, wait_for, RawClient, RespFrame as Frame, Server};
 
 /// CLIENT LIST's `field` of the client called `name`, if it is connected.
 fn field(r: &mut RawClient, name: &str, f: &str) -> Option<u64> {
@@ -19,14 +18,6 @@ fn field(r: &mut RawClient, name: &str, f: &str) -> Option<u64> {
         .split(' ')
         .find_map(|kv| kv.strip_prefix(&format!("{f}=")))?;
     Some(v.parse().unwrap())
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(t.elapsed() < Duration::from_secs(5), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn evicted_clients(r: &mut RawClient) -> u64 {

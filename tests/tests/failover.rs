@@ -3,16 +3,8 @@
 //! FAILOVER, on which the target promotes itself; a real redis-server on
 //! either side. Error texts are Redis 7.0.15's.
 
-use cinnabar_tests::{tool, Server};
-use std::time::{Duration, Instant};
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use cinnabar_tests::{tool, wait_for, Server};
+use std::time::Duration;
 
 fn replica_of(bin: Option<&std::path::Path>, m: &Server) -> Server {
     let opts = [

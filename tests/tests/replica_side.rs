@@ -5,7 +5,7 @@
 
 use cinnabar_tests::*;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
     let info = text(&c.cmd(&["INFO", section]));
@@ -17,27 +17,26 @@ fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
         .to_string()
 }
 
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "never {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
+/// A master (with DEBUG) and its writable replica, linked, and a
+/// connection to each.
+fn writable_replica() -> (Server, Server, RawClient, RawClient) {
+    let m = Server::start(&[("enable-debug-command", "yes")]);
+    let s = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("replica-read-only", "no"),
+    ]);
+    let (mc, mut sc) = (m.raw(), s.raw());
+    wait_for("linked", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+    });
+    (m, s, mc, sc)
 }
 
 /// A writable replica's own write to a key its master let expire deletes
 /// it first: INCR starts from 0 and leaves no TTL; a read leaves the key.
 #[test]
 fn a_writable_replica_writes_over_an_expired_key_afresh() {
-    let m = Server::start(&[("enable-debug-command", "yes")]);
-    let s = Server::start(&[
-        ("replicaof", &format!("127.0.0.1 {}", m.port)),
-        ("replica-read-only", "no"),
-    ]);
-    let (mut mc, mut sc) = (m.raw(), s.raw());
-    wait_for("linked", || {
-        info_field(&mut sc, "replication", "master_link_status") == "up"
-    });
+    let (_m, _s, mut mc, mut sc) = writable_replica();
     assert_eq!(mc.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), ok());
     assert_eq!(mc.cmd(&["SET", "key1", "5", "PX", "10"]), ok());
     assert_eq!(mc.cmd(&["SET", "key2", "5", "PX", "10"]), ok());
@@ -52,15 +51,7 @@ fn a_writable_replica_writes_over_an_expired_key_afresh() {
 
 #[test]
 fn a_writable_replica_expires_the_keys_it_wrote() {
-    let m = Server::start(&[("enable-debug-command", "yes")]);
-    let s = Server::start(&[
-        ("replicaof", &format!("127.0.0.1 {}", m.port)),
-        ("replica-read-only", "no"),
-    ]);
-    let (mut mc, mut sc) = (m.raw(), s.raw());
-    wait_for("linked", || {
-        info_field(&mut sc, "replication", "master_link_status") == "up"
-    });
+    let (_m, _s, mut mc, mut sc) = writable_replica();
     // The master's key: the replica leaves it to the master, which does
     // not expire it actively here.
     assert_eq!(mc.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), ok());

@@ -7,28 +7,6 @@ use cinnabar_tests::{bulk, int, tool, RawClient, RespFrame, Server};
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-/// A SYNC replica that has read its RDB: what comes next is the stream.
-fn attach(s: &Server) -> RawClient {
-    let mut c = s.raw();
-    c.send(b"SYNC\r\n");
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    loop {
-        c.sock.read_exact(&mut b).expect("bulk header");
-        match b[0] {
-            b'\n' if head.is_empty() => {}
-            b'\n' => break,
-            x => head.push(x),
-        }
-    }
-    let head = String::from_utf8(head).unwrap();
-    let len: usize = head.trim_end().strip_prefix('$').unwrap().parse().unwrap();
-    let mut rdb = vec![0u8; len];
-    c.sock.read_exact(&mut rdb).expect("rdb");
-    assert_eq!(&rdb[..5], b"REDIS");
-    c
-}
-
 /// Reads as much of the stream as `want` shows (CRLF shown as a space).
 fn stream(c: &mut RawClient, want: &str) -> String {
     let mut v = vec![0u8; want.len() + want.matches(' ').count()];
@@ -59,7 +37,7 @@ fn wait_linked(s: &Server) {
 fn the_stream_selects_and_wraps_as_redis_does() {
     let s = Server::start(&[("repl-ping-replica-period", "3600")]);
     past_the_first_ping();
-    let mut r = attach(&s);
+    let mut r = s.sync_replica();
     let mut c = s.raw();
     c.cmd(&["SET", "a", "1"]);
     c.cmd(&["SELECT", "3"]);
@@ -304,7 +282,7 @@ fn a_real_redis_replica_follows() {
 fn psync_continues_from_the_backlog() {
     let s = Server::start(&[("repl-ping-replica-period", "3600")]);
     past_the_first_ping();
-    let first = attach(&s);
+    let first = s.sync_replica();
     let mut c = s.raw();
     c.cmd(&["SET", "a", "1"]);
     let info = cli(&s, &["INFO", "replication"]);
@@ -658,7 +636,7 @@ fn info_shows_the_replica_priority_and_announcement() {
 fn a_replica_that_would_get_a_reply_is_disconnected() {
     let s = Server::start(&[("repl-ping-replica-period", "3600")]);
     past_the_first_ping();
-    let mut r = attach(&s);
+    let mut r = s.sync_replica();
     r.send_cmd(&["PING"]);
     r.expect_closed();
     assert!(s

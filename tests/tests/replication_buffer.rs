@@ -4,30 +4,8 @@
 //! partial resync can use them), it shrinks back once none does, and the
 //! INFO and CLIENT LIST fields that show it.
 
-use cinnabar_tests::{RawClient, Server};
+use cinnabar_tests::{wait_for, Server};
 use std::io::Read;
-use std::time::{Duration, Instant};
-
-/// A SYNC replica that has read its RDB and then reads nothing more.
-fn stalled_replica(s: &Server) -> RawClient {
-    let mut c = s.raw();
-    c.send(b"SYNC\r\n");
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    loop {
-        c.sock.read_exact(&mut b).expect("bulk header");
-        match b[0] {
-            b'\n' if head.is_empty() => {}
-            b'\n' => break,
-            x => head.push(x),
-        }
-    }
-    let head = String::from_utf8(head).unwrap();
-    let len: usize = head.trim_end().strip_prefix('$').unwrap().parse().unwrap();
-    let mut rdb = vec![0u8; len];
-    c.sock.read_exact(&mut rdb).expect("rdb");
-    c
-}
 
 fn field(s: &Server, section: &str, name: &str) -> u64 {
     let info = s.cli_out(&["INFO", section]);
@@ -37,14 +15,6 @@ fn field(s: &Server, section: &str, name: &str) -> u64 {
         .trim()
         .parse()
         .unwrap()
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `n` SETs of 100 kB values, pipelined.
@@ -66,8 +36,8 @@ fn stalled_replicas_share_one_copy_that_outgrows_the_backlog() {
         ("client-output-buffer-limit", "replica 0 0 0"),
         ("repl-ping-replica-period", "3600"),
     ]);
-    let a = stalled_replica(&s);
-    let b = stalled_replica(&s);
+    let a = s.sync_replica();
+    let b = s.sync_replica();
     // 40 MB: more than the sockets take.
     write_mb(&s, 400);
     let hist = field(&s, "replication", "repl_backlog_histlen");
@@ -115,7 +85,7 @@ fn a_partial_resync_uses_what_a_slower_replica_holds() {
         ("client-output-buffer-limit", "replica 0 0 0"),
         ("repl-ping-replica-period", "3600"),
     ]);
-    let _slow = stalled_replica(&s);
+    let _slow = s.sync_replica();
     // Far more than the backlog's size, and than the slow replica's
     // socket takes.
     write_mb(&s, 400);
@@ -149,7 +119,7 @@ fn an_output_limit_below_the_backlog_counts_as_the_backlog() {
         ("client-output-buffer-limit", "replica 64kb 0 0"),
         ("repl-ping-replica-period", "3600"),
     ]);
-    let _slow = stalled_replica(&s);
+    let _slow = s.sync_replica();
     write_mb(&s, 200);
     let list = s.cli_out(&["CLIENT", "LIST", "TYPE", "replica"]);
     let omem: u64 = list

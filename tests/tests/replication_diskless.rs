@@ -4,7 +4,7 @@
 //! `repl-diskless-sync-delay`, the stream held until the replica's first
 //! ACK; and cinnabar reading that form from a real Redis master.
 
-use cinnabar_tests::{tool, RawClient, Server};
+use cinnabar_tests::{tool, wait_for, RawClient, Server};
 use protocol::Frame;
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -59,14 +59,6 @@ fn until_mark(c: &mut RawClient, mark: &[u8]) -> Vec<u8> {
     }
     v.truncate(v.len() - mark.len());
     v
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

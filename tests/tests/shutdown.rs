@@ -4,9 +4,9 @@
 //! and the wait for lagging replicas (`shutdown-timeout`) that SHUTDOWN
 //! clients block in. A fatal signal's bug report (crash.rs).
 
-use cinnabar_tests::{bulk, is_real_redis, ok, simple, RawClient, RespFrame, Server};
+use cinnabar_tests::{bulk, is_real_redis, ok, simple, wait_for, RawClient, RespFrame, Server};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn cmd(c: &mut RawClient, args: &[&str]) -> RespFrame {
     c.cmd(args)
@@ -18,14 +18,6 @@ fn signal(pid: u32, sig: &str) {
         .status()
         .expect("kill");
     assert!(st.success());
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn error_text(f: RespFrame) -> String {

@@ -4,7 +4,9 @@
 //! running as a system service (daemonize, pidfile, NOTIFY_SOCKET, a Unix
 //! socket, modules).
 
-use cinnabar_tests::{bulk, err, is_real_redis, ok, simple, text, RespFrame, Server, TempDir};
+use cinnabar_tests::{
+    bulk, err, is_real_redis, ok, simple, text, wait_for, RespFrame, Server, TempDir,
+};
 use std::time::Duration;
 
 #[test]
@@ -248,14 +250,6 @@ fn debian_conf(dir: &TempDir, port: u16, extra: &str) -> std::path::PathBuf {
     let path = dir.path().join("redis.conf");
     std::fs::write(&path, conf).unwrap();
     path
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let t = std::time::Instant::now();
-    while !f() {
-        assert!(t.elapsed() < Duration::from_secs(10), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
