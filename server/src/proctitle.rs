@@ -105,6 +105,8 @@ pub fn set(cfg: &Config) {
     // SAFETY: [base, base + cap) is the area `locate` checked: the
     // arguments, plus the environment strings nothing points at any more.
     // The lock keeps writers apart; the kernel reads it as bytes only.
+    // std's saved argv still points here, so `std::env::args` would now
+    // read the title: `main` takes its arguments before `init`.
     let area = unsafe { std::slice::from_raw_parts_mut(a.base, a.cap) };
     area.fill(0);
     area[..len].copy_from_slice(&title.as_bytes()[..len]);
@@ -117,7 +119,8 @@ pub fn set(cfg: &Config) {
     }
 }
 
-/// The template with its variables replaced, spaces trimmed.
+/// The template with its variables replaced, spaces trimmed. Redis refuses
+/// a template that gives nothing when `{title}` is empty.
 pub fn expand(template: &str, argv0: &str, cfg: &Config) -> String {
     let mut out = String::new();
     let mut rest = template;

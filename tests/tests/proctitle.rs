@@ -62,6 +62,12 @@ fn config_set_template_rewrites_the_title() {
     // Spaces around are trimmed; a title shorter than argv[0] leaves a '.'.
     set_template(&mut s.raw(), "  <{server-mode}>  ");
     assert_title(&s, "<>");
+    // A template that would give nothing but argv[0] is refused.
+    for t in ["{title}", "{unixsocket} {server-mode}", "{nope}"] {
+        let r = s.raw().cmd(&["CONFIG", "SET", "proc-title-template", t]);
+        assert_eq!(r, cinnabar_tests::err("ERR CONFIG SET failed (possibly related to argument 'proc-title-template') - template format is invalid or contains unknown variables"), "{t}");
+    }
+    assert_title(&s, "<>");
 }
 
 #[test]
