@@ -48,7 +48,7 @@ fn stat_bounds() -> Option<[usize; 4]> {
 fn locate() -> Option<Area> {
     let argv0 = std::env::args_os().next()?.into_string().ok()?;
     let [arg_start, arg_end, env_start, env_end] = stat_bounds()?;
-    if arg_start == 0 || arg_end <= arg_start || env_end < env_start {
+    if arg_start == 0 || arg_end <= arg_start + argv0.len() || env_end < env_start {
         return None;
     }
     // SAFETY: the kernel reports [arg_start, arg_end) as this process's
