@@ -26,6 +26,7 @@ pub mod migrate;
 pub mod oom;
 pub mod os;
 pub mod persist;
+pub mod proctitle;
 pub mod propagate;
 pub mod pubsub;
 pub mod repl;

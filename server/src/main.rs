@@ -14,6 +14,8 @@ fn usage() -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // While this is the only thread: it moves the environment.
+    cinnabar_server::proctitle::init();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
             println!(
@@ -41,6 +43,7 @@ fn main() {
     // Before any thread starts: they all inherit the mask.
     cinnabar_server::shutdown::block_signals();
     init_logging(&cfg);
+    cinnabar_server::proctitle::set(&cfg);
     cinnabar_server::crash::install_panic_hook();
     cinnabar_server::crash::install_signal_handlers();
     service::supervise(&cfg.supervised);

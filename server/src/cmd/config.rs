@@ -162,6 +162,7 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
         c.st.perform_evictions();
     }
+    crate::proctitle::set(&c.st.cfg);
     c.out.ok();
     Ok(())
 }

@@ -436,7 +436,10 @@ impl Config {
                             .into(),
                     )
                 }
-                "proc-title-template" if !valid_title_template(value) => {
+                "proc-title-template"
+                    if !valid_title_template(value)
+                        || crate::proctitle::expand(value, "", self).is_empty() =>
+                {
                     Err("template format is invalid or contains unknown variables".into())
                 }
                 _ => Ok(value.to_string()),
