@@ -535,7 +535,7 @@ fn keynum_keys(cmd: &Meta, args: &[Bytes]) -> Keys {
             ) => {
                 let first = (b + firstkey) as usize;
                 let step = (*keystep).max(1) as usize;
-                let n = atoi(&args[(b + keynumidx) as usize]);
+                let n = storage::num::atoi(&args[(b + keynumidx) as usize]);
                 if n < 1 || n as usize > args.len().saturating_sub(first) / step {
                     return Vec::new();
                 }
@@ -547,28 +547,6 @@ fn keynum_keys(cmd: &Meta, args: &[Bytes]) -> Keys {
     }
     out.extend(fixed);
     out
-}
-
-/// C's `atoi`: optional blanks and sign, then digits up to the first other
-/// byte; 0 if none.
-fn atoi(a: &[u8]) -> i64 {
-    let s = a.trim_ascii_start();
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let n = digits
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .fold(0i64, |n, d| {
-            n.saturating_mul(10).saturating_add((d - b'0') as i64)
-        });
-    if neg {
-        -n
-    } else {
-        n
-    }
 }
 
 fn help(c: &mut Ctx) {

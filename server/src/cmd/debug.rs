@@ -67,15 +67,15 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("set-active-expire", 3) => {
-            c.st.active_expire = atoi(&a[2]) != 0;
+            c.st.active_expire = storage::num::atoi(&a[2]) != 0;
             c.out.ok();
         }
         ("set-disable-deny-scripts", 3) => {
-            c.st.scripts_may_call_any = atoi(&a[2]) != 0;
+            c.st.scripts_may_call_any = storage::num::atoi(&a[2]) != 0;
             c.out.ok();
         }
         ("pause-cron", 3) => {
-            c.st.cron_paused = atoi(&a[2]) != 0;
+            c.st.cron_paused = storage::num::atoi(&a[2]) != 0;
             c.out.ok();
         }
         ("change-repl-id", 2) => {
@@ -110,7 +110,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("replybuffer", 4) if is(&a[2], "resizing") => {
-            c.st.rbuf_resizing = atoi(&a[3]) != 0;
+            c.st.rbuf_resizing = storage::num::atoi(&a[3]) != 0;
             c.out.ok();
         }
         ("object", 3) => debug_object(c, &a[2])?,
@@ -142,24 +142,6 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         _ => return Err(bad_sub(&a[1], "DEBUG")),
     }
     Ok(())
-}
-
-/// C's atoi: leading digits, 0 when there are none.
-fn atoi(b: &[u8]) -> i64 {
-    let s = std::str::from_utf8(b).unwrap_or("").trim_start();
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let mut v: i64 = 0;
-    for ch in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = v.saturating_mul(10).saturating_add((ch - b'0') as i64);
-    }
-    if neg {
-        -v
-    } else {
-        v
-    }
 }
 
 /// DEBUG HTSTATS-KEY key: the hash table of a hash, set or sorted set

@@ -29,6 +29,30 @@ mod strtod;
 pub use ldouble::LDouble;
 pub use strtod::{parse_score, parse_score_bound, parse_sort_score, strtod, Strtod};
 
+/// C's `atoi`, as Redis calls it on arguments it does not validate (DEBUG,
+/// COMMAND GETKEYS numkeys): C blanks, an optional sign, then the digits
+/// up to the first other byte; 0 when there are none. Saturates where C
+/// would overflow.
+pub fn atoi(s: &[u8]) -> i64 {
+    let i = s.iter().take_while(|&&c| strtod::is_c_space(c)).count();
+    let (neg, digits) = match s.get(i) {
+        Some(b'-') => (true, &s[i + 1..]),
+        Some(b'+') => (false, &s[i + 1..]),
+        _ => (false, &s[i..]),
+    };
+    let n = digits
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0i64, |n, d| {
+            n.saturating_mul(10).saturating_add((d - b'0') as i64)
+        });
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 /// Parses a strict decimal i64 as Redis's `string2ll`: optional `-`, no `+`,
 /// no blanks, no leading zeros, no overflow.
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
@@ -134,6 +158,15 @@ pub fn d2string(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atoi_reads_as_c_does() {
+        assert_eq!(atoi(b" \x0b\t-42abc"), -42);
+        assert_eq!(atoi(b"+7"), 7);
+        assert_eq!(atoi(b"x1"), 0);
+        assert_eq!(atoi(b""), 0);
+        assert_eq!(atoi(b"99999999999999999999"), i64::MAX);
+    }
 
     #[test]
     fn strict_integers() {

@@ -5,7 +5,7 @@
 use super::parse_i64;
 
 /// C's `isspace` in the C locale (Rust's `is_ascii_whitespace` lacks `\v`).
-fn is_c_space(c: u8) -> bool {
+pub(super) fn is_c_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
