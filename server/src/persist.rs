@@ -247,6 +247,16 @@ pub struct LoadOpts {
     replica: bool,
 }
 
+impl LoadOpts {
+    /// For a load beside the live dataset (a replica's): the libraries it
+    /// finds compile in an interpreter of their own, whose runs must not
+    /// touch the flags of the scripts clients run meanwhile.
+    pub fn apart(mut self) -> LoadOpts {
+        self.script_run = Arc::default();
+        self
+    }
+}
+
 pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
     LoadOpts {
         lim: limits(st),
@@ -288,12 +298,17 @@ pub fn load_dbs(
     )
 }
 
-/// A load at start-up in progress: INFO persistence shows it, and the
-/// gate answers -LOADING to the commands that cannot run meanwhile.
+/// A load in progress (at start-up, or of a master's RDB): INFO
+/// persistence shows it, and the gate answers -LOADING to the commands
+/// that cannot run meanwhile.
 pub struct Loading {
     pub start_s: i64,
     pub total_bytes: u64,
     pub progress: Arc<LoadProgress>,
+    /// A replica's `async_loading`: the new dataset loads beside the old,
+    /// which clients go on using; only commands flagged
+    /// `no_async_loading` wait.
+    pub is_async: bool,
 }
 
 /// What the loader, which runs without the lock, has got to.
@@ -310,6 +325,7 @@ impl Loading {
             start_s: now_ms() / 1000,
             total_bytes,
             progress: Arc::default(),
+            is_async: false,
         }
     }
 

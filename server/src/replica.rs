@@ -10,13 +10,16 @@
 //! expires the keys with a TTL it wrote itself (Redis's
 //! `slaveKeysWithExpire`): its master never sends DELs for them.
 
+use crate::persist::{LoadProgress, Loading};
 use crate::repl::MasterState;
 use crate::state::{now_ms, Client, Shared, State};
 use bytes::{Buf, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::io;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
+use storage::Db;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{info, warn};
@@ -299,14 +302,13 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
         let (Some(id), Some(Ok(off))) = (w.next(), w.next().map(str::parse::<u64>)) else {
             return Err(io::Error::other(format!("bad FULLRESYNC reply: {reply}")));
         };
+        info!("Full resync from master: {id}:{off}");
         set_state(&mut *shared.lock_eventually().await, gen, MasterState::Sync);
         let head = line(&mut sock, &mut buf).await?;
-        let rdb = read_rdb(&mut sock, &mut buf, &head).await?;
-        let mut st = shared.lock_eventually().await;
-        if !current(&st, gen) {
+        if !full_sync(shared, &mut sock, &mut buf, &head, id, gen).await? {
             return Ok(());
         }
-        load_masters_rdb(&mut st, &rdb)?;
+        let mut st = shared.lock_eventually().await;
         st.replica_keys_with_expire = storage::Dict::new();
         st.replid = id.to_string();
         let size = st.cfg.repl_backlog_size;
@@ -315,6 +317,7 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
         drop_replicas(&mut st);
         info!("MASTER <-> REPLICA sync: Finished with success");
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        info!("Successful partial resynchronization with master.");
         let mut st = shared.lock_eventually().await;
         if let Some(id) = rest.split_whitespace().next().filter(|id| *id != st.replid) {
             // The master's history changed ID (it was promoted).
@@ -340,100 +343,261 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
     follow(shared, &mut sock, ends, buf, gen).await
 }
 
-/// Replaces the dataset with the master's RDB as `repl-diskless-load`
-/// says: `disabled` saves it as this server's RDB file first, as Redis
-/// does (`on-empty-db` too, unless every database is empty); `swapdb`
-/// keeps the old data until the new has loaded, and keeps it if the load
-/// fails.
-fn load_masters_rdb(st: &mut State, rdb: &[u8]) -> io::Result<()> {
-    let mode = st.cfg.repl_diskless_load.as_str();
-    let swap = mode == "swapdb";
-    let diskless = swap || (mode == "on-empty-db" && st.dbs.iter().all(|d| d.is_empty()));
-    let to = if diskless { "parser" } else { "disk" };
-    info!(
-        "MASTER <-> REPLICA sync: receiving {} bytes from master to {to}",
-        rdb.len()
-    );
-    if !diskless {
-        let path = crate::persist::rdb_path(st);
-        let tmp = path.with_file_name(format!(
-            "temp-{}.{}.rdb",
-            now_ms() / 1000,
-            std::process::id()
-        ));
-        std::fs::write(&tmp, rdb)
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                io::Error::other(format!("Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}", st.cfg.dbfilename))
-            })?;
-    }
-    if !swap {
-        info!("MASTER <-> REPLICA sync: Flushing old data");
-    }
-    // Old data goes at once, unless swapdb keeps it for a failed load.
-    let old: Vec<_> = st.dbs.iter_mut().map(|db| db.take()).collect();
-    let backup = if swap {
-        Some(old)
-    } else {
-        drop(old);
-        None
-    };
-    // The master's functions replace ours, as its keys do.
-    if let Some(e) = st.engine.as_mut() {
-        e.flush_functions();
-    }
-    info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    match crate::persist::load_bytes(st, rdb) {
-        Ok(sum) => crate::load::log_done(&sum),
-        Err(e) => {
-            if let Some(old) = backup {
-                warn!("Failed trying to load the MASTER synchronization DB from socket: {e}");
-                info!("MASTER <-> REPLICA sync: Restoring the old dataset");
-                for (db, old) in st.dbs.iter_mut().zip(old) {
-                    db.restore(old);
-                }
-            }
-            return Err(io::Error::other(format!("loading the master's RDB: {e}")));
-        }
-    }
-    if swap {
-        info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
-        info!("MASTER <-> REPLICA sync: Discarding old DB in background");
-    }
-    Ok(())
+/// How this replica takes its master's RDB (`repl-diskless-load`).
+#[derive(Clone, Copy, PartialEq)]
+enum LoadInto {
+    /// Saved as this server's RDB file first, then loaded, as Redis does
+    /// (`disabled`, and `on-empty-db` over data).
+    Disk,
+    /// Loaded from the socket into the emptied databases (`on-empty-db`).
+    Emptied,
+    /// Loaded from the socket beside the old data, which stays until the
+    /// load succeeds and is kept if it fails (`swapdb`). Asynchronous when
+    /// the master continues this replica's own history: clients go on
+    /// using the old data meanwhile (`async_loading`), as it is an earlier
+    /// point of the same dataset.
+    Swap { is_async: bool },
 }
 
-/// The master's RDB after its header line: `$<len>` (disk-based sync), or
-/// `$EOF:<40-byte mark>` (diskless), the image then ending with the mark,
-/// which comes last as the master sends nothing more before this replica's
-/// first ACK.
-async fn read_rdb<S: AsyncRead + Unpin>(
+/// Receives and loads the master's RDB (after its header line, `head`),
+/// replacing the dataset; false if a newer REPLICAOF took over meanwhile.
+/// The image is parsed without the lock, into databases of its own, while
+/// the state shows the load (`loading`, or `async_loading`).
+async fn full_sync<S: AsyncRead + Unpin>(
+    shared: &Arc<Shared>,
     sock: &mut S,
     buf: &mut BytesMut,
     head: &str,
-) -> io::Result<BytesMut> {
+    master_replid: &str,
+    gen: u64,
+) -> io::Result<bool> {
+    let size = rdb_size(head)?;
+    let (into, progress) = {
+        let mut st = shared.lock_eventually().await;
+        if !current(&st, gen) {
+            return Ok(false);
+        }
+        let into = match st.cfg.repl_diskless_load.as_str() {
+            "swapdb" => LoadInto::Swap {
+                is_async: st.replid == master_replid,
+            },
+            "on-empty-db" if st.dbs.iter().all(|d| d.is_empty()) => LoadInto::Emptied,
+            _ => LoadInto::Disk,
+        };
+        let to = if into == LoadInto::Disk {
+            "disk"
+        } else {
+            "parser"
+        };
+        match size {
+            Some(n) => info!("MASTER <-> REPLICA sync: receiving {n} bytes from master to {to}"),
+            None => info!(
+                "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to {to}"
+            ),
+        }
+        let loading = Loading::new(size.unwrap_or(0) as u64);
+        let progress = loading.progress.clone();
+        if into != LoadInto::Disk {
+            if into == LoadInto::Emptied {
+                flush_old_data(&mut st);
+            }
+            info!("MASTER <-> REPLICA sync: Loading DB in memory");
+            st.loading = Some(Loading {
+                is_async: into == (LoadInto::Swap { is_async: true }),
+                ..loading
+            });
+        }
+        (into, progress)
+    };
+    let rdb = match read_rdb(sock, buf, head, size, &progress).await {
+        Ok(rdb) => rdb,
+        Err(e) => {
+            let mut st = shared.lock_eventually().await;
+            if into != LoadInto::Disk {
+                st.loading = None;
+                warn!("Internal error in RDB reading offset {}, function at rdbLoad -> Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation.", progress.loaded_bytes.load(Relaxed));
+                warn!("Failed trying to load the MASTER synchronization DB from socket: {e}");
+                if matches!(into, LoadInto::Swap { .. }) {
+                    info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+                }
+            }
+            return Err(e);
+        }
+    };
+    let (opts, n) = {
+        let mut st = shared.lock_eventually().await;
+        if !current(&st, gen) {
+            st.loading = None;
+            return Ok(false);
+        }
+        if into == LoadInto::Disk {
+            save_masters_rdb(&st, &rdb)?;
+            flush_old_data(&mut st);
+            info!("MASTER <-> REPLICA sync: Loading DB in memory");
+            progress.loaded_bytes.store(0, Relaxed);
+            st.loading = Some(Loading {
+                progress: progress.clone(),
+                ..Loading::new(rdb.len() as u64)
+            });
+        }
+        (crate::persist::load_opts(&st, false).apart(), st.dbs.len())
+    };
+    let (res, dbs, engine) = tokio::task::spawn_blocking(move || {
+        let mut dbs: Vec<Db> = (0..n).map(|_| Db::default()).collect();
+        let mut engine = None;
+        let res = crate::persist::load_dbs(&mut dbs, &mut engine, &rdb, &opts, Some(&progress));
+        (res, dbs, engine)
+    })
+    .await
+    .map_err(io::Error::other)?;
+    let mut st = shared.lock_eventually().await;
+    st.loading = None;
+    let keys = dbs.iter().map(|d| d.len() as u64).sum();
+    if !current(&st, gen) {
+        crate::cmd::keys::lazy_free(dbs, keys);
+        return Ok(false);
+    }
+    let sum = match res {
+        Ok(sum) => sum,
+        Err(e) => {
+            warn!(
+                "Internal error in RDB reading offset {}, function at rdbLoad -> {}",
+                e.offset, e.msg
+            );
+            let from = if into == LoadInto::Disk {
+                "disk"
+            } else {
+                "socket"
+            };
+            warn!("Failed trying to load the MASTER synchronization DB from {from}, check server logs.");
+            if matches!(into, LoadInto::Swap { .. }) {
+                info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+            }
+            crate::cmd::keys::lazy_free(dbs, keys);
+            return Err(io::Error::other(format!("loading the master's RDB: {e}")));
+        }
+    };
+    crate::load::log_done(&sum);
+    st.rdb.last_load_keys_loaded = sum.keys as u64;
+    st.rdb.last_load_keys_expired = sum.expired as u64;
+    if matches!(into, LoadInto::Swap { .. }) {
+        info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+    }
+    let old = replace_dataset(&mut st, dbs, engine);
+    if matches!(into, LoadInto::Swap { .. }) {
+        info!("MASTER <-> REPLICA sync: Discarding old DB in background");
+    }
+    let n = old.iter().map(|d| d.len() as u64).sum();
+    crate::cmd::keys::lazy_free(old, n);
+    Ok(true)
+}
+
+/// The RDB's size from its header line: `$<len>` (disk-based sync), or
+/// none for `$EOF:<40-byte mark>` (diskless), the image then ending with
+/// the mark.
+fn rdb_size(head: &str) -> io::Result<Option<usize>> {
     let bad = || {
         io::Error::other(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{head}'), are you sure the host and port are right?"))
     };
     let spec = head.strip_prefix('$').ok_or_else(bad)?;
-    if let Some(mark) = spec.strip_prefix("EOF:") {
-        let mark = mark.as_bytes();
-        if mark.len() != 40 {
-            return Err(bad());
-        }
-        while !buf.ends_with(mark) {
-            read_more(sock, buf).await?;
-        }
-        let mut rdb = buf.split_to(buf.len());
-        rdb.truncate(rdb.len() - mark.len());
-        return Ok(rdb);
+    match spec.strip_prefix("EOF:") {
+        Some(mark) if mark.len() == 40 => Ok(None),
+        Some(_) => Err(bad()),
+        None => spec.parse().map(Some).map_err(|_| bad()),
     }
-    let len: usize = spec.parse().map_err(|_| bad())?;
-    while buf.len() < len {
+}
+
+/// `repl-diskless-load disabled`: the master's RDB becomes this server's
+/// RDB file before it is loaded, as Redis does.
+fn save_masters_rdb(st: &State, rdb: &[u8]) -> io::Result<()> {
+    let path = crate::persist::rdb_path(st);
+    let tmp = path.with_file_name(format!(
+        "temp-{}.{}.rdb",
+        now_ms() / 1000,
+        std::process::id()
+    ));
+    std::fs::write(&tmp, rdb)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io::Error::other(format!("Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}", st.cfg.dbfilename))
+        })
+}
+
+/// Empties the dataset before a load into it: the keys (freed in the
+/// background) and the function libraries.
+fn flush_old_data(st: &mut State) {
+    info!("MASTER <-> REPLICA sync: Flushing old data");
+    let old = replace_dataset(st, Vec::new(), None);
+    let n = old.iter().map(|d| d.len() as u64).sum();
+    crate::cmd::keys::lazy_free(old, n);
+}
+
+/// Puts `dbs` (empty ones if there are fewer) and the libraries of
+/// `engine` in place of the dataset, returning the old databases. WATCHed
+/// keys there before or after count as changed, and clients tracking keys
+/// are told to drop them all, as for a FLUSHALL.
+fn replace_dataset(st: &mut State, dbs: Vec<Db>, engine: Option<scripting::Engine>) -> Vec<Db> {
+    let mut new = dbs.into_iter();
+    let mut old = Vec::with_capacity(st.dbs.len());
+    for i in 0..st.dbs.len() {
+        st.touch_all_watched(i, None);
+        old.push(st.dbs[i].take());
+        st.dbs[i].restore(new.next().unwrap_or_default());
+        st.touch_all_watched(i, None);
+    }
+    st.invalidate_all();
+    // The master's libraries replace ours, compiled again in the
+    // interpreter clients use.
+    let codes: Vec<Bytes> = engine
+        .iter()
+        .flat_map(|e| e.libraries.values().map(|l| l.code.clone()))
+        .collect();
+    if st.engine.is_none() && !codes.is_empty() {
+        match scripting::Engine::new(st.script_run.clone()) {
+            Ok(e) => st.engine = Some(e),
+            Err(e) => warn!("Lua initialization failed: {e}"),
+        }
+    }
+    if let Some(e) = st.engine.as_mut() {
+        e.flush_functions();
+        for code in &codes {
+            if let Err(err) = e.load_library(code, true) {
+                warn!("Failed loading the master's function library: {err}");
+            }
+        }
+        crate::evict::set_vm_memory(e.vm_memory());
+    }
+    old
+}
+
+/// Reads the master's RDB of `size` bytes, or up to the end mark the
+/// header line (`head`) gave, which comes last as the master sends
+/// nothing more before this replica's first ACK. `progress` counts the
+/// bytes received.
+async fn read_rdb<S: AsyncRead + Unpin>(
+    sock: &mut S,
+    buf: &mut BytesMut,
+    head: &str,
+    size: Option<usize>,
+    progress: &LoadProgress,
+) -> io::Result<BytesMut> {
+    let done = |buf: &BytesMut| match size {
+        Some(n) => buf.len() >= n,
+        None => buf.ends_with(&head.as_bytes()[5..]),
+    };
+    while !done(buf) {
         read_more(sock, buf).await?;
+        progress.loaded_bytes.store(buf.len() as u64, Relaxed);
     }
-    Ok(buf.split_to(len))
+    Ok(match size {
+        Some(n) => buf.split_to(n),
+        None => {
+            let mut rdb = buf.split_to(buf.len());
+            rdb.truncate(rdb.len() - 40);
+            rdb
+        }
+    })
 }
 
 /// Applies the master's stream until the link drops or REPLICAOF changes.

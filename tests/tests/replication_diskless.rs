@@ -4,7 +4,7 @@
 //! `repl-diskless-sync-delay`, the stream held until the replica's first
 //! ACK; and cinnabar reading that form from a real Redis master.
 
-use cinnabar_tests::{tool, wait_for, RawClient, Server};
+use cinnabar_tests::{bulk, err, ok, tool, wait_for, RawClient, Server};
 use protocol::Frame;
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -335,5 +335,120 @@ fn diskless_load_modes() {
                 "{mode}"
             );
         }
+    }
+}
+
+/// A master by hand that starts a diskless full resync with replication
+/// ID `id`, sends the first half of `rdb`, and cuts the link when told.
+fn stalling_master(id: String, rdb: Vec<u8>, cut: std::sync::mpsc::Receiver<()>) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (sock, _) = l.accept().unwrap();
+        let mut r = BufReader::new(sock.try_clone().unwrap());
+        let mut w = sock;
+        let mut line = String::new();
+        // Each command is an array: its name is its second line's word.
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let n: usize = line.trim_start_matches('*').trim().parse().unwrap_or(0);
+            let mut words = Vec::new();
+            for _ in 0..n * 2 {
+                line.clear();
+                r.read_line(&mut line).unwrap();
+                words.push(line.trim().to_ascii_uppercase());
+            }
+            match words.get(1).map(String::as_str) {
+                Some("PSYNC") => {
+                    let mark = "m".repeat(40);
+                    write!(w, "+FULLRESYNC {id} 0\r\n$EOF:{mark}\r\n").unwrap();
+                    w.write_all(&rdb[..rdb.len() / 2]).unwrap();
+                    let _ = cut.recv();
+                    return;
+                }
+                Some("PING") => w.write_all(b"+PONG\r\n").unwrap(),
+                _ => w.write_all(b"+OK\r\n").unwrap(),
+            }
+        }
+    });
+    port
+}
+
+fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
+    let info = cinnabar_tests::text(&c.cmd(&["INFO", section]));
+    let key = format!("{field}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(key.as_str()))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// `repl-diskless-load swapdb` loads the master's image beside the old
+/// data: with the replica's own replication ID (the same history) the old
+/// data stays in use (`async_loading`), refusing only what must wait;
+/// with another ID the replica is `loading` and answers -LOADING. Either
+/// way a transfer cut short leaves the old data in place.
+#[test]
+fn swapdb_keeps_the_old_data_until_the_new_has_loaded() {
+    let m = Server::start(&[]);
+    let mut c = m.raw();
+    for i in 0..2000 {
+        c.cmd(&["SET", &format!("from-master-{i}"), "x"]);
+    }
+    c.cmd(&["SAVE"]);
+    let rdb = std::fs::read(m.dir.join("dump.rdb")).unwrap();
+    const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+
+    for same_history in [true, false] {
+        let r = Server::start(&[("repl-diskless-load", "swapdb")]);
+        let mut rc = r.raw();
+        rc.cmd(&["SET", "mine", "1"]);
+        let id = if same_history {
+            info_field(&mut rc, "replication", "master_replid")
+        } else {
+            "b".repeat(40)
+        };
+        let (cut, cut_rx) = std::sync::mpsc::channel();
+        let port = stalling_master(id, rdb.clone(), cut_rx).to_string();
+        rc.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        let (on, off) = if same_history {
+            ("async_loading", "loading")
+        } else {
+            ("loading", "async_loading")
+        };
+        wait_for(on, || info_field(&mut rc, "persistence", on) == "1");
+        assert_eq!(info_field(&mut rc, "persistence", off), "0");
+        assert!(r
+            .log()
+            .contains("MASTER <-> REPLICA sync: Loading DB in memory"));
+        if same_history {
+            assert_eq!(rc.cmd(&["GET", "mine"]), bulk("1"));
+            assert_eq!(rc.cmd(&["DBSIZE"]), Frame::Integer(1));
+            assert_eq!(rc.cmd(&["REPLICAOF", "NO", "ONE"]), err(LOADING));
+            assert_eq!(rc.cmd(&["CONFIG", "SET", "appendonly", "no"]), err(LOADING));
+            assert_eq!(rc.cmd(&["CONFIG", "SET", "save", ""]), ok());
+        } else {
+            assert_eq!(rc.cmd(&["GET", "mine"]), err(LOADING));
+        }
+        cut.send(()).unwrap();
+        wait_for("the load to end", || {
+            info_field(&mut rc, "persistence", on) == "0"
+        });
+        assert_eq!(rc.cmd(&["GET", "mine"]), bulk("1"));
+        assert_eq!(rc.cmd(&["DBSIZE"]), Frame::Integer(1));
+        let log = r.log();
+        assert!(
+            log.contains("Internal error in RDB reading offset"),
+            "{log}"
+        );
+        assert!(
+            log.contains("Discarding temporary DB in background"),
+            "{log}"
+        );
     }
 }

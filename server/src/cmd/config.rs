@@ -73,8 +73,14 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.cfg
             .settable(opt, c.cl.is_local())
             .map_err(|e| set_failed(name, &e))?;
-        // Changing directory under a load in progress is refused.
-        if opt.name == "dir" && c.st.loading.is_some() {
+        // Changing directory under a load in progress is refused, and
+        // turning the AOF on or off under any load, as Redis's
+        // deny-loading settings.
+        let denied = match &c.st.loading {
+            Some(l) => opt.name == "appendonly" || (opt.name == "dir" && !l.is_async),
+            None => false,
+        };
+        if denied {
             return Err(Error::other(
                 "LOADING Redis is loading the dataset in memory",
             ));

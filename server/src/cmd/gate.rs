@@ -118,8 +118,15 @@ fn check(
         return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
     }
     // The AOF's own commands (a client without a connection) run, of course.
-    if st.loading.is_some() && !cmd.has(flags::LOADING) && cl.fd >= 0 {
-        return Err((Some(cmd), Error::other(LOADING)));
+    if let Some(l) = &st.loading {
+        let refused = if l.is_async {
+            cmd.has(flags::NO_ASYNC_LOADING)
+        } else {
+            !cmd.has(flags::LOADING)
+        };
+        if refused && cl.fd >= 0 {
+            return Err((Some(cmd), Error::other(LOADING)));
+        }
     }
     Ok(cmd)
 }

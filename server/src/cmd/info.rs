@@ -295,8 +295,9 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "persistence" => {
             f!("# Persistence");
-            f!("loading:{}", st.loading.is_some() as u8);
-            f!("async_loading:0");
+            let asynchronous = st.loading.as_ref().map(|l| l.is_async);
+            f!("loading:{}", (asynchronous == Some(false)) as u8);
+            f!("async_loading:{}", (asynchronous == Some(true)) as u8);
             // No fork, so no copy-on-write; the save's progress is real.
             let (done, total) = crate::persist::bgsave_progress(st);
             let rdb = &st.rdb;
