@@ -95,6 +95,10 @@ pub struct Master {
     /// Bytes of the master's stream read but not applied yet (a partial
     /// command, or the rest held back by CLIENT PAUSE WRITE).
     pub unapplied: u64,
+    /// Dropped with this master: its link task, even while it waits on
+    /// the socket (handshake, transfer), stops at once, as Redis cancels
+    /// the handshake on REPLICAOF.
+    pub ended: tokio::sync::watch::Sender<()>,
 }
 
 impl MasterState {

@@ -45,7 +45,7 @@ pub fn cron(shared: &Arc<Shared>, st: &mut State) {
     if let Some(m) = st.repl.master.as_mut().filter(|m| !m.started) {
         m.started = true;
         let (host, port, gen) = (m.host.clone(), m.port, m.gen);
-        tokio::spawn(run(shared.clone(), host, port, gen));
+        tokio::spawn(run(shared.clone(), host, port, gen, m.ended.subscribe()));
     }
 }
 
@@ -70,7 +70,10 @@ fn set_state(st: &mut State, gen: u64, s: MasterState) {
     }
 }
 
-async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64) {
+/// The link task of one REPLICAOF: it ends when its master is replaced or
+/// removed, at once while it connects or waits in the handshake or the
+/// transfer (`ended` closes: see [`sync`]).
+async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64, mut ended: Ended) {
     loop {
         if !current(&*shared.lock_eventually().await, gen) {
             return;
@@ -78,7 +81,7 @@ async fn run(shared: Arc<Shared>, host: String, port: u16, gen: u64) {
         let timeout = shared.lock_eventually().await.cfg.repl_timeout.max(1) as u64;
         let link = REPL_TIMEOUT.scope(
             Duration::from_secs(timeout),
-            session(&shared, &host, port, gen),
+            session(&shared, &host, port, gen, &mut ended),
         );
         if let Err(e) = link.await {
             warn!("Replication link to MASTER {host}:{port}: {e}");
@@ -146,14 +149,23 @@ async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
     line(sock, buf).await
 }
 
-async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::Result<()> {
+async fn session(
+    shared: &Arc<Shared>,
+    host: &str,
+    port: u16,
+    gen: u64,
+    ended: &mut Ended,
+) -> io::Result<()> {
     set_state(
         &mut *shared.lock_eventually().await,
         gen,
         MasterState::Connecting,
     );
     let source = shared.lock_eventually().await.cfg.bind_source_addr.clone();
-    let sock = connect(host, port, &source).await?;
+    let sock = tokio::select! {
+        sock = connect(host, port, &source) => sock?,
+        _ = ended.changed() => return Ok(()),
+    };
     let _ = sock.set_nodelay(true);
     let addr = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
     use std::os::fd::AsRawFd;
@@ -169,7 +181,7 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
             .then(|| crate::tls::client_context(&st.cfg))
     };
     match tls {
-        None => sync(shared, sock, ends, gen).await,
+        None => sync(shared, sock, ends, gen, ended).await,
         Some(ctx) => {
             let ctx = ctx.map_err(io::Error::other)?;
             let name = rustls::pki_types::ServerName::try_from(host.to_string())
@@ -177,7 +189,7 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16, gen: u64) -> io::R
             let sock = tokio_rustls::TlsConnector::from(ctx)
                 .connect(name, sock)
                 .await?;
-            sync(shared, sock, ends, gen).await
+            sync(shared, sock, ends, gen, ended).await
         }
     }
 }
@@ -217,20 +229,50 @@ struct Ends {
     fd: i32,
 }
 
+/// Closes when this link's master is replaced or removed (its sender is
+/// dropped with [`crate::repl::Master`]; nothing is ever sent).
+type Ended = tokio::sync::watch::Receiver<()>;
+
 /// The handshake, the RDB or the backlog, then the stream, over plain TCP
-/// or TLS (`tls-replication`).
+/// or TLS (`tls-replication`). A new REPLICAOF cuts the first part short,
+/// as Redis cancels a handshake; not a load, which REPLICAOF waits for
+/// (-LOADING).
 async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Arc<Shared>,
     mut sock: S,
     ends: Ends,
     gen: u64,
+    ended: &mut Ended,
 ) -> io::Result<()> {
+    let mut buf = BytesMut::new();
+    let ready = tokio::select! {
+        ready = handshake(shared, &mut sock, &mut buf, gen) => ready?,
+        _ = ended.changed() => false,
+    };
+    if !ready {
+        return Ok(());
+    }
+    set_state(
+        &mut *shared.lock_eventually().await,
+        gen,
+        MasterState::Connected,
+    );
+    follow(shared, &mut sock, ends, buf, gen).await
+}
+
+/// Up to the stream: the handshake, then the master's RDB or its backlog;
+/// false if a newer REPLICAOF took over.
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Arc<Shared>,
+    sock: &mut S,
+    buf: &mut BytesMut,
+    gen: u64,
+) -> io::Result<bool> {
     set_state(
         &mut *shared.lock_eventually().await,
         gen,
         MasterState::Handshake,
     );
-    let mut buf = BytesMut::new();
     let (user, pass, my_port, replid, offset, failover) = {
         let st = shared.lock_eventually().await;
         (
@@ -247,7 +289,7 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
             st.repl.failover.state == crate::repl::FailoverState::InProgress,
         )
     };
-    let pong = ask(&mut sock, &mut buf, &["PING"]).await?;
+    let pong = ask(sock, buf, &["PING"]).await?;
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
         return Err(io::Error::other(format!(
             "Error reply to PING from master: '{pong}'"
@@ -255,37 +297,32 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
     }
     if !pass.is_empty() {
         let r = if user.is_empty() {
-            ask(&mut sock, &mut buf, &["AUTH", &pass]).await?
+            ask(sock, buf, &["AUTH", &pass]).await?
         } else {
-            ask(&mut sock, &mut buf, &["AUTH", &user, &pass]).await?
+            ask(sock, buf, &["AUTH", &user, &pass]).await?
         };
         if r.starts_with('-') {
             return Err(io::Error::other(format!("Unable to AUTH to MASTER: {r}")));
         }
     }
     ask(
-        &mut sock,
-        &mut buf,
+        sock,
+        buf,
         &["REPLCONF", "listening-port", &my_port.to_string()],
     )
     .await?;
-    ask(
-        &mut sock,
-        &mut buf,
-        &["REPLCONF", "capa", "eof", "capa", "psync2"],
-    )
-    .await?;
+    ask(sock, buf, &["REPLCONF", "capa", "eof", "capa", "psync2"]).await?;
     let offset = (offset + 1).to_string();
     let mut psync = vec!["PSYNC", &replid, &offset];
     if failover {
         // The target promotes itself on this.
         psync.push("FAILOVER");
     }
-    let reply = ask(&mut sock, &mut buf, &psync).await?;
+    let reply = ask(sock, buf, &psync).await?;
     if failover {
         let mut st = shared.lock_eventually().await;
         if !current(&st, gen) {
-            return Ok(());
+            return Ok(false);
         }
         if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
             crate::cmd::replication::clear_failover(&mut st);
@@ -294,7 +331,7 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
                 &mut st,
                 "Failover target rejected psync request",
             );
-            return Ok(());
+            return Ok(false);
         }
     }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
@@ -304,9 +341,9 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
         };
         info!("Full resync from master: {id}:{off}");
         set_state(&mut *shared.lock_eventually().await, gen, MasterState::Sync);
-        let head = line(&mut sock, &mut buf).await?;
-        if !full_sync(shared, &mut sock, &mut buf, &head, id, gen).await? {
-            return Ok(());
+        let head = line(sock, buf).await?;
+        if !full_sync(shared, sock, buf, &head, id, gen).await? {
+            return Ok(false);
         }
         let mut st = shared.lock_eventually().await;
         st.replica_keys_with_expire = storage::Dict::new();
@@ -335,12 +372,7 @@ async fn sync<S: AsyncRead + AsyncWrite + Unpin>(
             "unexpected reply to PSYNC: {reply}"
         )));
     }
-    set_state(
-        &mut *shared.lock_eventually().await,
-        gen,
-        MasterState::Connected,
-    );
-    follow(shared, &mut sock, ends, buf, gen).await
+    Ok(true)
 }
 
 /// How this replica takes its master's RDB (`repl-diskless-load`).

@@ -588,6 +588,7 @@ impl State {
             self.tracking_off(&mut c);
             if c.peer.replica {
                 self.repl.forget(id);
+                crate::cmd::replication::end_unwanted_bgsave(self);
             }
         }
         self.repl.waiters.retain(|w| w.id != id);

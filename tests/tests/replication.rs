@@ -645,6 +645,31 @@ fn a_replica_that_would_get_a_reply_is_disconnected() {
     assert_eq!(cli(&s, &["PING"]), "PONG");
 }
 
+/// A replica's link may not touch the keyspace: a read or a write is
+/// refused, and that error (which would land in its stream) is logged as
+/// one a master should never send, before the replica is disconnected.
+#[test]
+fn a_replica_may_not_use_the_keyspace() {
+    let s = Server::start(&[("repl-ping-replica-period", "3600")]);
+    past_the_first_ping();
+    for cmd in [&["GET", "k"][..], &["SET", "k", "v"], &["NOSUCH", "x"]] {
+        let mut r = s.sync_replica();
+        r.send_cmd(cmd);
+        r.expect_closed();
+    }
+    let log = s.log();
+    for name in ["get", "set", "<unknown>"] {
+        assert!(log.contains(&format!(
+            "Replica generated a reply to command '{name}', disconnecting it: "
+        )));
+    }
+    assert!(log.contains("== CRITICAL == This master is sending an error to its replica: 'Replica can't interact with the keyspace' after processing the command 'get'"));
+    assert!(log.contains("== CRITICAL == This master is sending an error to its replica: 'Replica can't interact with the keyspace' after processing the command 'set'"));
+    assert_eq!(cli(&s, &["EXISTS", "k"]), "0");
+    let stats = cli(&s, &["INFO", "stats"]);
+    assert!(stats.contains("unexpected_error_replies:3"), "{stats}");
+}
+
 /// `min-replicas-to-write` holds scripts' writes to the same rule as
 /// commands': refused while too few replicas are connected, allowed once
 /// one is (and a read-only script is never refused).
@@ -749,4 +774,40 @@ fn scripts_choose_where_their_commands_propagate() {
     assert_eq!(mget(&m), "1\n2\n3\n4\n5");
     assert_eq!(cli(&m, &["DEBUG", "LOADAOF"]), "OK");
     assert_eq!(mget(&m), "1\n\n3\n4");
+}
+
+/// A disk-based BGSAVE that only replicas wanted stops once none waits
+/// for it (the replica leaving mid-handshake at once, on REPLICAOF NO
+/// ONE), unless save points make the file worth finishing.
+#[test]
+fn a_bgsave_no_replica_waits_for_is_abandoned() {
+    let m = Server::start(&[
+        ("repl-diskless-sync", "no"),
+        ("rdb-key-save-delay", "1000000"),
+    ]);
+    for i in 0..100 {
+        cli(&m, &["SET", &i.to_string(), "v"]);
+    }
+    let r = Server::start(&[]);
+    let saving = || cli(&m, &["INFO", "persistence"]).contains("rdb_bgsave_in_progress:1");
+    for save in ["", "900 1"] {
+        cli(&m, &["CONFIG", "SET", "save", save]);
+        cli(&r, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+        cinnabar_tests::wait_for("the sync's BGSAVE", || {
+            saving() && cli(&m, &["INFO", "replication"]).contains("state=wait_bgsave")
+        });
+        cli(&r, &["REPLICAOF", "NO", "ONE"]);
+        if save.is_empty() {
+            cinnabar_tests::wait_for("the BGSAVE to stop", || !saving());
+            assert!(m
+                .log()
+                .contains("Background saving terminated: no replica waits for it any more"));
+        } else {
+            cinnabar_tests::wait_for("the replica to leave", || {
+                cli(&m, &["INFO", "replication"]).contains("connected_slaves:0")
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(saving());
+        }
+    }
 }

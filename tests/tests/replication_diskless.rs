@@ -452,3 +452,42 @@ fn swapdb_keeps_the_old_data_until_the_new_has_loaded() {
         );
     }
 }
+
+/// A replica that turns to another master keeps its own replicas until
+/// the history changes (Redis 7.0): a full sync that never completes
+/// leaves them connected, with the same replication ID.
+#[test]
+fn replicas_stay_while_a_new_master_has_not_sent_its_rdb() {
+    let m = Server::start(&[("repl-diskless-sync-delay", "0")]);
+    m.raw().cmd(&["SET", "k", "v"]);
+    let r = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("repl-diskless-load", "swapdb"),
+        ("repl-diskless-sync-delay", "0"),
+    ]);
+    let sub = Server::start(&[("replicaof", &format!("127.0.0.1 {}", r.port))]);
+    let (mut rc, mut sc) = (r.raw(), sub.raw());
+    wait_for("the chain", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+            && sc.cmd(&["GET", "k"]) == bulk("v")
+    });
+    let id = info_field(&mut rc, "replication", "master_replid");
+    let (cut, cut_rx) = std::sync::mpsc::channel();
+    let port = stalling_master("c".repeat(40), vec![0; 64], cut_rx).to_string();
+    rc.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+    wait_for("the transfer", || {
+        info_field(&mut rc, "persistence", "loading") == "1"
+    });
+    assert_eq!(info_field(&mut rc, "replication", "connected_slaves"), "1");
+    cut.send(()).unwrap();
+    wait_for("the failed load", || {
+        info_field(&mut rc, "persistence", "loading") == "0"
+    });
+    assert_eq!(info_field(&mut rc, "replication", "connected_slaves"), "1");
+    assert_eq!(info_field(&mut rc, "replication", "master_replid"), id);
+    assert_eq!(info_field(&mut sc, "replication", "master_replid"), id);
+    assert_eq!(
+        info_field(&mut sc, "replication", "master_link_status"),
+        "up"
+    );
+}

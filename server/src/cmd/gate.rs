@@ -128,6 +128,13 @@ fn check(
             return Err((Some(cmd), Error::other(LOADING)));
         }
     }
+    // A replica's link carries its ACKs; the keyspace is not its to use.
+    if cl.peer.replica && cmd.has(flags::WRITE | flags::READONLY) {
+        return Err((
+            Some(cmd),
+            Error::other("ERR Replica can't interact with the keyspace"),
+        ));
+    }
     Ok(cmd)
 }
 

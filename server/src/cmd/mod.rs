@@ -150,12 +150,19 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
     let (replica, before) = (cl.peer.replica && !cl.monitor, out.buf.len());
     let cmd = dispatch(st, cl, out, req, tracked);
     if replica && out.buf.len() > before {
-        // A reply would land in the replica's stream.
+        // A reply would land in the replica's stream. A refused command
+        // is named too (`last_cmd`, as the gate left it: NULL if unknown).
+        let name = match cmd.map_or(cl.last_cmd, |c| c.name) {
+            "NULL" => "<unknown>",
+            name => name,
+        };
         tracing::warn!(
-            "Replica generated a reply to command '{}', disconnecting it: {}",
-            cmd.map_or("NULL", |c| c.name),
+            "Replica generated a reply to command '{name}', disconnecting it: {}",
             cl.line(crate::state::now_ms(), None)
         );
+        if out.buf[before] == b'-' {
+            error_to_replica(st, &out.buf[before..], name);
+        }
         out.buf.truncate(before);
         cl.close_after_reply = true;
     }
@@ -163,6 +170,19 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
     if top && (tracked || st.tracking.clients > 0) {
         st.tracking_leave(cl, &mut out.buf, cmd.map(|c| c.name));
     }
+}
+
+/// An error reply meant for a replica, which never reads replies: logged
+/// as Redis does, and counted in `unexpected_error_replies`.
+fn error_to_replica(st: &mut State, reply: &[u8], name: &str) {
+    let line = &reply[1..];
+    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+    let msg = String::from_utf8_lossy(&line[..end]);
+    let msg = msg.strip_prefix("ERR ").unwrap_or(&msg);
+    tracing::warn!(
+        "== CRITICAL == This master is sending an error to its replica: '{msg}' after processing the command '{name}'"
+    );
+    st.stats.unexpected_error_replies += 1;
 }
 
 /// Admits, then queues or calls the request; the command if it was found

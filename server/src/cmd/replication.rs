@@ -175,6 +175,29 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     }
 }
 
+/// After a replica left: a disk-based BGSAVE that only replicas wanted
+/// and none waits for any more is abandoned, as Redis kills its child, so
+/// the next sync can start a fresh one at once. Not with save points set:
+/// then the file is worth finishing.
+pub fn end_unwanted_bgsave(st: &mut State) {
+    let waited = st
+        .repl
+        .replicas
+        .iter()
+        .any(|r| matches!(r.link, Link::WaitBgsaveStart | Link::WaitBgsaveEnd));
+    if waited
+        || !st.cfg.save.is_empty()
+        || !st.repl.bgsave_for_replicas
+        || st.repl.bgsave_diskless
+        || !persist::bgsave_in_progress(st)
+    {
+        return;
+    }
+    tracing::warn!("Background saving terminated: no replica waits for it any more");
+    persist::abort_bgsave(st);
+    st.repl_bgsave_done(false, None);
+}
+
 /// The RDB of the functions alone, for a client that wants nothing else
 /// (`redis-cli --functions-rdb`): a few bytes, written at once rather
 /// than from a snapshot of the keyspace; then the connection closes.
@@ -296,8 +319,10 @@ fn start_pending_sync(st: &mut State, now_s: i64) {
     }
 }
 
-/// Makes this server a replica of `host:port`: its own replicas are
-/// dropped (they must resync), the link task starts at the next cron.
+/// Makes this server a replica of `host:port`; the link task starts at
+/// the next cron. Its own replicas stay, as in Redis 7.0: they are dropped
+/// (to resync) only once the history changes, when the new master's RDB
+/// has arrived or a partial resync brings a new replication ID.
 pub fn set_master(st: &mut State, host: &str, port: u16) {
     st.repl.gens += 1;
     let now_s = now_ms() / 1000;
@@ -314,11 +339,8 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         down_since_s: now_s,
         db,
         unapplied: 0,
+        ended: tokio::sync::watch::Sender::new(()),
     });
-    let ids: Vec<u64> = st.repl.replicas.iter().map(|r| r.id).collect();
-    for id in ids {
-        st.kill_client(id);
-    }
     // Its blocked clients would be served by writes it no longer makes
     // (Redis closes them too).
     let blocked: Vec<u64> = st
