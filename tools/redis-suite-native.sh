@@ -85,7 +85,8 @@ run_unit() {
   local j=$1 u=$2 log st=ok
   log=$out/units/${u//\//_}.log
   (cd "$out/tree-$j" && timeout -k 10 600 ./runtest --single "$u" --clients 1 --timeout 120 \
-    --tags -slow --baseport $((baseport + j * 400)) --portcount 400 --dump-logs "${tls_args[@]}" >"$log" 2>&1) || st=fail
+    --tags -slow --baseport $((baseport + j * 400)) --portcount 400 --dump-logs \
+    --skipfile "$root/tests/redis-suite/native-skip.txt" "${tls_args[@]}" >"$log" 2>&1) || st=fail
   sed -i 's/\x1b\[[0-9;]*m//g' "$log"
   grep -q 'Timed out' "$log" && st=timeout
   grep '\[ok\]:' "$log" | sed 's/.*\[ok\]: //; s/ ([0-9]* ms)$//' >"${log%.log}.passed" || true
