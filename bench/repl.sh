@@ -5,6 +5,9 @@
 #    from REPLICAOF until the replica's link is up with every key, and the
 #    master's extra memory meanwhile (its RSS above the pre-sync level,
 #    plus for Redis the forked child's Private_Dirty);
+#  - the same while clients overwrite those keys (SET -P 16 of random
+#    existing keys during the whole sync, into a second, empty replica):
+#    what a fork costs in copied pages shows only when the parent writes;
 #  - SET throughput at -P 1 and -P 16 with the replica attached;
 #  - replication lag during the -P 16 load: the master's offset minus the
 #    replica's (its slave_repl_offset), sampled every 50 ms.
@@ -34,11 +37,11 @@ rps() { # port pipeline
     | tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) { v = $i; break } } END { print v + 0 }'
 }
 
-# full_sync MASTER_PORT MASTER_PID REPLICA_PORT -> "seconds extra_mb"
+# full_sync MASTER_PORT MASTER_PID REPLICA_PORT [load] -> "seconds extra_mb"
 full_sync() {
-  python3 - "$1" "$2" "$3" "$KEYS" <<'EOF'
+  python3 - "$1" "$2" "$3" "$KEYS" ${4:+"$4"} <<'EOF'
 import subprocess, sys, time
-mport, mpid, rport, keys = map(int, sys.argv[1:])
+mport, mpid, rport, keys = map(int, sys.argv[1:5])
 
 def cli(port, *args):
     return subprocess.run(["redis-cli", "-p", str(port), *args],
@@ -65,6 +68,14 @@ def private_dirty_kb(p):
         pass
     return 0
 
+load = None
+if len(sys.argv) > 5:
+    # Overwrites of existing keys (key:<12 digits>, as `fill` wrote them)
+    # for as long as the sync runs.
+    load = subprocess.Popen(["redis-benchmark", "-p", str(mport), "-c", "20", "-P", "16",
+                             "-n", "100000000", "-t", "set", "-r", str(keys), "-d", "100", "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
 base = rss_kb(mpid)
 peak = 0
 t0 = time.time()
@@ -78,7 +89,22 @@ while True:
     if time.time() - t0 > 600:
         sys.exit("full sync did not finish in 600 s")
     time.sleep(0.01)
+if load:
+    load.kill()
 print(f"{time.time() - t0:.3f} {peak / 1024:.1f}")
+EOF
+}
+
+# fill PORT: KEYS keys key:<12 digits> (redis-benchmark's -r names) of 100 bytes
+fill() {
+  redis-cli -p "$1" FLUSHALL >/dev/null
+  python3 - "$KEYS" <<'EOF' | redis-cli -p "$1" --pipe >/dev/null
+import sys
+v = b"x" * 100
+out = sys.stdout.buffer
+for i in range(int(sys.argv[1])):
+    k = b"key:%012d" % i
+    out.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$100\r\n%s\r\n" % (len(k), k, v))
 EOF
 }
 
@@ -115,6 +141,13 @@ for kind in cinnabar redis; do
   read -r lag_med lag_max <<<"$(lag_during_load "$mport" "$rport")"
   M[$kind.lag_med]=$lag_med
   M[$kind.lag_max]=$lag_max
+  start "$kind-replica2" "$bin"
+  fill "$mport"
+  read -r secs mb <<<"$(full_sync "$mport" "$mpid" "$START_PORT" load)"
+  M[$kind.lsync_s]=$secs
+  M[$kind.lsync_mb]=$mb
+  # The throughput below is with one replica.
+  redis-cli -p "$START_PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
 done
 
 for p in 1 16; do
@@ -132,6 +165,8 @@ printf '%-34s %14s %14s %8s\n' measure cinnabar redis ratio
 row() { printf '%-34s %14s %14s %8s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
 row "full sync of $KEYS keys (s)" "${M[cinnabar.sync_s]}" "${M[redis.sync_s]}"
 row "master extra memory in sync (MB)" "${M[cinnabar.sync_mb]}" "${M[redis.sync_mb]}"
+row "full sync under SET load (s)" "${M[cinnabar.lsync_s]}" "${M[redis.lsync_s]}"
+row "master extra memory, under load (MB)" "${M[cinnabar.lsync_mb]}" "${M[redis.lsync_mb]}"
 row "SET -P 1 with a replica (req/s)" "${R[set.P1.c]}" "${R[set.P1.r]}"
 row "SET -P 16 with a replica (req/s)" "${R[set.P16.c]}" "${R[set.P16.r]}"
 row "lag under -P 16, median (bytes)" "${M[cinnabar.lag_med]}" "${M[redis.lag_med]}"

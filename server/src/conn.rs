@@ -104,6 +104,9 @@ where
         }
     };
 
+    // TLS records are written by the stream's own code: no outbox.
+    let outbox =
+        (!sock.is_tls()).then(|| crate::round::Outbox::new(fd, wake.clone(), unsent.clone()));
     let mut dec = Decoder::new(max_bulk);
     dec.unauthenticated = !authenticated;
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
@@ -181,8 +184,14 @@ where
                 Event::Wake => {}
             }
         }
+        // Replies still in the outbox go out ahead of this batch's (and
+        // count as unsent meanwhile).
+        let stalled = outbox.as_ref().is_some_and(|ob| ob.take(&mut out.buf));
         let guard = shared.lock_or_busy().await;
         let mut defer = false;
+        // A replica's stream is pulled a piece per pass, and the task wakes
+        // itself for the next: its output is written by itself.
+        let mut replica = false;
         let mut aof_wait = None;
         let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
@@ -249,7 +258,8 @@ where
                     cl.close_after_reply = true;
                 }
             }
-            if cl.peer.replica {
+            replica = cl.peer.replica;
+            if replica {
                 st.repl_pull(&mut cl, &mut out.buf);
             }
             cl.last_interaction_ms = st.wall_ms();
@@ -295,6 +305,16 @@ where
             crate::aof::wait_durable(&shared, d).await;
             defer = false;
         }
+        // Only when the task will next wait for input: otherwise it would
+        // run on, and its output wait, until the round ends.
+        let idle = batch.is_empty() && !wake.is_set();
+        let small = (1..=crate::round::OUTBOX_MAX).contains(&out.len());
+        if let Some(ob) = outbox
+            .as_ref()
+            .filter(|_| defer && idle && small && !close && !stalled && !replica)
+        {
+            ob.put(&mut out.buf);
+        }
         if !out.is_empty() {
             if defer {
                 crate::round::after().await;
@@ -330,6 +350,14 @@ where
         }
         if close {
             break;
+        }
+    }
+    if let Some(ob) = &outbox {
+        // A client that sent its last request and closed its side still
+        // gets the reply, if the socket takes it now.
+        let rest = ob.close();
+        if !rest.is_empty() {
+            let _ = sock.try_write(&rest);
         }
     }
     // A busy script may be waiting for this client to leave (INFO's

@@ -517,7 +517,7 @@ const RETRY_DELAY_S: i64 = 5;
 /// One slice of the background walk holds the lock at most this long…
 const SLICE: Duration = Duration::from_micros(300);
 /// …or until this many bytes are ready to write.
-const SLICE_BYTES: usize = 1 << 20;
+const SLICE_BYTES: usize = 256 << 10;
 
 /// RDB persistence status: the running background save and what INFO
 /// persistence reports.
@@ -804,27 +804,29 @@ fn slice(
     pos: &mut StreamPos,
     budget: Duration,
     max_keys: usize,
-) -> (Vec<u8>, bool) {
+    out: &mut Vec<u8>,
+) -> bool {
     let start = Instant::now();
-    let mut out = Vec::new();
+    out.clear();
     let n = st.dbs.len();
     if pos.resized.len() < n {
         pos.resized.resize(n, false);
     }
     let emit = |db: &mut Db, out: &mut Vec<u8>, pos: &mut StreamPos| {
         let resize = db.snapshot().map(|c| (c.keys_total, c.expires_total));
-        if let Some((index, bytes)) = db.snapshot_take_output() {
+        if let Some((index, bytes)) = db.snapshot_output() {
             if pos.db != Some(index) {
                 let first = !pos.resized[index];
                 pos.resized[index] = true;
                 snapshot::select_db(out, index, resize.filter(|_| first));
                 pos.db = Some(index);
             }
-            out.extend_from_slice(&bytes);
+            out.extend_from_slice(bytes);
+            bytes.clear();
         }
     };
     for db in st.dbs.iter_mut() {
-        emit(db, &mut out, pos);
+        emit(db, out, pos);
     }
     // The next database with keys left to walk. Not simply the next index:
     // SWAPDB moves whole databases, captures included, so one not walked
@@ -843,7 +845,7 @@ fn slice(
         pos.walking = i;
         let db = &mut st.dbs[i];
         db.snapshot_step(max_keys, SLICE_BYTES);
-        emit(db, &mut out, pos);
+        emit(db, out, pos);
         if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
             break;
         }
@@ -852,11 +854,11 @@ fn slice(
         // Every key is saved; records captured since were taken above
         // and none can come any more.
         for db in st.dbs.iter_mut() {
-            emit(db, &mut out, pos);
+            emit(db, out, pos);
             db.snapshot_end();
         }
     }
-    (out, complete)
+    complete
 }
 
 /// BGSAVE's completion hook: the file replaces `dir/dbfilename`, with
@@ -995,6 +997,9 @@ impl Job {
         };
         put(&mut w, &header)?;
         let mut pos = StreamPos::default();
+        // One buffer for every slice: its room is part of the save's
+        // extra memory, which a fork's copied pages are compared with.
+        let mut bytes = Vec::new();
         let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
         loop {
             let mut st = self.shared.state.lock();
@@ -1003,9 +1008,9 @@ impl Job {
                 return Err(io::Error::other("aborted"));
             }
             // With a key delay, one key a slice and the sleep outside the lock.
-            let (bytes, complete) = match self.key_delay {
-                0 => slice(&mut st, &mut pos, SLICE, 256),
-                _ => slice(&mut st, &mut pos, Duration::ZERO, 1),
+            let complete = match self.key_delay {
+                0 => slice(&mut st, &mut pos, SLICE, 256, &mut bytes),
+                _ => slice(&mut st, &mut pos, Duration::ZERO, 1, &mut bytes),
             };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
@@ -1136,8 +1141,9 @@ mod tests {
             db.snapshot_begin(i, epoch, SaveOpts::default(), KeyMeta::None);
         }
         let mut pos = StreamPos::default();
+        let mut bytes = Vec::new();
         loop {
-            let (bytes, complete) = slice(st, &mut pos, Duration::ZERO, 256);
+            let complete = slice(st, &mut pos, Duration::ZERO, 256, &mut bytes);
             file.extend_from_slice(&bytes);
             if complete {
                 break;

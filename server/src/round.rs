@@ -6,14 +6,25 @@
 //! sending MULTI, 10 INCRs and EXEC: 0.94 -> 1.01 of Redis, as a woken
 //! client thread then finds others ready instead of an idle core.
 //! `yield_now` did less (0.97): it polls epoll once more per round.
+//!
+//! A plain socket's small replies need not even wait in their task: the
+//! task leaves them in its [`Outbox`] and goes back to reading, and the
+//! round's end writes them, as Redis's `beforeSleep` does. That spares a
+//! task poll per request (PING at -c 50 -P 1: ~600 of ~4,900
+//! instructions).
 
+use bytes::BytesMut;
 use parking_lot::Mutex;
 use std::future::Future;
+use std::os::fd::RawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 static WAITING: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
+
+static OUTBOXES: Mutex<Vec<Arc<Outbox>>> = Mutex::new(Vec::new());
 
 /// Batches run since the last flush.
 static BATCHES: AtomicU32 = AtomicU32::new(0);
@@ -25,6 +36,16 @@ const MAX_ROUND: u32 = 128;
 /// The `on_thread_park` hook: the round is over.
 pub fn end() {
     BATCHES.store(0, Ordering::Relaxed);
+    // Swapped out, so a flush that wakes a task never holds the list.
+    let mut boxes = std::mem::take(&mut *OUTBOXES.lock());
+    for b in boxes.drain(..) {
+        b.flush();
+    }
+    let mut list = OUTBOXES.lock();
+    if list.is_empty() && list.capacity() < boxes.capacity() {
+        *list = boxes;
+    }
+    drop(list);
     // Drained in place, so the list keeps its room for the next round (a
     // waker only queues its task: nothing here takes the lock again).
     for w in WAITING.lock().drain(..) {
@@ -57,6 +78,126 @@ impl Future for AfterRound {
         self.queued = true;
         WAITING.lock().push(cx.waker().clone());
         Poll::Pending
+    }
+}
+
+/// Replies a connection task left to be written at the round's end.
+pub struct Outbox {
+    inner: Mutex<Held>,
+    /// The task's wake-up call and unsent-bytes gauge (`Client::wake`,
+    /// `Client::out_unsent`).
+    wake: Arc<crate::wake::Wake>,
+    unsent: Arc<AtomicUsize>,
+}
+
+struct Held {
+    /// -1 once the connection is closing: the descriptor may be reused.
+    fd: RawFd,
+    buf: BytesMut,
+    /// In `OUTBOXES` (flushed at the round's end).
+    listed: bool,
+    /// The socket took less than all: the task writes the rest itself,
+    /// waiting until the socket is writable.
+    stalled: bool,
+}
+
+/// Larger output is written by its task, which can wait for the socket.
+pub const OUTBOX_MAX: usize = 64 * 1024;
+
+impl Outbox {
+    pub fn new(fd: RawFd, wake: Arc<crate::wake::Wake>, unsent: Arc<AtomicUsize>) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Mutex::new(Held {
+                fd,
+                buf: BytesMut::new(),
+                listed: false,
+                stalled: false,
+            }),
+            wake,
+            unsent,
+        })
+    }
+
+    /// Leaves `out` (emptied) to be written at the round's end.
+    pub fn put(self: &Arc<Self>, out: &mut BytesMut) {
+        let mut h = self.inner.lock();
+        if h.buf.is_empty() {
+            std::mem::swap(&mut h.buf, out);
+        } else {
+            h.buf.extend_from_slice(out);
+            out.clear();
+        }
+        if !h.listed {
+            h.listed = true;
+            OUTBOXES.lock().push(self.clone());
+        }
+    }
+
+    /// Takes back what is still unwritten, ahead of `out`'s bytes. True if
+    /// the socket stalled: the task must wait for it to take more.
+    pub fn take(&self, out: &mut BytesMut) -> bool {
+        let mut h = self.inner.lock();
+        if !h.buf.is_empty() {
+            h.buf.extend_from_slice(out);
+            std::mem::swap(&mut h.buf, out);
+            h.buf.clear();
+        }
+        std::mem::take(&mut h.stalled)
+    }
+
+    /// The connection is closing: nothing is written from here on; what
+    /// was left is returned for the task's last write.
+    pub fn close(&self) -> BytesMut {
+        let mut h = self.inner.lock();
+        h.fd = -1;
+        std::mem::take(&mut h.buf)
+    }
+
+    fn flush(&self) {
+        let mut h = self.inner.lock();
+        h.listed = false;
+        if h.fd < 0 || h.buf.is_empty() {
+            return;
+        }
+        let mut off = 0;
+        while off < h.buf.len() {
+            let rest = &h.buf[off..];
+            // SAFETY: `fd` is the connection's open socket (`close` makes
+            // it -1 under this lock before the socket is dropped) and the
+            // pointer and length describe `rest`.
+            let n = unsafe {
+                libc::send(
+                    h.fd,
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n > 0 {
+                off += n as usize;
+            } else if n < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+                continue;
+            } else {
+                break;
+            }
+        }
+        let Held { buf, stalled, .. } = &mut *h;
+        if off == buf.len() {
+            buf.clear();
+            if buf.capacity() > OUTBOX_MAX {
+                *buf = BytesMut::new();
+            }
+            self.unsent.store(0, Ordering::Relaxed);
+        } else {
+            // Full socket, or an error the task's own write will meet.
+            bytes::Buf::advance(buf, off);
+            *stalled = true;
+            self.unsent.store(buf.len(), Ordering::Relaxed);
+            drop(h);
+            self.wake.notify_one();
+        }
     }
 }
 

@@ -30,6 +30,11 @@ impl Wake {
         }
     }
 
+    /// A call is waiting to be taken: the next wait returns at once.
+    pub fn is_set(&self) -> bool {
+        self.permit.load(Ordering::Relaxed)
+    }
+
     /// Resolves once a call is made (or was made since the last wait).
     pub fn notified(&self) -> Notified<'_> {
         Notified(self)

@@ -479,14 +479,12 @@ impl Db {
         true
     }
 
-    /// Takes the records serialized so far (with the database's number in
-    /// the snapshot).
-    pub fn snapshot_take_output(&mut self) -> Option<(usize, Vec<u8>)> {
+    /// The records serialized so far, if any (with the database's number
+    /// in the snapshot): the caller drains the buffer, whose room is kept
+    /// for the next records.
+    pub fn snapshot_output(&mut self) -> Option<(usize, &mut Vec<u8>)> {
         let cap = self.snap.as_deref_mut()?;
-        if cap.out.is_empty() {
-            return None;
-        }
-        Some((cap.index, std::mem::take(&mut cap.out)))
+        (!cap.out.is_empty()).then_some((cap.index, &mut cap.out))
     }
 
     /// Ends (or abandons) the running snapshot. Entries keep their marks;
@@ -642,6 +640,10 @@ mod tests {
 
     /// Wraps the records of `db` (taken from its capture) in a file and
     /// loads it back: key -> (string value, expire).
+    fn take_output(d: &mut Db) -> Option<(usize, Vec<u8>)> {
+        d.snapshot_output().map(|(i, b)| (i, std::mem::take(b)))
+    }
+
     fn snapshot_contents(parts: &[(usize, Vec<u8>)]) -> Image {
         let mut file = b"REDIS0010".to_vec();
         for (i, p) in parts {
@@ -696,7 +698,7 @@ mod tests {
         let mut round = 0;
         loop {
             let done = d.snapshot_step(7, usize::MAX);
-            parts.extend(d.snapshot_take_output());
+            parts.extend(take_output(&mut d));
             // Every kind of write, on keys walked and not yet walked; new
             // keys grow the table (rehashing under the cursor).
             round += 1;
@@ -733,7 +735,7 @@ mod tests {
                 break;
             }
         }
-        parts.extend(d.snapshot_take_output());
+        parts.extend(take_output(&mut d));
         assert_eq!(snapshot_contents(&parts), expect);
         let cap = d.snapshot_end().unwrap();
         assert_eq!(cap.keys_saved, 2000);
@@ -742,7 +744,7 @@ mod tests {
         let now: Vec<Vec<u8>> = d.keys.iter().map(|(k, _)| k.to_vec()).collect();
         d.snapshot_begin(0, 2, SaveOpts::default(), snapshot::KeyMeta::None);
         while !d.snapshot_step(100, usize::MAX) {}
-        let got = snapshot_contents(&[d.snapshot_take_output().unwrap()]);
+        let got = snapshot_contents(&[take_output(&mut d).unwrap()]);
         assert_eq!(got.len(), now.len());
     }
 
@@ -753,7 +755,7 @@ mod tests {
         d.snapshot_begin(0, 1, SaveOpts::default(), snapshot::KeyMeta::Lru);
         d.get_or_add(b"fresh", || Value::str(b"x"));
         assert!(d.snapshot_step(usize::MAX, usize::MAX));
-        let got = snapshot_contents(&[d.snapshot_take_output().unwrap()]);
+        let got = snapshot_contents(&[take_output(&mut d).unwrap()]);
         assert_eq!(
             got.keys().map(|k| k.1.clone()).collect::<Vec<_>>(),
             vec![b"old".to_vec()]
