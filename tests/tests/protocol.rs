@@ -326,3 +326,32 @@ fn ten_thousand_connections_while_a_client_works() {
     assert!(n > 0);
     assert_eq!(worker.cmd(&["PING"]), simple("PONG"));
 }
+
+#[test]
+fn a_client_that_closes_its_side_after_its_requests_gets_every_reply() {
+    // Replies may wait for the end of the event-loop round (round::Outbox)
+    // while the connection already reads the end of the input: they must
+    // still leave before the connection closes. Also checked against
+    // redis-server 7.0.15.
+    use std::io::{Read, Write};
+    let s = Server::start(&[]);
+    for requests in [1usize, 3, 5000] {
+        let mut sock = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        let mut input = Vec::new();
+        for i in 0..requests {
+            input.extend_from_slice(
+                format!("*2\r\n$4\r\nECHO\r\n${}\r\n{i}\r\n", i.to_string().len()).as_bytes(),
+            );
+        }
+        sock.write_all(&input).unwrap();
+        sock.shutdown(std::net::Shutdown::Write).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut got = Vec::new();
+        sock.read_to_end(&mut got).unwrap();
+        let want: String = (0..requests)
+            .map(|i| format!("${}\r\n{i}\r\n", i.to_string().len()))
+            .collect();
+        assert_eq!(String::from_utf8_lossy(&got), want, "{requests} requests");
+    }
+}
