@@ -329,10 +329,10 @@ fn ten_thousand_connections_while_a_client_works() {
 
 #[test]
 fn a_client_that_closes_its_side_after_its_requests_gets_every_reply() {
-    // Replies may wait for the end of the event-loop round (round::Outbox)
-    // while the connection already reads the end of the input: they must
-    // still leave before the connection closes. Also checked against
-    // redis-server 7.0.15.
+    // Replies wait in the connection's outbox for the end of the
+    // event-loop round (round.rs), while the connection reads on and meets
+    // the end of the input: they must all leave before it closes. Also
+    // checked against redis-server 7.0.15.
     use std::io::{Read, Write};
     let s = Server::start(&[]);
     for requests in [1usize, 3, 5000] {
