@@ -206,6 +206,7 @@ where
             if !cl.pending.is_empty() {
                 out.buf.extend_from_slice(&cl.pending);
                 cl.pending.clear();
+                cl.pending_trim();
             }
             if blocked.is_some() && (cl.blocked.is_none() || timed_out) {
                 // Served by another client's command (the reply was in
@@ -320,9 +321,10 @@ where
             out.buf.clear();
             // Buffers grown for one big batch are given back: they count in
             // used_memory, and a pipelining client's idle megabyte was a
-            // megabyte of keys evicted under maxmemory.
-            if out.buf.capacity() > KEEP_BUF {
-                out.buf = BytesMut::with_capacity(READ_CHUNK);
+            // megabyte of keys evicted under maxmemory. Redis keeps its
+            // 16 KB reply buffer, counted in every client's memory.
+            if out.buf.capacity() > READ_CHUNK {
+                out.buf = ReplyBuf::new(false).buf;
             }
         }
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
@@ -557,6 +559,7 @@ async fn write_out<S: Duplex>(
                     Some(cl) if !cl.killed => {
                         buf.extend_from_slice(&cl.pending);
                         cl.pending.clear();
+                        cl.pending_trim();
                     }
                     _ => break Written::Closed,
                 }
