@@ -26,6 +26,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// empty.
 const KEEP_BUF: usize = 64 * 1024;
 
+/// The room a connection's output buffer starts with (`ReplyBuf::new`)
+/// and is given back to once written.
+const OUT_START: usize = 4096;
+
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
@@ -314,16 +318,16 @@ where
                 Written::All => {}
                 Written::Closed => break,
                 Written::Part(off) => {
-                    out.buf.advance(off);
+                    compact_unsent(&mut out.buf, off);
                     continue;
                 }
             }
             out.buf.clear();
             // Buffers grown for one big batch are given back: they count in
             // used_memory, and a pipelining client's idle megabyte was a
-            // megabyte of keys evicted under maxmemory. Redis keeps its
-            // 16 KB reply buffer, counted in every client's memory.
-            if out.buf.capacity() > READ_CHUNK {
+            // megabyte of keys evicted under maxmemory, and tracking
+            // messages to ten clients kept 120 KB that evicted more keys.
+            if out.buf.capacity() > OUT_START {
                 out.buf = ReplyBuf::new(false).buf;
             }
         }
@@ -337,6 +341,23 @@ where
     // A busy script may be waiting for this client to leave (INFO's
     // connected_slaves in a loop).
     shared.with_state(move |st| st.remove_client(id)).await;
+}
+
+/// Drops the `off` bytes written from output the socket has not taken.
+/// A buffer mostly empty room (grown by doubling for a slow reader) is
+/// copied to one sized to the rest plus a quarter: unsent output costs
+/// about its size in `used_memory`, as Redis's reply list, so client
+/// eviction (which weighs `omem`) comes before key eviction. The quarter
+/// keeps copies rare: one per quarter of the rest written or added.
+fn compact_unsent(buf: &mut BytesMut, off: usize) {
+    let rest = buf.len() - off;
+    if buf.capacity() > rest + rest / 2 + READ_CHUNK {
+        let mut b = BytesMut::with_capacity(rest + rest / 4 + READ_CHUNK);
+        b.extend_from_slice(&buf[off..]);
+        *buf = b;
+    } else {
+        buf.advance(off);
+    }
 }
 
 /// Shows input not yet runnable (a large request arriving) in the
