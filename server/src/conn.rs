@@ -278,8 +278,11 @@ where
             // after a batch that woke other connections (PUBLISH): their
             // writes already form the burst, and holding the publisher back
             // only made subscribers flush smaller batches (fan-out to 100
-            // subscribers: 1.5 -> 0.8 of Redis).
-            defer = st.woken == woken;
+            // subscribers: 1.5 -> 0.8 of Redis). Nor does output others
+            // queued for this client wait (tracking messages after an
+            // eviction round): Redis writes it before it reads the next
+            // command, so that command's eviction check does not count it.
+            defer = st.woken == woken && !had_pending;
             st.clients.insert(id, cl);
             // Evicted by its own command: no reply.
             let evicted = st.evict_clients() && !st.clients.contains_key(&id);
