@@ -26,6 +26,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// empty.
 const KEEP_BUF: usize = 64 * 1024;
 
+/// The room a connection's output buffer starts with (`ReplyBuf::new`)
+/// and is given back to once written.
+const OUT_START: usize = 4096;
+
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
@@ -215,6 +219,7 @@ where
             if !cl.pending.is_empty() {
                 out.buf.extend_from_slice(&cl.pending);
                 cl.pending.clear();
+                cl.pending_trim();
             }
             if blocked.is_some() && (cl.blocked.is_none() || timed_out) {
                 // Served by another client's command (the reply was in
@@ -283,8 +288,11 @@ where
             // after a batch that woke other connections (PUBLISH): their
             // writes already form the burst, and holding the publisher back
             // only made subscribers flush smaller batches (fan-out to 100
-            // subscribers: 1.5 -> 0.8 of Redis).
-            defer = st.woken == woken;
+            // subscribers: 1.5 -> 0.8 of Redis). Nor does output others
+            // queued for this client wait (tracking messages after an
+            // eviction round): Redis writes it before it reads the next
+            // command, so that command's eviction check does not count it.
+            defer = st.woken == woken && !had_pending;
             st.clients.insert(id, cl);
             // Evicted by its own command: no reply.
             let evicted = st.evict_clients() && !st.clients.contains_key(&id);
@@ -333,16 +341,17 @@ where
                 Written::All => {}
                 Written::Closed => break,
                 Written::Part(off) => {
-                    out.buf.advance(off);
+                    compact_unsent(&mut out.buf, off);
                     continue;
                 }
             }
             out.buf.clear();
             // Buffers grown for one big batch are given back: they count in
             // used_memory, and a pipelining client's idle megabyte was a
-            // megabyte of keys evicted under maxmemory.
-            if out.buf.capacity() > KEEP_BUF {
-                out.buf = BytesMut::with_capacity(READ_CHUNK);
+            // megabyte of keys evicted under maxmemory, and tracking
+            // messages to ten clients kept 120 KB that evicted more keys.
+            if out.buf.capacity() > OUT_START {
+                out.buf = ReplyBuf::new(false).buf;
             }
         }
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
@@ -363,6 +372,23 @@ where
     // A busy script may be waiting for this client to leave (INFO's
     // connected_slaves in a loop).
     shared.with_state(move |st| st.remove_client(id)).await;
+}
+
+/// Drops the `off` bytes written from output the socket has not taken.
+/// A buffer mostly empty room (grown by doubling for a slow reader) is
+/// copied to one sized to the rest plus a quarter: unsent output costs
+/// about its size in `used_memory`, as Redis's reply list, so client
+/// eviction (which weighs `omem`) comes before key eviction. The quarter
+/// keeps copies rare: one per quarter of the rest written or added.
+fn compact_unsent(buf: &mut BytesMut, off: usize) {
+    let rest = buf.len() - off;
+    if buf.capacity() > rest + rest / 2 + READ_CHUNK {
+        let mut b = BytesMut::with_capacity(rest + rest / 4 + READ_CHUNK);
+        b.extend_from_slice(&buf[off..]);
+        *buf = b;
+    } else {
+        buf.advance(off);
+    }
 }
 
 /// Shows input not yet runnable (a large request arriving) in the
@@ -585,6 +611,7 @@ async fn write_out<S: Duplex>(
                     Some(cl) if !cl.killed => {
                         buf.extend_from_slice(&cl.pending);
                         cl.pending.clear();
+                        cl.pending_trim();
                     }
                     _ => break Written::Closed,
                 }

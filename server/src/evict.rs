@@ -202,10 +202,25 @@ impl Default for Memory {
     }
 }
 
+/// `maxmemory`, for the keyspace tables' growth check, which has no
+/// state at hand.
+static MAXMEMORY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether a keyspace table may take `bytes` more for its next size: not
+/// if that puts memory past `maxmemory`, as Redis, so that a table's
+/// growth does not evict keys (the table stays fuller until a cron or a
+/// bigger limit lets it grow).
+fn table_may_grow(bytes: usize) -> bool {
+    let max = MAXMEMORY.load(Relaxed);
+    max == 0 || used_memory() + bytes as u64 <= max
+}
+
 impl Memory {
     /// Refreshes the settings from the configuration.
     pub fn configure(&mut self, cfg: &crate::config::Config) {
         self.maxmemory = cfg.maxmemory;
+        MAXMEMORY.store(cfg.maxmemory, Relaxed);
+        storage::set_grow_guard(table_may_grow);
         let policy = cfg.maxmemory_policy;
         if policy != self.policy {
             self.pool.clear();
@@ -301,20 +316,19 @@ impl State {
                 result = Evict::Fail;
                 break;
             };
-            let before = used_memory();
-            let removed = if self.memory.latency_threshold_ms > 0 {
+            let deleted = if self.memory.latency_threshold_ms > 0 {
                 let del_start = Instant::now();
-                let removed = self.evict_key(db, &key);
+                let deleted = self.evict_key(db, &key);
                 let del_ms = del_start.elapsed().as_millis() as u64;
                 self.memory.latency_sample_if_needed("eviction-del", del_ms);
-                removed
+                deleted
             } else {
                 self.evict_key(db, &key)
             };
-            if !removed {
+            let Some(bytes) = deleted else {
                 continue;
-            }
-            freed += before.saturating_sub(used_memory());
+            };
+            freed += bytes;
             keys_freed += 1;
             // The time budget applies only near the limit: far over it (the
             // machine was busy, rounds kept running out of time), evicting
@@ -346,13 +360,16 @@ impl State {
     /// client-side caching, the `evicted` event, the counter, and `DEL`
     /// propagated (as Redis 7.0: one unit per key). The value is freed
     /// here, not in the background, so the memory it held is counted as
-    /// freed at once.
-    /// False if the key was deleted since it was sampled.
-    fn evict_key(&mut self, db: usize, key: &[u8]) -> bool {
-        let Some(v) = self.dbs[db].remove(key) else {
-            return false;
-        };
+    /// freed at once. Returns the bytes the deletion freed, measured before
+    /// the bookkeeping, as Redis: the invalidation messages it queues for
+    /// tracking clients must not count against it, or each eviction would
+    /// call for more (a feedback loop emptying the keyspace).
+    /// None if the key was deleted since it was sampled.
+    fn evict_key(&mut self, db: usize, key: &[u8]) -> Option<u64> {
+        let before = used_memory();
+        let v = self.dbs[db].remove(key)?;
         drop(v);
+        let freed = before.saturating_sub(used_memory());
         self.stats.evicted_keys += 1;
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
@@ -362,7 +379,7 @@ impl State {
         if self.tracking.armed {
             self.invalidate_key(key, 0);
         }
-        true
+        Some(freed)
     }
 
     /// The next key to evict, or `None` if no key qualifies.

@@ -34,6 +34,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    cinnabar_server::cmd::rename_commands(&cfg.renames);
     use cinnabar_server::service;
     // Before the log file is opened and any thread started: the child
     // carries on alone. Under supervision the supervisor keeps the process.

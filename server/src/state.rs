@@ -174,6 +174,16 @@ impl Client {
 
     /// Output produced for this client and not yet taken by its socket:
     /// what `client-output-buffer-limit` and CLIENT LIST's `omem` count.
+    /// Gives back the room of a large `pending` once flushed: a burst
+    /// of messages (invalidations, pub/sub) must not stay counted in
+    /// `used_memory`, where it would evict keys.
+    #[inline]
+    pub fn pending_trim(&mut self) {
+        if self.pending.capacity() > 16 * 1024 {
+            self.pending = BytesMut::new();
+        }
+    }
+
     pub fn output_bytes(&self) -> usize {
         self.pending.len()
             + self.out_unsent.load(std::sync::atomic::Ordering::Relaxed)

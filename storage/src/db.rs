@@ -300,9 +300,10 @@ impl Db {
                     a.store(now, a.counter());
                 }
             }
-            None => self
-                .keys
-                .insert_new_meta(CBytes::new(key), val, Access::new(now, self.epoch)),
+            None => {
+                self.keys
+                    .insert_new_guarded(CBytes::new(key), val, Access::new(now, self.epoch))
+            }
         }
         if !keep_ttl {
             self.persist(key);
@@ -312,7 +313,7 @@ impl Db {
     /// Adds a key known to be absent.
     pub fn add(&mut self, key: &[u8], val: Value) {
         let a = Access::new(self.access_clock(), self.epoch);
-        self.keys.insert_new_meta(CBytes::new(key), val, a);
+        self.keys.insert_new_guarded(CBytes::new(key), val, a);
     }
 
     /// Takes `key` out with its access clock and expiry time (RENAME, MOVE,
@@ -345,9 +346,9 @@ impl Db {
         // A new key here as far as a running snapshot is concerned.
         access.1 = self.epoch;
         if let Some(t) = expire {
-            self.expires.insert_new(key.clone(), t);
+            self.expires.insert_new_guarded(key.clone(), t, ());
         }
-        self.keys.insert_new_meta(key, val, access);
+        self.keys.insert_new_guarded(key, val, access);
     }
 
     /// A random key, or `None` when empty.
@@ -370,7 +371,7 @@ impl Db {
         self.before_ttl_change(key);
         match self.expires.get_mut(key) {
             Some(t) => *t = at_ms,
-            None => self.expires.insert_new(CBytes::new(key), at_ms),
+            None => self.expires.insert_new_guarded(CBytes::new(key), at_ms, ()),
         }
     }
 

@@ -99,6 +99,16 @@ pub struct Dict<V, M = ()> {
 
 const INITIAL: usize = 4;
 
+/// Whether the memory for a keyspace table of this many bytes may be
+/// allocated now (see [`Dict::insert_new_guarded`]).
+static GROW_GUARD: std::sync::OnceLock<fn(usize) -> bool> = std::sync::OnceLock::new();
+
+/// Sets the check keyspace tables ask before growing: the server's
+/// `maxmemory`. Set once; later calls change nothing.
+pub fn set_grow_guard(allowed: fn(usize) -> bool) {
+    let _ = GROW_GUARD.set(allowed);
+}
+
 /// The shape of one chained hash table (DEBUG HTSTATS).
 #[derive(Debug, PartialEq)]
 pub struct TableStats {
@@ -320,8 +330,22 @@ impl<V, M: Default> Dict<V, M> {
 
     /// Inserts a key known to be absent, with its metadata.
     pub fn insert_new_meta(&mut self, key: CBytes, val: V, meta: M) {
+        self.insert_inner(key, val, meta, false);
+    }
+
+    /// As [`Dict::insert_new_meta`], for a keyspace table (keys, TTLs):
+    /// its growth waits while the [`set_grow_guard`] function refuses the
+    /// memory, as Redis's `dictExpandAllowed`.
+    pub fn insert_new_guarded(&mut self, key: CBytes, val: V, meta: M) {
+        self.insert_inner(key, val, meta, true);
+    }
+
+    fn insert_inner(&mut self, key: CBytes, val: V, meta: M, guarded: bool) {
         self.step();
-        if self.rehash_idx.is_none() && self.t[0].used >= self.t[0].buckets.len() {
+        if self.rehash_idx.is_none()
+            && self.t[0].used >= self.t[0].buckets.len()
+            && (!guarded || self.may_grow())
+        {
             self.resize_to(self.t[0].used + 1);
         }
         let h = self.hash(&key);
@@ -339,6 +363,18 @@ impl<V, M: Default> Dict<V, M> {
             meta,
         }));
         t.used += 1;
+    }
+
+    /// Whether a full table may grow now: past 1.618 entries per bucket
+    /// always (chains get too long), below only if the guard allows the new
+    /// table's bytes.
+    fn may_grow(&self) -> bool {
+        let (used, size) = (self.t[0].used, self.t[0].buckets.len());
+        if size == 0 || used * 1000 > size * 1618 {
+            return true;
+        }
+        let bytes = (used + 1).next_power_of_two() * std::mem::size_of::<Link<V, M>>();
+        GROW_GUARD.get().is_none_or(|allowed| allowed(bytes))
     }
 
     /// Returns the value for `key`, inserting `f()` first if absent.

@@ -29,7 +29,7 @@ pub mod zset;
 
 pub use cbytes::CBytes;
 pub use db::Db;
-pub use dict::{Dict, TableStats};
+pub use dict::{set_grow_guard, Dict, TableStats};
 pub use hash::{Hash, HashLimits};
 pub use intset::Intset;
 pub use listpack::{Listpack, LpVal};

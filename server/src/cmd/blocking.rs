@@ -68,7 +68,7 @@ impl State {
                         let mut out = ReplyBuf::new(cl.resp3);
                         out.error(e);
                         self.count_error(e);
-                        if let Some(c) = super::table::lookup(b"xreadgroup") {
+                        if let Some(c) = super::table().get("xreadgroup") {
                             self.stats.cmd_mut(c.slot).failed += 1;
                         }
                         cl.pending.extend_from_slice(&out.buf);

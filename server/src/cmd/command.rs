@@ -11,7 +11,9 @@
 
 use super::help::help_reply;
 use super::key_flags::{self, ACCESS, INCOMPLETE, NOT_KEY, OW, RO, RW, UPDATE, VARIABLE_FLAGS};
-use super::{flags, is, lookup, lookup_sub, table, Begin, Command, Ctx, Find, Handler, Meta};
+use super::{
+    callable, flags, is, lookup, lookup_sub, table, Begin, Command, Ctx, Find, Handler, Meta,
+};
 use crate::error::{CmdResult, Error};
 use bytes::Bytes;
 use protocol::{Frame, ReplyBuf};
@@ -48,9 +50,10 @@ fn emit(o: &mut ReplyBuf, f: &Frame) {
     }
 }
 
-/// Every command of the table in a stable order.
+/// Every command clients can call, by the name Redis knows it by (a
+/// renamed command keeps it), in a stable order.
 fn all_commands() -> Vec<&'static Command> {
-    let mut v: Vec<&'static Command> = table().values().copied().collect();
+    let mut v: Vec<&'static Command> = callable().collect();
     v.sort_by_key(|c| c.name);
     v
 }
@@ -225,7 +228,7 @@ fn command(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     }
-    let this = lookup(b"command").expect("COMMAND is bound");
+    let this = table()["command"];
     let Some(sub) = sub_of(this, &a[1]) else {
         return Err(Error::UnknownSubcommand {
             sub: String::from_utf8_lossy(&a[1]).into_owned(),
@@ -236,7 +239,7 @@ fn command(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::Arity(sub.name.into()));
     }
     match &sub.name["command|".len()..] {
-        "count" => c.out.int(table().len() as i64),
+        "count" => c.out.int(callable().count() as i64),
         "list" => list(c, a)?,
         "info" => {
             if a.len() == 2 {

@@ -164,8 +164,11 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if followups.contains(&Followup::Appendonly) {
         crate::aof::follow_appendonly(c.st, c.cl.deny_blocking);
     }
-    // A lower limit evicts at once, as in Redis.
-    if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
+    // A lower limit evicts at once, as in Redis; in EXEC or a script, once
+    // it is over (Redis's eviction timer runs between commands). Without
+    // the backup, which is not the dataset's memory.
+    drop(backup);
+    if opts.iter().any(|(o, _, _)| o.name == "maxmemory") && !c.cl.deny_blocking {
         c.st.perform_evictions();
     }
     crate::proctitle::set(&c.st.cfg);

@@ -280,30 +280,95 @@ fn name_hash(h: u32, c: u8) -> u32 {
 
 const NAME_HASH_SEED: u32 = 0x811c_9dc5;
 
-/// The commands of [`table`] by [`name_hash`], linear probing in a table
-/// at most half full. Every request looks its command up: hashing the
-/// lowercased copy again through a general map took ~220 instructions.
-fn by_hash() -> &'static [Option<&'static Command>] {
-    static SLOTS: OnceLock<Box<[Option<&'static Command>]>> = OnceLock::new();
-    SLOTS.get_or_init(|| {
-        let mask = (table().len() * 2).next_power_of_two() - 1;
+/// `rename-command` lines in the order read: (old name, new name), an
+/// empty new name removing the command. Set once, before any lookup.
+static RENAMES: OnceLock<Vec<(String, String)>> = OnceLock::new();
+
+/// The names clients call the commands of [`table`] by, once `renames`
+/// applied in order as Redis applies them at start-up: the old name must
+/// be callable at that point, the new one must not be.
+pub fn rename(
+    renames: &[(String, String)],
+) -> Result<Vec<(String, &'static Command)>, &'static str> {
+    let mut names: Vec<(String, &'static Command)> =
+        table().iter().map(|(n, &c)| (n.to_string(), c)).collect();
+    for (old, new) in renames {
+        let i = names
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(old))
+            .ok_or("No such command in rename-command")?;
+        let (_, cmd) = names.swap_remove(i);
+        if new.is_empty() {
+            continue;
+        }
+        if names.iter().any(|(n, _)| n.eq_ignore_ascii_case(new)) {
+            return Err("Target command name already exists");
+        }
+        names.push((new.to_ascii_lowercase(), cmd));
+    }
+    Ok(names)
+}
+
+/// Installs the `rename-command` lines of the configuration (checked by
+/// [`rename`] when it was read). Called at start-up, before the first
+/// request is looked up.
+pub fn rename_commands(renames: &[(String, String)]) {
+    assert!(BY_HASH.get().is_none(), "commands renamed after a lookup");
+    RENAMES
+        .set(renames.to_vec())
+        .expect("commands renamed twice");
+}
+
+/// A callable command and the name clients call it by.
+type Named = (&'static str, &'static Command);
+
+static BY_HASH: OnceLock<Box<[Option<&'static Named>]>> = OnceLock::new();
+
+/// The callable commands by their names' [`name_hash`], linear probing in
+/// a table at most a quarter full (few names collide). Every request looks its command up: hashing
+/// the lowercased copy again through a general map took ~220 instructions.
+fn by_hash() -> &'static [Option<&'static Named>] {
+    BY_HASH.get_or_init(|| {
+        let mut names = match RENAMES.get() {
+            Some(r) => rename(r).expect("renames checked when the configuration was read"),
+            None => table().iter().map(|(n, &c)| (n.to_string(), c)).collect(),
+        };
+        // Which of two names that collide is found first does not depend
+        // on the map's random order.
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let named: &'static [Named] = names
+            .into_iter()
+            .map(|(name, c)| match table().get_key_value(name.as_str()) {
+                Some((&n, _)) => (n, c),
+                None => (&*name.leak(), c),
+            })
+            .collect::<Vec<_>>()
+            .leak();
+        let mask = (named.len() * 4).next_power_of_two() - 1;
         let mut slots = vec![None; mask + 1];
-        for &c in table().values() {
-            let mut i = c.name.bytes().fold(NAME_HASH_SEED, name_hash) as usize & mask;
+        for e in named {
+            let mut i = e.0.bytes().fold(NAME_HASH_SEED, name_hash) as usize & mask;
             while slots[i].is_some() {
                 i = (i + 1) & mask;
             }
-            slots[i] = Some(c);
+            slots[i] = Some(e);
         }
         slots.into_boxed_slice()
     })
 }
 
-/// Looks a command up by name, case-insensitively, without allocating.
+/// The commands clients can call (all of [`table`] but those renamed to
+/// ""), each with the name Redis knows it by, in no order.
+pub fn callable() -> impl Iterator<Item = &'static Command> {
+    by_hash().iter().flatten().map(|&&(_, c)| c)
+}
+
+/// Looks a command up by the name clients call it by, case-insensitively,
+/// without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
-        return None;
+        return lookup_long(name);
     }
     let mut h = NAME_HASH_SEED;
     for (d, s) in buf.iter_mut().zip(name) {
@@ -314,13 +379,25 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     let slots = by_hash();
     let mask = slots.len() - 1;
     let mut i = h as usize & mask;
-    while let Some(c) = slots[i] {
-        if c.name.as_bytes() == lower {
+    while let Some(&(n, c)) = slots[i] {
+        if n.as_bytes() == lower {
             return Some(c);
         }
         i = (i + 1) & mask;
     }
     None
+}
+
+/// A name longer than [`lookup`]'s buffer: only a renamed command has one.
+#[cold]
+#[inline(never)]
+fn lookup_long(name: &[u8]) -> Option<&'static Command> {
+    RENAMES.get()?;
+    by_hash()
+        .iter()
+        .flatten()
+        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|&&(_, c)| c)
 }
 
 /// Finds a subcommand of `parent` for `args[1]`.

@@ -161,6 +161,9 @@ pub struct Config {
     pub modules: Vec<String>,
     /// The words after `user` of each `user` line (see `acl`).
     pub users: Vec<Vec<Vec<u8>>>,
+    /// `rename-command` lines (old name, new name), checked against the
+    /// command table as read; installed by `cmd::rename_commands`.
+    pub renames: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -172,6 +175,7 @@ impl Default for Config {
             warnings: Vec::new(),
             modules: Vec::new(),
             users: Vec::new(),
+            renames: Vec::new(),
         };
         for o in all() {
             if canonical(o.name) == o.name {
@@ -688,9 +692,12 @@ impl Config {
                         return Err(fatal("wrong number of arguments"));
                     };
                     self.modules.push(path.clone());
+                } else if let ("rename-command", [old, new]) = (name.as_str(), args) {
+                    self.renames.push((old.clone(), new.clone()));
+                    crate::cmd::rename(&self.renames).map_err(fatal)?;
                 } else {
                     return Err(fatal(match name.as_str() {
-                        "rename-command" => "Renaming commands is not supported by this server",
+                        "rename-command" => "Bad directive or wrong number of arguments",
                         "user" => "wrong number of arguments",
                         _ => "Sentinel mode is not supported by this server",
                     }));
