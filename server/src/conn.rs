@@ -108,9 +108,8 @@ where
         }
     };
 
-    // TLS records are written by the stream's own code: no outbox.
-    let outbox =
-        (!sock.is_tls()).then(|| crate::round::Outbox::new(fd, wake.clone(), unsent.clone()));
+    let outbox = crate::round::Outbox::new(fd, wake.clone(), unsent.clone());
+    sock.attach(&outbox);
     let mut dec = Decoder::new(max_bulk);
     dec.unauthenticated = !authenticated;
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
@@ -190,7 +189,7 @@ where
         }
         // Replies still in the outbox go out ahead of this batch's (and
         // count as unsent meanwhile).
-        let stalled = outbox.as_ref().is_some_and(|ob| ob.take(&mut out.buf));
+        let stalled = sock.reclaim(&outbox, &mut out.buf);
         let guard = shared.lock_or_busy().await;
         let mut defer = false;
         // A replica's stream is pulled a piece per pass, and the task wakes
@@ -317,13 +316,11 @@ where
         // run on, and its output wait, until the round ends.
         let idle = batch.is_empty() && !wake.is_set();
         let small = (1..=crate::round::OUTBOX_MAX).contains(&out.len());
-        if let Some(ob) = outbox
-            .as_ref()
-            .filter(|_| defer && idle && small && !close && !stalled && !replica)
-        {
-            ob.put(&mut out.buf);
+        if defer && idle && small && !close && !stalled && !replica && sock.seal(&mut out.buf) {
+            outbox.put(&mut out.buf);
         }
-        if !out.is_empty() {
+        // (Records a TLS stream took back may wait with no new output.)
+        if !out.is_empty() || sock.buffered() {
             if defer {
                 crate::round::after().await;
             }
@@ -361,13 +358,13 @@ where
             break;
         }
     }
-    if let Some(ob) = &outbox {
-        // A client that sent its last request and closed its side still
-        // gets the reply, if the socket takes it now.
-        let rest = ob.close();
-        if !rest.is_empty() {
-            let _ = sock.try_write(&rest);
-        }
+    // A client that sent its last request and closed its side still gets
+    // the replies in the outbox, if the socket takes them now.
+    out.buf.clear();
+    sock.reclaim(&outbox, &mut out.buf);
+    outbox.close();
+    if !out.is_empty() || sock.buffered() {
+        let _ = sock.try_write(&out.buf);
     }
     // A busy script may be waiting for this client to leave (INFO's
     // connected_slaves in a loop).
@@ -485,6 +482,17 @@ pub trait Duplex {
     fn is_tls(&self) -> bool {
         false
     }
+    /// Gives the socket the connection's outbox (TLS writes through it).
+    fn attach(&mut self, _ob: &Arc<crate::round::Outbox>) {}
+    /// Takes back what the outbox has not written, ahead of `out`; true if
+    /// the socket stalled (see `round::Outbox::take`).
+    fn reclaim(&mut self, ob: &crate::round::Outbox, out: &mut BytesMut) -> bool {
+        ob.take(out)
+    }
+    /// Turns `out` into the bytes for the wire, if it can be now.
+    fn seal(&mut self, _out: &mut BytesMut) -> bool {
+        true
+    }
 }
 
 macro_rules! duplex {
@@ -526,6 +534,15 @@ impl Duplex for crate::tls::TlsStream {
     }
     fn is_tls(&self) -> bool {
         true
+    }
+    fn attach(&mut self, ob: &Arc<crate::round::Outbox>) {
+        crate::tls::TlsStream::attach(self, ob.clone())
+    }
+    fn reclaim(&mut self, ob: &crate::round::Outbox, _out: &mut BytesMut) -> bool {
+        crate::tls::TlsStream::reclaim(self, ob)
+    }
+    fn seal(&mut self, out: &mut BytesMut) -> bool {
+        crate::tls::TlsStream::seal(self, out)
     }
 }
 

@@ -145,12 +145,12 @@ impl Outbox {
         std::mem::take(&mut h.stalled)
     }
 
-    /// The connection is closing: nothing is written from here on; what
-    /// was left is returned for the task's last write.
-    pub fn close(&self) -> BytesMut {
+    /// The connection is closing (its task took back what was left):
+    /// nothing is written from here on.
+    pub fn close(&self) {
         let mut h = self.inner.lock();
         h.fd = -1;
-        std::mem::take(&mut h.buf)
+        h.buf = BytesMut::new();
     }
 
     fn flush(&self) {

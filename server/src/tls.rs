@@ -538,6 +538,9 @@ pub async fn accept(ctx: Arc<ServerConfig>, tcp: TcpStream) -> io::Result<TlsStr
         conn,
         plain_left: true,
         eof: false,
+        outbox: None,
+        raw: BytesMut::new(),
+        spare: BytesMut::new(),
     })
 }
 
@@ -550,6 +553,13 @@ pub struct TlsStream {
     plain_left: bool,
     /// The socket reached its end.
     eof: bool,
+    /// Where `seal`ed records wait for the round's end (conn.rs).
+    outbox: Option<Arc<crate::round::Outbox>>,
+    /// Records taken back from the outbox unsent: they go before any
+    /// later record, as TLS needs them in order.
+    raw: BytesMut,
+    /// The buffer the next `seal` fills.
+    spare: BytesMut,
 }
 
 /// `std::io` over the socket's non-blocking calls, for rustls.
@@ -601,6 +611,16 @@ impl TlsStream {
 
     /// Writes what rustls has encrypted; WouldBlock while some is left.
     fn send(&mut self) -> io::Result<()> {
+        // Records still in the outbox were sealed first: they go first.
+        if let Some(ob) = &self.outbox {
+            ob.take(&mut self.raw);
+        }
+        while !self.raw.is_empty() {
+            match self.tcp.try_write(&self.raw)? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => bytes::Buf::advance(&mut self.raw, n),
+            }
+        }
         while self.conn.wants_write() {
             if self.conn.write_tls(&mut Io(&self.tcp))? == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
@@ -652,7 +672,53 @@ impl TlsStream {
     }
 
     pub fn buffered(&self) -> bool {
-        self.conn.wants_write()
+        !self.raw.is_empty() || self.conn.wants_write()
+    }
+
+    /// The connection's outbox, which sealed records are put in.
+    pub fn attach(&mut self, ob: Arc<crate::round::Outbox>) {
+        self.outbox = Some(ob);
+    }
+
+    /// Takes back what the outbox has not written (see `send`).
+    pub fn reclaim(&mut self, ob: &crate::round::Outbox) -> bool {
+        ob.take(&mut self.raw)
+    }
+
+    /// Encrypts all of `out` in place, so that the round's end can write
+    /// it raw. False, with `out` untouched, while earlier records wait:
+    /// they must leave first.
+    pub fn seal(&mut self, out: &mut BytesMut) -> bool {
+        if self.buffered() {
+            return false;
+        }
+        let mut sealed = std::mem::take(&mut self.spare);
+        sealed.clear();
+        let mut off = 0;
+        while off < out.len() {
+            match self.conn.writer().write(&out[off..]) {
+                Ok(n) if n > 0 => off += n,
+                // Records made so far go first; the rest is written as
+                // plain text by the task.
+                _ => {
+                    self.raw = sealed;
+                    bytes::Buf::advance(out, off);
+                    return false;
+                }
+            }
+            while self.conn.wants_write() {
+                if self
+                    .conn
+                    .write_tls(&mut bytes::BufMut::writer(&mut sealed))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        }
+        std::mem::swap(out, &mut sealed);
+        self.spare = sealed;
+        true
     }
 }
 
