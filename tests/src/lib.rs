@@ -500,6 +500,15 @@ pub fn nil() -> Frame {
 
 /// A reply as text: the bytes of a string or error, an integer's digits,
 /// else its debug form (which no expected text matches).
+/// An integer field of INFO `section`; panics if it is missing.
+pub fn info_int(c: &mut RawClient, section: &str, name: &str) -> i64 {
+    let info = text(&c.cmd(&["INFO", section]));
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+}
+
 pub fn text(f: &Frame) -> String {
     match f {
         Frame::Simple(b) | Frame::Bulk(b) | Frame::Error(b) | Frame::Verbatim(b) => {

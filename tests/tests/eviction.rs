@@ -7,19 +7,11 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test eviction` to check them again.
 
-use cinnabar_tests::{encode, text, RawClient, RespFrame as Frame, Server};
+use cinnabar_tests::{encode, info_int, text, RawClient, RespFrame as Frame, Server};
 use std::collections::HashSet;
 use std::time::Duration;
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-
-fn info_field(c: &mut RawClient, section: &str, name: &str) -> i64 {
-    let info = text(&c.cmd(&["INFO", section]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-}
 
 /// Sends all commands pipelined (in chunks) and returns the replies.
 fn pipeline(c: &mut RawClient, cmds: &[Vec<Vec<u8>>]) -> Vec<Frame> {
@@ -75,14 +67,14 @@ fn squeeze(c: &mut RawClient, policy: &str, bytes: i64) -> i64 {
         text(&c.cmd(&["CONFIG", "SET", "maxmemory-policy", policy])),
         "OK"
     );
-    let used = info_field(c, "memory", "used_memory");
+    let used = info_int(c, "memory", "used_memory");
     let max = (used - bytes).to_string();
     assert_eq!(text(&c.cmd(&["CONFIG", "SET", "maxmemory", &max])), "OK");
     assert_eq!(text(&c.cmd(&["SET", "trigger", "1"])), "OK");
     // Redis may finish a long round in the background: let it settle.
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(text(&c.cmd(&["CONFIG", "SET", "maxmemory", "0"])), "OK");
-    info_field(c, "stats", "evicted_keys")
+    info_int(c, "stats", "evicted_keys")
 }
 
 fn survivors(c: &mut RawClient, prefix: &str, n: usize) -> Vec<usize> {
@@ -208,7 +200,7 @@ fn noeviction_refuses_writes_but_serves_reads() {
         c.cmd(&["EVAL", "return redis.call('get','a')", "0"]),
         Frame::Null
     );
-    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 0);
+    assert_eq!(info_int(&mut c, "stats", "evicted_keys"), 0);
     assert_eq!(text(&c.cmd(&["CONFIG", "SET", "maxmemory", "0"])), "OK");
     assert_eq!(text(&c.cmd(&["SET", "b", "1"])), "OK");
 }
@@ -237,7 +229,7 @@ fn evicted_keys_are_announced_and_unwatched() {
     assert!(refused, "SET never refused");
     assert_eq!(c.cmd(&["DBSIZE"]), Frame::Integer(0));
     // 200, plus `trigger` if a SET got through before the end.
-    assert!(info_field(&mut c, "stats", "evicted_keys") >= 200);
+    assert!(info_int(&mut c, "stats", "evicted_keys") >= 200);
     let got = sub.read();
     match got {
         Frame::Array(v) | Frame::Push(v) => {
@@ -261,14 +253,14 @@ fn lua_memory_is_reported_apart_from_used_memory() {
     let s = Server::start(&[]);
     let mut c = s.raw();
     c.cmd(&["SCRIPT", "LOAD", "return 1"]);
-    assert_eq!(info_field(&mut c, "memory", "number_of_cached_scripts"), 1);
-    let used = info_field(&mut c, "memory", "used_memory");
-    let lua = info_field(&mut c, "memory", "used_memory_lua");
+    assert_eq!(info_int(&mut c, "memory", "number_of_cached_scripts"), 1);
+    let used = info_int(&mut c, "memory", "used_memory");
+    let lua = info_int(&mut c, "memory", "used_memory_lua");
     // About 8 MB of strings, unreachable once the script returns.
     let big = "local t = {} for i = 1, 4000 do t[i] = string.rep('x', 2000) .. i end return #t";
     assert_eq!(c.cmd(&["EVAL", big, "0"]), Frame::Integer(4000));
-    let lua_after = info_field(&mut c, "memory", "used_memory_lua");
-    let used_after = info_field(&mut c, "memory", "used_memory");
+    let lua_after = info_int(&mut c, "memory", "used_memory_lua");
+    let used_after = info_int(&mut c, "memory", "used_memory");
     assert!(
         lua_after > lua + (4 << 20),
         "used_memory_lua {lua} -> {lua_after}"
@@ -277,16 +269,16 @@ fn lua_memory_is_reported_apart_from_used_memory() {
         used_after < used + (1 << 20),
         "used_memory {used} -> {used_after}"
     );
-    assert_eq!(info_field(&mut c, "memory", "number_of_cached_scripts"), 2);
+    assert_eq!(info_int(&mut c, "memory", "number_of_cached_scripts"), 2);
     c.cmd(&[
         "FUNCTION",
         "LOAD",
         "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
     ]);
-    assert_eq!(info_field(&mut c, "memory", "number_of_functions"), 1);
-    assert_eq!(info_field(&mut c, "memory", "number_of_libraries"), 1);
+    assert_eq!(info_int(&mut c, "memory", "number_of_functions"), 1);
+    assert_eq!(info_int(&mut c, "memory", "number_of_libraries"), 1);
     c.cmd(&["SCRIPT", "FLUSH"]);
-    assert_eq!(info_field(&mut c, "memory", "number_of_cached_scripts"), 0);
+    assert_eq!(info_int(&mut c, "memory", "number_of_cached_scripts"), 0);
 }
 
 fn rss_bytes(pid: u32) -> u64 {
@@ -353,9 +345,9 @@ fn fill_far_past_the_limit_keeps_memory_and_hit_rate() {
         }
         i += 5000;
     }
-    let used = info_field(&mut c, "memory", "used_memory") as u64;
+    let used = info_int(&mut c, "memory", "used_memory") as u64;
     let rss = rss_bytes(s.pid());
-    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    let evicted = info_int(&mut c, "stats", "evicted_keys");
     assert!(evicted > 100_000, "evicted {evicted}");
     assert!(used <= limit + limit / 20, "used_memory {used}");
     // Resident memory, not only the accounted kind, stays within 10% of

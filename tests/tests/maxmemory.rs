@@ -8,14 +8,6 @@
 
 use cinnabar_tests::*;
 
-fn info_field(c: &mut RawClient, section: &str, name: &str) -> i64 {
-    let info = text(&c.cmd(&["INFO", section]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-}
-
 /// `n` keys `0..n` with a one-byte value, pipelined.
 fn populate(c: &mut RawClient, n: usize) {
     let mut buf = Vec::new();
@@ -44,7 +36,7 @@ fn a_full_table_does_not_grow_past_maxmemory() {
         ok()
     );
     populate(&mut c, 4096);
-    let used = info_field(&mut c, "memory", "used_memory");
+    let used = info_int(&mut c, "memory", "used_memory");
     assert_eq!(
         c.cmd(&[
             "CONFIG",
@@ -57,7 +49,7 @@ fn a_full_table_does_not_grow_past_maxmemory() {
     assert_eq!(c.cmd(&["SET", "k1", "v1"]), ok());
     assert_eq!(c.cmd(&["SET", "k2", "v2"]), ok());
     assert_eq!(c.cmd(&["DBSIZE"]), int(4098));
-    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 0);
+    assert_eq!(info_int(&mut c, "stats", "evicted_keys"), 0);
 }
 
 /// In MULTI the lower limit does not evict between the queued commands:
@@ -82,7 +74,7 @@ fn config_set_maxmemory_in_multi_evicts_after_exec() {
         RespFrame::Array(vec![int(1), ok(), int(2)])
     );
     wait_for("x evicted", || c.cmd(&["DBSIZE"]) == int(0));
-    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 1);
+    assert_eq!(info_int(&mut c, "stats", "evicted_keys"), 1);
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
 }
 
@@ -97,12 +89,12 @@ fn config_set_evicts_only_what_the_limit_asks() {
         ok()
     );
     populate(&mut c, 4000);
-    let used = info_field(&mut c, "memory", "used_memory");
+    let used = info_int(&mut c, "memory", "used_memory");
     assert_eq!(
         c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 4096).to_string()]),
         ok()
     );
-    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    let evicted = info_int(&mut c, "stats", "evicted_keys");
     assert!((1..200).contains(&evicted), "evicted {evicted}");
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
 }
@@ -130,13 +122,13 @@ fn written_messages_give_their_memory_back() {
         }
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let before = info_field(&mut c, "memory", "used_memory");
+    let before = info_int(&mut c, "memory", "used_memory");
     // One command: the messages arrive together, as from an eviction round.
     let mut del = vec!["DEL"];
     del.extend(keys.iter().map(String::as_str));
     assert_eq!(c.cmd(&del), int(100));
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let after = info_field(&mut c, "memory", "used_memory");
+    let after = info_int(&mut c, "memory", "used_memory");
     // The keys and their tracking entries are gone: memory must not grow.
     assert!(after < before, "used_memory {before} -> {after}");
 }
@@ -168,12 +160,12 @@ fn tracking_messages_do_not_feed_eviction() {
         }
     }
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    let used = info_field(&mut c, "memory", "used_memory");
+    let used = info_int(&mut c, "memory", "used_memory");
     assert_eq!(
         c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 40000).to_string()]),
         ok()
     );
-    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    let evicted = info_int(&mut c, "stats", "evicted_keys");
     let RespFrame::Integer(left) = c.cmd(&["DBSIZE"]) else {
         panic!("DBSIZE");
     };

@@ -245,9 +245,10 @@ fn an_online_replica_past_its_output_limit_is_closed() {
         .contains("scheduled to be closed ASAP for overcoming of output buffer limits"));
 }
 
-/// A master by hand that answers the handshake and sends `rdb` as the
-/// full resync's image; returns its port.
-fn fake_master(rdb: Vec<u8>) -> u16 {
+/// A master by hand: answers the handshake (+PONG to PING, +OK to the
+/// rest) and hands the socket to `psync` when the replica sends PSYNC;
+/// returns its port.
+fn hand_master(psync: impl FnOnce(&mut std::net::TcpStream) + Send + 'static) -> u16 {
     use std::io::{BufRead, BufReader, Write};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
@@ -256,7 +257,7 @@ fn fake_master(rdb: Vec<u8>) -> u16 {
         let mut r = BufReader::new(sock.try_clone().unwrap());
         let mut w = sock;
         let mut line = String::new();
-        // Each command is an array: count its lines, answer at its end.
+        // Each command is an array: its name is its second line's word.
         loop {
             line.clear();
             if r.read_line(&mut line).unwrap_or(0) == 0 {
@@ -267,30 +268,28 @@ fn fake_master(rdb: Vec<u8>) -> u16 {
             for _ in 0..n * 2 {
                 line.clear();
                 r.read_line(&mut line).unwrap();
-                words.push(line.trim().to_string());
+                words.push(line.trim().to_ascii_uppercase());
             }
-            let cmd = words
-                .get(1)
-                .cloned()
-                .unwrap_or_default()
-                .to_ascii_uppercase();
-            if cmd == "PSYNC" {
-                let id = "a".repeat(40);
-                write!(w, "+FULLRESYNC {id} 0\r\n${}\r\n", rdb.len()).unwrap();
-                w.write_all(&rdb).unwrap();
-                // Keep the link open while the replica loads.
-                std::thread::sleep(Duration::from_secs(5));
-                return;
+            match words.get(1).map(String::as_str) {
+                Some("PSYNC") => return psync(&mut w),
+                Some("PING") => w.write_all(b"+PONG\r\n").unwrap(),
+                _ => w.write_all(b"+OK\r\n").unwrap(),
             }
-            w.write_all(if cmd == "PING" {
-                b"+PONG\r\n"
-            } else {
-                b"+OK\r\n"
-            })
-            .unwrap();
         }
     });
     port
+}
+
+/// A master that sends `rdb` as the full resync's image.
+fn fake_master(rdb: Vec<u8>) -> u16 {
+    hand_master(move |w| {
+        use std::io::Write;
+        let id = "a".repeat(40);
+        write!(w, "+FULLRESYNC {id} 0\r\n${}\r\n", rdb.len()).unwrap();
+        w.write_all(&rdb).unwrap();
+        // Keep the link open while the replica loads.
+        std::thread::sleep(Duration::from_secs(5));
+    })
 }
 
 /// `repl-diskless-load`: `disabled` (the default) saves the master's RDB
@@ -338,44 +337,16 @@ fn diskless_load_modes() {
     }
 }
 
-/// A master by hand that starts a diskless full resync with replication
-/// ID `id`, sends the first half of `rdb`, and cuts the link when told.
+/// A master that starts a diskless full resync with replication ID `id`,
+/// sends the first half of `rdb`, and cuts the link when told.
 fn stalling_master(id: String, rdb: Vec<u8>, cut: std::sync::mpsc::Receiver<()>) -> u16 {
-    use std::io::{BufRead, BufReader, Write};
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let (sock, _) = l.accept().unwrap();
-        let mut r = BufReader::new(sock.try_clone().unwrap());
-        let mut w = sock;
-        let mut line = String::new();
-        // Each command is an array: its name is its second line's word.
-        loop {
-            line.clear();
-            if r.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let n: usize = line.trim_start_matches('*').trim().parse().unwrap_or(0);
-            let mut words = Vec::new();
-            for _ in 0..n * 2 {
-                line.clear();
-                r.read_line(&mut line).unwrap();
-                words.push(line.trim().to_ascii_uppercase());
-            }
-            match words.get(1).map(String::as_str) {
-                Some("PSYNC") => {
-                    let mark = "m".repeat(40);
-                    write!(w, "+FULLRESYNC {id} 0\r\n$EOF:{mark}\r\n").unwrap();
-                    w.write_all(&rdb[..rdb.len() / 2]).unwrap();
-                    let _ = cut.recv();
-                    return;
-                }
-                Some("PING") => w.write_all(b"+PONG\r\n").unwrap(),
-                _ => w.write_all(b"+OK\r\n").unwrap(),
-            }
-        }
-    });
-    port
+    hand_master(move |w| {
+        use std::io::Write;
+        let mark = "m".repeat(40);
+        write!(w, "+FULLRESYNC {id} 0\r\n$EOF:{mark}\r\n").unwrap();
+        w.write_all(&rdb[..rdb.len() / 2]).unwrap();
+        let _ = cut.recv();
+    })
 }
 
 fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
