@@ -104,6 +104,10 @@ struct Held {
 /// Larger output is written by its task, which can wait for the socket.
 pub const OUTBOX_MAX: usize = 64 * 1024;
 
+/// Room an emptied outbox keeps: as a connection's own buffer (conn.rs),
+/// more would be idle memory counted in `used_memory`, evicting keys.
+const KEEP: usize = 4096;
+
 impl Outbox {
     pub fn new(fd: RawFd, wake: Arc<crate::wake::Wake>, unsent: Arc<AtomicUsize>) -> Arc<Self> {
         Arc::new(Self {
@@ -186,7 +190,7 @@ impl Outbox {
         let Held { buf, stalled, .. } = &mut *h;
         if off == buf.len() {
             buf.clear();
-            if buf.capacity() > OUTBOX_MAX {
+            if buf.capacity() > KEEP {
                 *buf = BytesMut::new();
             }
             self.unsent.store(0, Ordering::Relaxed);
