@@ -500,13 +500,22 @@ pub fn nil() -> Frame {
 
 /// A reply as text: the bytes of a string or error, an integer's digits,
 /// else its debug form (which no expected text matches).
+/// A field of INFO `section`, "" if it is missing.
+pub fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
+    let info = text(&c.cmd(&["INFO", section]));
+    let key = format!("{field}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(key.as_str()))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 /// An integer field of INFO `section`; panics if it is missing.
 pub fn info_int(c: &mut RawClient, section: &str, name: &str) -> i64 {
-    let info = text(&c.cmd(&["INFO", section]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+    info_field(c, section, name)
+        .parse()
+        .unwrap_or_else(|_| panic!("no {name} in INFO {section}"))
 }
 
 pub fn text(f: &Frame) -> String {

@@ -110,13 +110,7 @@ fn pause_keeps_expired_keys_until_unpause() {
 
 /// `field` of INFO replication ("" before a `replicaof` has taken effect).
 fn repl_field(c: &mut RawClient, field: &str) -> String {
-    let info = text(&c.cmd(&["INFO", "replication"]));
-    let key = format!("{field}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(key.as_str()))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    info_field(c, "replication", field)
 }
 
 fn wait_field(c: &mut RawClient, field: &str, want: &str) {

@@ -7,16 +7,6 @@ use cinnabar_tests::*;
 use std::thread;
 use std::time::Duration;
 
-fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
-    let info = text(&c.cmd(&["INFO", section]));
-    let key = format!("{field}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(key.as_str()))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 /// A master (with DEBUG) and its writable replica, linked, and a
 /// connection to each.
 fn writable_replica() -> (Server, Server, RawClient, RawClient) {

@@ -4,7 +4,7 @@
 //! `repl-diskless-sync-delay`, the stream held until the replica's first
 //! ACK; and cinnabar reading that form from a real Redis master.
 
-use cinnabar_tests::{bulk, err, ok, tool, wait_for, RawClient, Server};
+use cinnabar_tests::{bulk, err, info_field, ok, tool, wait_for, RawClient, Server};
 use protocol::Frame;
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -347,16 +347,6 @@ fn stalling_master(id: String, rdb: Vec<u8>, cut: std::sync::mpsc::Receiver<()>)
         w.write_all(&rdb[..rdb.len() / 2]).unwrap();
         let _ = cut.recv();
     })
-}
-
-fn info_field(c: &mut RawClient, section: &str, field: &str) -> String {
-    let info = cinnabar_tests::text(&c.cmd(&["INFO", section]));
-    let key = format!("{field}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(key.as_str()))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
 }
 
 /// `repl-diskless-load swapdb` loads the master's image beside the old
