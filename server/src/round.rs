@@ -125,7 +125,11 @@ impl Outbox {
     /// Leaves `out` (emptied) to be written at the round's end.
     pub fn put(self: &Arc<Self>, out: &mut BytesMut) {
         let mut h = self.inner.lock();
-        if h.buf.is_empty() {
+        // Small replies are copied, so the connection keeps its own buffer
+        // and the pair's memory stays the same from round to round: a
+        // buffer swapped for a tiny one and later regrown counted as new
+        // memory, which evicted keys (tracking messages to ten clients).
+        if h.buf.is_empty() && out.len() > KEEP {
             std::mem::swap(&mut h.buf, out);
         } else {
             h.buf.extend_from_slice(out);
