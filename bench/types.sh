@@ -45,7 +45,9 @@
 # Env: REDIS_SERVER (default redis-server), CINNABAR_BIN (default: release
 # build under $CARGO_TARGET_DIR or target/; set it to a redis-server to
 # check the script with Redis against itself), PORT_BASE (ports probed from
-# there; default random 20000-29999), CLIENTS (50), N (requests per test).
+# there; default random 20000-29999), CLIENTS (50), N (requests per test),
+# REPEAT (1: runs per test and server, interleaved; medians are printed),
+# ONLY (label prefixes of the throughput tests to run, e.g. "XADD PF").
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -89,6 +91,7 @@ else
 fi
 LARGE_MEMBERS=${LARGE_MEMBERS:-100000}
 CLIENTS=${CLIENTS:-50}
+REPEAT=${REPEAT:-1}
 GEN="$ROOT/bench/types_gen.py"
 
 # Whether the server on PORT knows a command (an arity error means yes).
@@ -113,8 +116,18 @@ rps() {
     awk -F'"' -v pre="$prefix" 'NR > 1 && $4 != "" && !done && index($2, pre) == 1 { print $4; done = 1 }'
 }
 
+# only LABEL: whether ONLY (space-separated label prefixes) selects it.
+only() {
+  local w
+  [ -z "${ONLY:-}" ] && return 0
+  for w in $ONLY; do
+    case "$1" in "$w"*) return 0 ;; esac
+  done
+  return 1
+}
+
 throughput() {
-  local C R C_PID R_PID p label prefix cmd probe c r rat note port
+  local C R C_PID R_PID p label prefix cmd probe c r rat note port i args cs rs
   start cinnabar "$CINNABAR_BIN"; C=$START_PORT; C_PID=$START_PID
   start redis "$REDIS_BIN"; R=$START_PORT; R_PID=$START_PID
   for port in "$C" "$R"; do
@@ -131,17 +144,17 @@ throughput() {
     while IFS='|' read -r label prefix cmd probe; do
       note=""
       knows "$C" "$probe" || note=" ($probe not in cinnabar yet)"
-      c=""
-      r=""
-      if [ "$prefix" = "-" ]; then
-        # shellcheck disable=SC2086 # the command line splits into words
-        [ -z "$note" ] && c=$(rps "$C" "$p" "" $cmd)
-        # shellcheck disable=SC2086
-        r=$(rps "$R" "$p" "" $cmd)
-      else
-        [ -z "$note" ] && c=$(rps "$C" "$p" "$prefix" -t "$cmd")
-        r=$(rps "$R" "$p" "$prefix" -t "$cmd")
-      fi
+      only "$label" || continue
+      [ "$prefix" = "-" ] && args=("") || args=("$prefix" -t)
+      # shellcheck disable=SC2206 # the command line splits into words
+      args+=($cmd)
+      cs=() rs=()
+      for ((i = 0; i < REPEAT; i++)); do
+        [ -z "$note" ] && cs+=("$(rps "$C" "$p" "${args[@]}")")
+        rs+=("$(rps "$R" "$p" "${args[@]}")")
+      done
+      c=$([ -z "$note" ] && median "${cs[@]}" || true)
+      r=$(median "${rs[@]}")
       rat=$(ratio "$c" "$r")
       printf '%-30s %3s %12s %12s %8s%s\n' "$label" "$p" "${c:-n/a}" "${r:-n/a}" "$rat" "$note"
       [ "$rat" != n/a ] && echo "$p $rat" >>"$RESULTS"
