@@ -4,10 +4,12 @@
 //! SIGABRT, which a panic's abort raises) logs Redis's bug report — the
 //! signal, the stack trace, INFO and the clients — and then takes its
 //! default action; the watchdog (`watchdog-period`) logs when the event
-//! loop has not come round for longer than the period.
+//! loop has not come round for longer than the period, with the stack
+//! trace of the worker thread where it is stuck.
 
 use crate::log::RAW;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::OnceLock;
 use std::time::Duration;
 use tracing::warn;
@@ -17,6 +19,8 @@ static EXIT_ON_PANIC: AtomicBool = AtomicBool::new(false);
 static WATCHDOG_MS: AtomicI64 = AtomicI64::new(0);
 /// When the cron last came round (unix ms).
 static HEARTBEAT: AtomicU64 = AtomicU64::new(0);
+/// The thread the cron last ran on: the worker the watchdog interrupts.
+static WORKER_TID: AtomicI32 = AtomicI32::new(0);
 
 /// `use-exit-on-panic` and `watchdog-period` took new values.
 pub fn configure(exit_on_panic: bool, watchdog_ms: i64) {
@@ -24,6 +28,7 @@ pub fn configure(exit_on_panic: bool, watchdog_ms: i64) {
     let was = WATCHDOG_MS.swap(watchdog_ms, Relaxed);
     if was == 0 && watchdog_ms > 0 {
         beat();
+        install_watchdog_handler();
         std::thread::spawn(watchdog);
     }
 }
@@ -31,6 +36,10 @@ pub fn configure(exit_on_panic: bool, watchdog_ms: i64) {
 /// Called by the cron each time round.
 pub fn beat() {
     HEARTBEAT.store(crate::state::now_ms() as u64, Relaxed);
+    if WATCHDOG_MS.load(Relaxed) > 0 {
+        // SAFETY: gettid has no arguments and cannot fail.
+        WORKER_TID.store(unsafe { libc::gettid() }, Relaxed);
+    }
 }
 
 /// A panic anywhere takes the process down, as a failed assertion does in
@@ -162,6 +171,92 @@ fn watchdog() {
         if now.saturating_sub(last) > period as u64 && last != reported {
             reported = last;
             tracing::warn!("--- WATCHDOG TIMER EXPIRED ---");
+            log_worker_stack();
         }
     }
+}
+
+const MAX_FRAMES: usize = 100;
+/// The stalled worker's return addresses, written by its signal handler.
+static FRAMES: [AtomicUsize; MAX_FRAMES] = [const { AtomicUsize::new(0) }; MAX_FRAMES];
+static NFRAMES: AtomicUsize = AtomicUsize::new(0);
+static CAPTURED: AtomicBool = AtomicBool::new(false);
+
+/// SIGALRM, sent by the watchdog to the worker, as Redis's watchdog
+/// timer is: the handler only walks the stack into `FRAMES` (no
+/// allocation, no lock), and the watchdog thread names the frames.
+fn install_watchdog_handler() {
+    // The unwinder's first use may load and set up what it needs: done
+    // here, not in the handler.
+    backtrace::trace(|_| false);
+    // SAFETY: as in `install_signal_handlers`; SA_RESTART so that the
+    // interrupted system call goes on.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_watchdog_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGALRM, &sa, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_watchdog_signal(_: libc::c_int) {
+    let mut n = 0;
+    // SAFETY: walks this thread's own stack; the closure only stores
+    // into atomics. No other thread traces meanwhile: the watchdog waits.
+    unsafe {
+        backtrace::trace_unsynchronized(|f| {
+            FRAMES[n].store(f.ip() as usize, Relaxed);
+            n += 1;
+            n < MAX_FRAMES
+        });
+    }
+    NFRAMES.store(n, Relaxed);
+    CAPTURED.store(true, Release);
+}
+
+/// Interrupts the worker and logs its stack trace, as Redis's watchdog
+/// report: the frames below the signal handler, innermost first.
+fn log_worker_stack() {
+    let tid = WORKER_TID.load(Relaxed);
+    CAPTURED.store(false, Relaxed);
+    // SAFETY: signals a thread of this process; a stale id fails (ESRCH).
+    if tid == 0
+        || unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGALRM) } != 0
+    {
+        return;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    while !CAPTURED.load(Acquire) {
+        if std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut lines = Vec::new();
+    for f in &FRAMES[..NFRAMES.load(Relaxed)] {
+        let ip = f.load(Relaxed);
+        if ip == 0 {
+            continue;
+        }
+        let mut name = String::from("??");
+        backtrace::resolve(ip as *mut std::ffi::c_void, |sym| {
+            if let Some(n) = sym.name() {
+                name = format!("{n:#}");
+            }
+        });
+        lines.push(format!("{name} [{ip:#x}]"));
+    }
+    // The handler's own frames and the kernel's signal trampoline first.
+    let skip = lines
+        .iter()
+        .position(|l| l.contains("on_watchdog_signal"))
+        .map_or(0, |i| i + 2);
+    let pid = std::process::id();
+    let time = crate::state::now_ms() / 1000;
+    warn!(
+        target: RAW,
+        "\n------ STACK TRACE ------\n\nBacktrace:\n{}\n{pid}:signal-handler ({time}) --------",
+        lines[skip.min(lines.len())..].join("\n")
+    );
 }

@@ -284,6 +284,37 @@ fn debug_segfault_crashes_with_a_stack_trace_through_the_debug_command() {
     assert!(log.contains("REDIS BUG REPORT END"), "{log}");
 }
 
+/// The watchdog, as Redis's: a command that holds the worker past
+/// `watchdog-period` gets the worker's stack trace logged, and the server
+/// goes on.
+#[test]
+fn the_watchdog_logs_the_stalled_workers_stack_trace() {
+    if is_real_redis() {
+        return;
+    }
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "SET", "watchdog-period", "200"]),
+        ok()
+    );
+    assert_eq!(cmd(&mut c, &["DEBUG", "SLEEP", "1"]), ok());
+    wait_for("the watchdog's report", || {
+        s.log().contains("signal-handler")
+    });
+    let log = s.log();
+    let report = &log[log.find("--- WATCHDOG TIMER EXPIRED ---").expect(&log)..];
+    assert!(report.contains("------ STACK TRACE ------"), "{report}");
+    assert!(report.contains("std::thread::functions::sleep"), "{report}");
+    assert!(report.contains("cmd::debug::debug"), "{report}");
+    assert!(!report.contains("on_watchdog_signal"), "{report}");
+    assert_eq!(
+        cmd(&mut c, &["CONFIG", "SET", "watchdog-period", "0"]),
+        ok()
+    );
+    assert_eq!(cmd(&mut c, &["PING"]), simple("PONG"));
+}
+
 /// Once SHUTDOWN has closed its client's connection, nobody can connect:
 /// the listeners stop first, as when Redis exits (a client reconnecting at
 /// once was accepted, even served, while the process wound down). Also
