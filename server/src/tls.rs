@@ -583,11 +583,28 @@ impl Write for Io<'_> {
     }
 }
 
+/// The socket read through its poll interface, for a task: a short read
+/// clears the socket's readiness, so the task's next read waits for data
+/// instead of finding none with a system call (at -P 1 a reply's client
+/// has sent nothing more, every time).
+struct Polled<'a, 'b>(&'a mut TcpStream, &'a mut Context<'b>);
+
+impl Read for Polled<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut rb = ReadBuf::new(buf);
+        match Pin::new(&mut *self.0).poll_read(self.1, &mut rb) {
+            Poll::Ready(Ok(())) => Ok(rb.filled().len()),
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
 impl TlsStream {
     /// How many decrypted bytes are ready (0 at the end of the stream),
     /// reading the socket once if none are; WouldBlock when it has
-    /// nothing.
-    fn pull(&mut self) -> io::Result<usize> {
+    /// nothing (with `cx`: the task is then woken when it has).
+    fn pull(&mut self, mut cx: Option<&mut Context<'_>>) -> io::Result<usize> {
         loop {
             let st = match self.conn.process_new_packets() {
                 Ok(st) => st,
@@ -603,7 +620,11 @@ impl TlsStream {
                 let _ = self.send();
                 return Ok(n);
             }
-            if self.conn.read_tls(&mut Io(&self.tcp))? == 0 {
+            let n = match cx.as_deref_mut() {
+                Some(cx) => self.conn.read_tls(&mut Polled(&mut self.tcp, cx))?,
+                None => self.conn.read_tls(&mut Io(&self.tcp))?,
+            };
+            if n == 0 {
                 self.eof = true;
             }
         }
@@ -660,7 +681,7 @@ impl TlsStream {
     pub fn try_read_buf(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
         // Everything decrypted is taken below, or there was nothing.
         self.plain_left = false;
-        let n = self.pull()?;
+        let n = self.pull(None)?;
         let len = buf.len();
         buf.resize(len + n, 0);
         self.conn.reader().read_exact(&mut buf[len..])?;
@@ -729,22 +750,21 @@ impl AsyncRead for TlsStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        loop {
-            match this.pull() {
-                Ok(0) => return Poll::Ready(Ok(())),
-                Ok(n) => {
-                    let dst = buf.initialize_unfilled_to(n.min(buf.remaining()));
-                    let k = this.conn.reader().read(dst)?;
-                    buf.advance(k);
-                    this.plain_left = k < n;
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    this.plain_left = false;
-                    ready!(this.tcp.poll_read_ready(cx))?;
-                }
-                Err(e) => return Poll::Ready(Err(e)),
+        match this.pull(Some(cx)) {
+            Ok(0) => Poll::Ready(Ok(())),
+            Ok(n) => {
+                let dst = buf.initialize_unfilled_to(n.min(buf.remaining()));
+                let k = this.conn.reader().read(dst)?;
+                buf.advance(k);
+                this.plain_left = k < n;
+                Poll::Ready(Ok(()))
             }
+            // The socket's poll registered the task's waker.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                this.plain_left = false;
+                Poll::Pending
+            }
+            Err(e) => Poll::Ready(Err(e)),
         }
     }
 }
