@@ -20,7 +20,8 @@
 # Options: -n N (20000), -c CLIENTS (1), -P PIPELINE (1), --both-pipelines
 # (-P 1 and -P 16).
 # Env: REDIS_SERVER, CINNABAR_BIN, PORT_BASE as for bench/types.sh; KEEP=1
-# keeps the scratch directory and prints its path.
+# keeps the scratch directory and prints its path; SERVER_ARGS, options
+# for both servers (SERVER_ARGS="--list-compress-depth 1" bench/instr.sh LPUSH).
 #
 # Measured 2026-11-26, -n 20000, Ir per request. -c 1 -P 1: cinnabar before
 # and after the decoder's one-piece path, the hashed command lookup and the
@@ -62,6 +63,7 @@ while [ $# -gt 0 ]; do
 done
 
 bench_init python3 valgrind callgrind_control
+SERVER_ARGS=${SERVER_ARGS:-}
 [ -n "${KEEP:-}" ] && trap 'for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; echo "kept $WORK"' EXIT
 
 # vstart NAME BINARY: the server under callgrind (slow to start: it reads
@@ -70,8 +72,9 @@ vstart() {
   local name=$1 bin=$2 port pid
   mkdir -p "$WORK/$name"
   port=$(free_port)
+  # shellcheck disable=SC2086 # SERVER_ARGS splits into options
   (cd "$WORK/$name" && exec valgrind --tool=callgrind --callgrind-out-file="$WORK/$name/cg.out" \
-    "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$WORK/$name/log" 2>&1) &
+    "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no $SERVER_ARGS >"$WORK/$name/log" 2>&1) &
   pid=$!
   PIDS+=("$pid")
   for _ in $(seq 1 600); do
@@ -153,6 +156,7 @@ for p in $PIPES; do
     printf '%-30s %3s %10s %10s %7s\n' "$LABEL" "$p" "$c" "$r" "$(ratio "$c" "$r")"
   done <<'EOF'
 PING|PING
+LPUSH|LPUSH l __rand_int__
 GEOADD ga (random points)|GEOADD ga 13.__rand_int__ 38.__rand_int__ m:__rand_int__
 GEOSEARCH geo BYRADIUS 10 km|GEOSEARCH geo FROMLONLAT 14 37.5 BYRADIUS 10 km
 XADD 3 fields|XADD xa * name u action click value 42
