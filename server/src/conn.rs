@@ -30,6 +30,14 @@ const KEEP_BUF: usize = 64 * 1024;
 /// and is given back to once written.
 const OUT_START: usize = 4096;
 
+/// Output a batch adds between two client eviction checks: Redis's reply
+/// block.
+const EVICT_STEP: usize = 16 * 1024;
+
+/// Output past this much, in a batch or left unwritten, is held in the
+/// client's `spill`.
+const SPILL_AT: usize = 64 * 1024;
+
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
 
@@ -76,8 +84,17 @@ where
                     c.tls = sock.is_tls();
                     let wake = c.wake.clone();
                     let unsent = c.out_unsent.clone();
+                    let spill = c.spill.clone();
                     st.clients.insert(id, Box::new(c));
-                    Ok((id, wake, unsent, st.tun.max_bulk, st.tun.timeout_s, authed))
+                    Ok((
+                        id,
+                        wake,
+                        unsent,
+                        spill,
+                        st.tun.max_bulk,
+                        st.tun.timeout_s,
+                        authed,
+                    ))
                 }
             };
         }
@@ -98,7 +115,7 @@ where
             _ = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
     };
-    let (id, wake, unsent, max_bulk, timeout_s, authenticated) = match admitted {
+    let (id, wake, unsent, spill, max_bulk, timeout_s, authenticated) = match admitted {
         Ok(x) => x,
         Err(msg) => {
             if sock.write_all(msg.as_bytes()).await.is_ok() {
@@ -196,6 +213,7 @@ where
         // itself for the next: its output is written by itself.
         let mut replica = false;
         let mut aof_wait = None;
+        let mut self_evicted = false;
         let close = if let Some(mut guard) = guard {
             let st = &mut *guard;
             st.tick(std::time::Instant::now());
@@ -213,6 +231,7 @@ where
             // Replies of earlier batches the socket has not taken yet: from
             // here they are counted in `out`, not as unsent.
             let carried = out.len();
+            let mut spilled = 0;
             unsent.store(0, Ordering::Relaxed);
             let had_pending = !cl.pending.is_empty();
             if !cl.pending.is_empty() {
@@ -230,6 +249,8 @@ where
                 let mut done = 0;
                 paused = false;
                 out.cap = crate::pubsub::hard_limit(&cl, &st.tun.obuf_limits);
+                let weigh = st.cfg.maxmemory_clients.bytes(st.cfg.maxmemory) > 0;
+                let mut weighed = out.len() + spill.len();
                 for args in batch.iter_mut() {
                     if st.pause.is_some() && crate::cmd::client::must_pause(st, &cl, args, now_ms())
                     {
@@ -238,13 +259,36 @@ where
                     }
                     execute_owned(st, &mut cl, &mut out, args);
                     done += 1;
+                    // Large output is held as a list (`spill`) of copies
+                    // sized to it: the buffer, grown by doubling, may be
+                    // twice its size, and is reused for the next replies.
+                    if out.len() >= SPILL_AT {
+                        spilled += out.len();
+                        spill.push(Bytes::copy_from_slice(&out.buf));
+                        out.buf.clear();
+                    }
                     // Past its output limit the client gets nothing more and
                     // the rest of its pipeline is not run, as in Redis.
                     if crate::pubsub::close_if_over_limit(&mut cl, &st.tun.obuf_limits, out.len()) {
                         out.buf.clear();
+                        spill.clear();
                         cl.close_after_reply = true;
                         done = batch.len();
                         break;
+                    }
+                    // Client eviction weighs the output as it grows, as
+                    // Redis does before each command: the clients go
+                    // before the next command evicts keys for them.
+                    if weigh && out.len() + spill.len() >= weighed + EVICT_STEP {
+                        weighed = out.len() + spill.len();
+                        unsent.store(out.len(), Ordering::Relaxed);
+                        let gone = st.evict_clients_with(Some(&cl));
+                        unsent.store(0, Ordering::Relaxed);
+                        if gone {
+                            self_evicted = true;
+                            done = batch.len();
+                            break;
+                        }
                     }
                     if let Some(b) = &cl.blocked {
                         blocked = Some(b.deadline);
@@ -256,6 +300,13 @@ where
                     }
                 }
                 batch.drain(..done);
+                // The buffer grown for the spilled replies is not held
+                // while the socket takes them.
+                if spilled > 0 && out.buf.capacity() > OUT_START {
+                    spilled += out.len();
+                    spill.push(Bytes::copy_from_slice(&out.buf));
+                    out.buf = ReplyBuf::new(false).buf;
+                }
                 cl.paused = paused;
                 if let Some(e) = proto_err.as_ref().filter(|_| batch.is_empty()) {
                     out.error(&format!("ERR {e}"));
@@ -274,8 +325,9 @@ where
             } else {
                 0
             };
-            st.stats.net_output_bytes += (out.len() - carried) as u64;
-            cl.rbuf.used(out.len() - carried);
+            let produced = out.len() + spilled - carried;
+            st.stats.net_output_bytes += produced as u64;
+            cl.rbuf.used(produced);
             // The replies count as the client's output until written.
             unsent.store(out.len(), Ordering::Relaxed);
             timeout_s = st.tun.timeout_s;
@@ -294,7 +346,10 @@ where
             defer = st.woken == woken && !had_pending;
             st.clients.insert(id, cl);
             // Evicted by its own command: no reply.
-            let evicted = st.evict_clients() && !st.clients.contains_key(&id);
+            if self_evicted {
+                st.remove_client(id);
+            }
+            let evicted = self_evicted || st.evict_clients() && !st.clients.contains_key(&id);
             if evicted {
                 out.buf.clear();
             }
@@ -316,11 +371,20 @@ where
         // run on, and its output wait, until the round ends.
         let idle = batch.is_empty() && !wake.is_set();
         let small = (1..=crate::round::OUTBOX_MAX).contains(&out.len());
-        if defer && idle && small && !close && !stalled && !replica && sock.seal(&mut out.buf) {
+        let queued = !spill.is_empty();
+        if defer
+            && idle
+            && small
+            && !close
+            && !stalled
+            && !replica
+            && !queued
+            && sock.seal(&mut out.buf)
+        {
             outbox.put(&mut out.buf);
         }
         // (Records a TLS stream took back may wait with no new output.)
-        if !out.is_empty() || sock.buffered() {
+        if !out.is_empty() || queued || sock.buffered() {
             if defer {
                 crate::round::after().await;
             }
@@ -334,7 +398,12 @@ where
                 err: &mut proto_err,
                 bytes: &mut bytes_in,
             });
-            match write_out(&mut sock, &mut out.buf, &shared, id, &wake, &unsent, read).await {
+            let held = Held {
+                buf: &mut out.buf,
+                spill: &spill,
+                unsent: &unsent,
+            };
+            match write_out(&mut sock, held, &shared, id, &wake, read).await {
                 Written::All => {}
                 Written::Closed => break,
                 Written::Part(off) => {
@@ -562,35 +631,60 @@ enum Written {
     Part(usize),
 }
 
-/// Writes `buf` while staying responsive to wake-ups: a client that does
-/// not read must still notice CLIENT KILL or an output limit, and its
-/// unsent bytes (`unsent`) are what the limit counts. Output others queue
-/// meanwhile is appended to `buf`. With `input`, the socket is read too,
-/// and complete requests end the write early.
+/// A connection's output: its buffer, the larger output held before it,
+/// and the gauge of the buffer's unsent bytes (`Client::out_unsent`).
+struct Held<'a> {
+    buf: &'a mut BytesMut,
+    spill: &'a crate::spill::Spill,
+    unsent: &'a AtomicUsize,
+}
+
+/// Writes the spill, then `buf`, while staying responsive to wake-ups: a
+/// client that does not read must still notice CLIENT KILL or an output
+/// limit, and its unsent bytes are what the limit counts. Output others
+/// queue meanwhile is appended to `buf`. With `input`, the socket is read
+/// too, and complete requests end the write early.
 async fn write_out<S: Duplex>(
     sock: &mut S,
-    buf: &mut BytesMut,
+    out: Held<'_>,
     shared: &Shared,
     id: u64,
     wake: &crate::wake::Wake,
-    unsent: &AtomicUsize,
     mut input: Option<Input<'_>>,
 ) -> Written {
+    let Held { buf, spill, unsent } = out;
     let mut off = 0;
     let mut woken = false;
     let ok = loop {
-        if off == buf.len() && !sock.buffered() {
+        let queued = !spill.is_empty();
+        if off == buf.len() && !queued && !sock.buffered() {
             break Written::All;
         }
         unsent.store(buf.len() - off, Ordering::Relaxed);
         let reading = input.is_some();
         tokio::select! {
             biased;
-            r = sock.writable() => match r.and_then(|()| sock.try_write(&buf[off..])) {
-                Ok(0) if off < buf.len() => break Written::Closed,
-                Ok(n) => off += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => break Written::Closed,
+            r = sock.writable() => {
+                let r = r.and_then(|()| if queued {
+                    spill.write_with(|b| sock.try_write(b))
+                } else {
+                    sock.try_write(&buf[off..])
+                });
+                match r {
+                    Ok(0) if queued || off < buf.len() => break Written::Closed,
+                    Ok(n) if !queued => off += n,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        // The socket is full: large output waits as a list,
+                        // its memory about its size.
+                        if buf.len() - off >= SPILL_AT {
+                            spill.push(Bytes::copy_from_slice(&buf[off..]));
+                            *buf = BytesMut::new();
+                            off = 0;
+                        }
+                    }
+                    Err(_) => break Written::Closed,
+                }
             },
             r = sock.readable(), if reading => {
                 let inp = input.as_mut().expect("reading");
@@ -626,7 +720,18 @@ async fn write_out<S: Duplex>(
                 };
                 match st.clients.get_mut(&id) {
                     Some(cl) if !cl.killed => {
-                        buf.extend_from_slice(&cl.pending);
+                        if buf.len() - off + cl.pending.len() >= SPILL_AT {
+                            // The socket is behind: the output waits as a
+                            // list, freed at once if the client is evicted.
+                            if off < buf.len() {
+                                spill.push(Bytes::copy_from_slice(&buf[off..]));
+                            }
+                            *buf = BytesMut::new();
+                            off = 0;
+                            spill.push(Bytes::copy_from_slice(&cl.pending));
+                        } else {
+                            buf.extend_from_slice(&cl.pending);
+                        }
                         cl.pending.clear();
                         cl.pending_trim();
                     }

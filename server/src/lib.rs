@@ -36,6 +36,7 @@ pub mod round;
 pub mod server;
 pub mod service;
 pub mod shutdown;
+pub mod spill;
 pub mod state;
 pub mod testkit;
 pub mod tls;

@@ -125,6 +125,8 @@ pub struct Client {
     /// Output the connection task holds but the socket has not taken yet,
     /// counted with `pending` against `client-output-buffer-limit`.
     pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
+    /// Large output the connection holds beyond that (`spill`).
+    pub spill: Arc<crate::spill::Spill>,
     /// A replica's stream bytes the shared replication buffer holds for
     /// it (`repl`), counted as its output too.
     pub repl_unsent: usize,
@@ -185,9 +187,12 @@ impl Client {
     }
 
     pub fn output_bytes(&self) -> usize {
-        self.pending.len()
-            + self.out_unsent.load(std::sync::atomic::Ordering::Relaxed)
-            + self.repl_unsent
+        self.pending.len() + self.unsent() + self.repl_unsent
+    }
+
+    /// What the connection holds that the socket has not taken.
+    pub fn unsent(&self) -> usize {
+        self.out_unsent.load(std::sync::atomic::Ordering::Relaxed) + self.spill.len()
     }
 
     pub fn new(id: u64, addr: String, laddr: String, fd: i32, authenticated: bool) -> Self {
@@ -230,6 +235,7 @@ impl Client {
             dirty_cas: false,
             subs: Default::default(),
             out_unsent: Default::default(),
+            spill: Default::default(),
             repl_unsent: 0,
             obuf_soft_since: None,
             tracking: Default::default(),
@@ -587,6 +593,9 @@ impl State {
     /// Forgets a disconnected client and every wait it had registered.
     pub fn remove_client(&mut self, id: u64) {
         if let Some(mut c) = self.clients.remove(&id) {
+            // Its unsent output goes now (an evicted client's memory is
+            // what eviction was for), not when its connection next runs.
+            c.spill.close();
             if c.monitor {
                 self.monitors -= 1;
             }
@@ -646,6 +655,14 @@ impl State {
     /// clients are neither evicted nor counted. Runs after each batch and
     /// as a large request arrives; true if it evicted anyone.
     pub fn evict_clients(&mut self) -> bool {
+        self.evict_clients_with(None)
+    }
+
+    /// Client eviction while `running` (out of `clients` during its batch)
+    /// builds its output, as Redis checks before each command, so clients
+    /// go before keys are evicted for their memory. True if `running` is
+    /// evicted too: its connection removes it.
+    pub fn evict_clients_with(&mut self, running: Option<&Client>) -> bool {
         let limit = self.cfg.maxmemory_clients.bytes(self.cfg.maxmemory);
         if limit == 0 {
             return false;
@@ -653,20 +670,30 @@ impl State {
         let evictable = self
             .clients
             .values()
+            .map(|c| &**c)
+            .chain(running)
             .filter(|c| !c.no_evict && !c.monitor && !c.killed && !c.peer.master)
             .map(|c| (c.usage().total(), c.id))
             .collect();
         let victims = crate::clientmem::victims(evictable, limit);
         let now = now_ms();
+        let mut hit = false;
         for &id in &victims {
-            if let Some(c) = self.clients.get(&id) {
+            if let Some(r) = running.filter(|r| r.id == id) {
+                tracing::info!("Evicting client: {}", r.line(now, None));
+                hit = true;
+            } else if let Some(c) = self.clients.get(&id) {
                 tracing::info!("Evicting client: {}", c.line(now, None));
                 c.wake.notify_one();
             }
             self.stats.evicted_clients += 1;
             self.remove_client(id);
         }
-        !victims.is_empty()
+        if running.is_some() {
+            hit
+        } else {
+            !victims.is_empty()
+        }
     }
 
     /// Marks a client killed and wakes its connection so it closes.
@@ -1020,7 +1047,7 @@ impl State {
             .replicas
             .iter()
             .filter_map(|r| self.clients.get(&r.id))
-            .map(|c| c.pending.capacity() + c.out_unsent.load(std::sync::atomic::Ordering::Relaxed))
+            .map(|c| c.pending.capacity() + c.unsent())
             .sum();
         (self.repl.replicas_memory() + conns) as u64
     }
@@ -1081,9 +1108,9 @@ impl State {
         let unsent = |st: &State, id: u64| {
             let held = st.repl.replicas.iter().find(|r| r.id == id);
             held.map_or(0, |r| r.held.len())
-                + st.clients.get(&id).map_or(0, |c| {
-                    c.pending.len() + c.out_unsent.load(std::sync::atomic::Ordering::Relaxed)
-                })
+                + st.clients
+                    .get(&id)
+                    .map_or(0, |c| c.pending.len() + c.unsent())
         };
         if ids.iter().any(|&id| unsent(self, id) > window) {
             return RdbPush::Full;

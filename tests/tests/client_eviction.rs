@@ -6,7 +6,7 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test client_eviction` to check them again.
 
-use cinnabar_tests::{bulk, ok, text, wait_for, RawClient, RespFrame as Frame, Server};
+use cinnabar_tests::{bulk, info_int, ok, text, wait_for, RawClient, RespFrame as Frame, Server};
 
 /// CLIENT LIST's `field` of the client called `name`, if it is connected.
 fn field(r: &mut RawClient, name: &str, f: &str) -> Option<u64> {
@@ -144,6 +144,27 @@ fn a_growing_transaction_queue_gets_the_client_evicted() {
     }
     assert!(queued >= 3, "evicted after {queued}");
     assert_eq!(field(&mut r, "tx", "qbuf"), None);
+}
+
+#[test]
+fn a_client_piling_up_replies_goes_before_any_key() {
+    let s = Server::start(&[
+        ("maxmemory", "11mb"),
+        ("maxmemory-policy", "allkeys-lru"),
+        ("maxmemory-clients", "3mb"),
+    ]);
+    let mut r = s.raw();
+    assert_eq!(r.cmd(&["CLIENT", "NO-EVICT", "on"]), ok());
+    for j in 0..50 {
+        r.cmd(&["SETRANGE", &j.to_string(), "100000", "x"]);
+    }
+    // 4 MB of replies asked for at once, none read: the client is evicted
+    // as they pile up, and the keys stay.
+    let mut c = s.raw();
+    c.send(&b"*2\r\n$4\r\nMGET\r\n$1\r\n1\r\n".repeat(40));
+    wait_for("eviction", || evicted_clients(&mut r) == 1);
+    assert_eq!(info_int(&mut r, "stats", "evicted_keys"), 0);
+    assert_eq!(r.cmd(&["DBSIZE"]), Frame::Integer(50));
 }
 
 trait Queue {
