@@ -517,7 +517,7 @@ const RETRY_DELAY_S: i64 = 5;
 /// One slice of the background walk holds the lock at most this long…
 const SLICE: Duration = Duration::from_micros(300);
 /// …or until this many bytes are ready to write.
-const SLICE_BYTES: usize = 256 << 10;
+const SLICE_BYTES: usize = 64 << 10;
 
 /// RDB persistence status: the running background save and what INFO
 /// persistence reports.

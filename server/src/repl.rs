@@ -54,7 +54,7 @@ pub struct Bulk {
 
 impl Bulk {
     /// The most of the file one pass of the connection sends.
-    const PIECE: u64 = 256 * 1024;
+    const PIECE: u64 = 64 * 1024;
 
     /// Appends the next piece to `out`; false once the file is all sent.
     pub fn next(&mut self, out: &mut bytes::BytesMut) -> std::io::Result<bool> {

@@ -1040,9 +1040,12 @@ impl State {
         if let crate::repl::Link::SendBulk(bulk) = &mut r.link {
             match bulk.next(out) {
                 Ok(true) => {
-                    // Woken again for the next piece once this one is written.
+                    // Woken again for the next piece once this one is
+                    // written, which is at once, not at the round's end
+                    // (the round's replies do not make it any larger).
                     r.woken = true;
                     cl.wake.notify_one();
+                    self.woken += 1;
                 }
                 Ok(false) => {
                     self.repl_online(cl.id);
