@@ -517,7 +517,7 @@ const RETRY_DELAY_S: i64 = 5;
 /// One slice of the background walk holds the lock at most this long…
 const SLICE: Duration = Duration::from_micros(300);
 /// …or until this many bytes are ready to write.
-const SLICE_BYTES: usize = 256 << 10;
+const SLICE_BYTES: usize = 64 << 10;
 
 /// RDB persistence status: the running background save and what INFO
 /// persistence reports.
@@ -796,6 +796,25 @@ struct StreamPos {
     walking: usize,
 }
 
+/// A slice's records, their strings not compressed yet (see
+/// `snapshot::compress_marked`).
+#[derive(Default)]
+struct Records {
+    bytes: Vec<u8>,
+    plain: Vec<snapshot::Plain>,
+}
+
+impl Records {
+    /// The records as the file has them, compressed into `room` if need be.
+    fn encoded<'a>(&'a self, room: &'a mut Vec<u8>) -> &'a [u8] {
+        if self.plain.is_empty() {
+            return &self.bytes;
+        }
+        snapshot::compress_marked(&self.bytes, &self.plain, room);
+        room
+    }
+}
+
 /// One slice under the lock: the records writes captured, then the walk
 /// for up to [`SLICE`]. Returns the bytes and whether the snapshot is
 /// complete (then every database has stopped capturing).
@@ -804,24 +823,27 @@ fn slice(
     pos: &mut StreamPos,
     budget: Duration,
     max_keys: usize,
-    out: &mut Vec<u8>,
+    out: &mut Records,
 ) -> bool {
     let start = Instant::now();
-    out.clear();
+    out.bytes.clear();
+    out.plain.clear();
     let n = st.dbs.len();
     if pos.resized.len() < n {
         pos.resized.resize(n, false);
     }
-    let emit = |db: &mut Db, out: &mut Vec<u8>, pos: &mut StreamPos| {
+    let emit = |db: &mut Db, out: &mut Records, pos: &mut StreamPos| {
         let resize = db.snapshot().map(|c| (c.keys_total, c.expires_total));
-        if let Some((index, bytes)) = db.snapshot_output() {
+        if let Some((index, bytes, plain)) = db.snapshot_output() {
             if pos.db != Some(index) {
                 let first = !pos.resized[index];
                 pos.resized[index] = true;
-                snapshot::select_db(out, index, resize.filter(|_| first));
+                snapshot::select_db(&mut out.bytes, index, resize.filter(|_| first));
                 pos.db = Some(index);
             }
-            out.extend_from_slice(bytes);
+            let base = out.bytes.len();
+            out.plain.extend(plain.drain(..).map(|p| p.shifted(base)));
+            out.bytes.extend_from_slice(bytes);
             bytes.clear();
         }
     };
@@ -846,7 +868,7 @@ fn slice(
         let db = &mut st.dbs[i];
         db.snapshot_step(max_keys, SLICE_BYTES);
         emit(db, out, pos);
-        if out.len() >= SLICE_BYTES || start.elapsed() >= budget {
+        if out.bytes.len() >= SLICE_BYTES || start.elapsed() >= budget {
             break;
         }
     }
@@ -997,9 +1019,11 @@ impl Job {
         };
         put(&mut w, &header)?;
         let mut pos = StreamPos::default();
-        // One buffer for every slice: its room is part of the save's
-        // extra memory, which a fork's copied pages are compared with.
-        let mut bytes = Vec::new();
+        // One buffer for every slice and one for it compressed: their room
+        // is part of the save's extra memory, which a fork's copied pages
+        // are compared with.
+        let mut records = Records::default();
+        let mut room = Vec::new();
         let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
         loop {
             let mut st = self.shared.state.lock();
@@ -1009,16 +1033,20 @@ impl Job {
             }
             // With a key delay, one key a slice and the sleep outside the lock.
             let complete = match self.key_delay {
-                0 => slice(&mut st, &mut pos, SLICE, 256, &mut bytes),
-                _ => slice(&mut st, &mut pos, Duration::ZERO, 1, &mut bytes),
+                0 => slice(&mut st, &mut pos, SLICE, 256, &mut records),
+                _ => slice(&mut st, &mut pos, Duration::ZERO, 1, &mut records),
             };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
             let d = t.elapsed();
-            if self.shared.state.is_locked() {
+            let busy = self.shared.state.is_locked();
+            let c = Instant::now();
+            let bytes = records.encoded(&mut room);
+            if busy {
                 // Clients are busy: give them at least as long as the slice
-                // took, so the walk uses at most half of the lock's time.
-                std::thread::sleep(d.min(SLICE * 2));
+                // took, so the walk uses at most half of the lock's time
+                // (compressing already gave them some).
+                std::thread::sleep(d.saturating_sub(c.elapsed()).min(SLICE * 2));
             }
             slices += 1;
             held += d;
@@ -1030,7 +1058,7 @@ impl Job {
                     longest.as_secs_f64() * 1000.0
                 );
             }
-            if let Err(e) = put(&mut w, &bytes) {
+            if let Err(e) = put(&mut w, bytes) {
                 // Stop capturing at once: the save has failed.
                 let mut st = self.shared.state.lock();
                 for db in st.dbs.iter_mut() {
@@ -1141,10 +1169,10 @@ mod tests {
             db.snapshot_begin(i, epoch, SaveOpts::default(), KeyMeta::None);
         }
         let mut pos = StreamPos::default();
-        let mut bytes = Vec::new();
+        let (mut records, mut room) = (Records::default(), Vec::new());
         loop {
-            let complete = slice(st, &mut pos, Duration::ZERO, 256, &mut bytes);
-            file.extend_from_slice(&bytes);
+            let complete = slice(st, &mut pos, Duration::ZERO, 256, &mut records);
+            file.extend_from_slice(records.encoded(&mut room));
             if complete {
                 break;
             }

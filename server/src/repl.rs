@@ -33,12 +33,48 @@ pub enum Link {
     /// stream since its start waits in the buffer.
     WaitBgsaveEnd,
     /// The file of a disk-based sync is being sent.
-    SendBulk,
+    SendBulk(Bulk),
     /// A diskless RDB was sent: the stream waits for the replica's first
     /// REPLCONF ACK (it loaded the RDB from the socket meanwhile).
     WaitAck,
     /// It has its RDB and follows the stream.
     Online,
+}
+
+/// The file of a disk-based sync on its way to one replica. Its
+/// connection reads the next piece each time it has written the last
+/// (`State::repl_pull`), as it takes the stream: the transfer goes as fast
+/// as the replica takes it, with one piece in memory.
+pub struct Bulk {
+    /// Shared by the replicas of one BGSAVE.
+    pub file: std::sync::Arc<std::fs::File>,
+    pub sent: u64,
+    pub len: u64,
+}
+
+impl Bulk {
+    /// The most of the file one pass of the connection sends.
+    const PIECE: u64 = 64 * 1024;
+
+    /// Appends the next piece to `out`; false once the file is all sent.
+    pub fn next(&mut self, out: &mut bytes::BytesMut) -> std::io::Result<bool> {
+        use std::os::unix::fs::FileExt;
+        let want = (self.len - self.sent).min(Self::PIECE) as usize;
+        if want == 0 {
+            return Ok(false);
+        }
+        let start = out.len();
+        out.resize(start + want, 0);
+        let n = self.file.read_at(&mut out[start..], self.sent);
+        out.truncate(start + *n.as_ref().unwrap_or(&0));
+        match n? {
+            0 => Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                self.sent += n as u64;
+                Ok(true)
+            }
+        }
+    }
 }
 
 /// What a connection announced with REPLCONF (kept on its client, from
@@ -181,7 +217,7 @@ impl Replica {
     pub fn state_name(&self) -> &'static str {
         match self.link {
             Link::WaitBgsaveStart | Link::WaitBgsaveEnd => "wait_bgsave",
-            Link::SendBulk => "send_bulk",
+            Link::SendBulk(_) => "send_bulk",
             Link::WaitAck | Link::Online => "online",
         }
     }

@@ -13,7 +13,7 @@
 use crate::persist::{LoadProgress, Loading};
 use crate::repl::MasterState;
 use crate::state::{now_ms, Client, Shared, State};
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -456,6 +456,21 @@ async fn full_sync<S: AsyncRead + Unpin>(
             return Err(e);
         }
     };
+    let rdb = if into == LoadInto::Disk {
+        // Written without the lock: clients keep the old data meanwhile.
+        let (path, name) = {
+            let st = shared.lock_eventually().await;
+            if !current(&st, gen) {
+                return Ok(false);
+            }
+            (crate::persist::rdb_path(&st), st.cfg.dbfilename.clone())
+        };
+        tokio::task::spawn_blocking(move || save_masters_rdb(&path, &name, &rdb).map(|()| rdb))
+            .await
+            .map_err(io::Error::other)??
+    } else {
+        rdb
+    };
     let (opts, n) = {
         let mut st = shared.lock_eventually().await;
         if !current(&st, gen) {
@@ -463,7 +478,6 @@ async fn full_sync<S: AsyncRead + Unpin>(
             return Ok(false);
         }
         if into == LoadInto::Disk {
-            save_masters_rdb(&st, &rdb)?;
             flush_old_data(&mut st);
             info!("MASTER <-> REPLICA sync: Loading DB in memory");
             progress.loaded_bytes.store(0, Relaxed);
@@ -541,18 +555,17 @@ fn rdb_size(head: &str) -> io::Result<Option<usize>> {
 
 /// `repl-diskless-load disabled`: the master's RDB becomes this server's
 /// RDB file before it is loaded, as Redis does.
-fn save_masters_rdb(st: &State, rdb: &[u8]) -> io::Result<()> {
-    let path = crate::persist::rdb_path(st);
+fn save_masters_rdb(path: &std::path::Path, dbfilename: &str, rdb: &[u8]) -> io::Result<()> {
     let tmp = path.with_file_name(format!(
         "temp-{}.{}.rdb",
         now_ms() / 1000,
         std::process::id()
     ));
     std::fs::write(&tmp, rdb)
-        .and_then(|_| std::fs::rename(&tmp, &path))
+        .and_then(|_| std::fs::rename(&tmp, path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            io::Error::other(format!("Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}", st.cfg.dbfilename))
+            io::Error::other(format!("Failed trying to rename the temp DB into {dbfilename} in MASTER <-> REPLICA synchronization: {e}"))
         })
 }
 
@@ -622,14 +635,18 @@ async fn read_rdb<S: AsyncRead + Unpin>(
         read_more(sock, buf).await?;
         progress.loaded_bytes.store(buf.len() as u64, Relaxed);
     }
-    Ok(match size {
+    let rdb = match size {
         Some(n) => buf.split_to(n),
         None => {
             let mut rdb = buf.split_to(buf.len());
             rdb.truncate(rdb.len() - 40);
             rdb
         }
-    })
+    };
+    // What follows the image gets a buffer of its own: sharing the image's
+    // would keep its whole allocation for as long as the link lasts.
+    *buf = BytesMut::from(&buf[..]);
+    Ok(rdb)
 }
 
 /// Applies the master's stream until the link drops or REPLICAOF changes.
@@ -758,9 +775,16 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             sock.flush().await?;
             ack_due = tokio::time::Instant::now() + Duration::from_secs(1);
         }
-        buf.reserve(64 * 1024);
+        // Other clients are served, and their replies written (the round
+        // ends), between two batches, however much of the stream is waiting
+        // (a master's backlog after a full sync): a batch is at most one
+        // bounded read.
+        crate::round::batch_ran();
+        tokio::task::yield_now().await;
+        buf.reserve(STREAM_READ);
+        let mut room = (&mut buf).limit(STREAM_READ);
         tokio::select! {
-            r = sock.read_buf(&mut buf) => match r {
+            r = sock.read_buf(&mut room) => match r {
                 Ok(0) => return Err(io::Error::other("the master closed the connection")),
                 Ok(_) => {}
                 Err(e) => return Err(e),
@@ -773,6 +797,9 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
 }
+
+/// The most of the master's stream one batch reads.
+const STREAM_READ: usize = 64 * 1024;
 
 /// How often a link held back by CLIENT PAUSE checks the pause again.
 const PAUSE_POLL: Duration = Duration::from_millis(5);

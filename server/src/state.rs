@@ -1053,7 +1053,8 @@ impl State {
     }
 
     /// What replica `cl`'s connection sends next, into `out`: bytes held
-    /// for it, then, online, the stream after its cursor, up to a write's
+    /// for it, then the next piece of its RDB file (disk-based sync, which
+    /// ends online) or, online, the stream after its cursor, up to a write's
     /// worth in `out` (the rest stays in the shared buffer, counted as its
     /// output, and it is woken again for it).
     pub fn repl_pull(&mut self, cl: &mut Client, out: &mut BytesMut) {
@@ -1063,6 +1064,31 @@ impl State {
         };
         out.extend_from_slice(&std::mem::take(&mut r.held));
         r.woken = false;
+        if let crate::repl::Link::SendBulk(bulk) = &mut r.link {
+            match bulk.next(out) {
+                Ok(true) => {
+                    // Woken again for the next piece once this one is
+                    // written, which is at once, not at the round's end
+                    // (the round's replies do not make it any larger).
+                    r.woken = true;
+                    cl.wake.notify_one();
+                    self.woken += 1;
+                }
+                Ok(false) => {
+                    self.repl_online(cl.id);
+                    if cl.peer.rdb_only {
+                        cl.close_after_reply = true;
+                    }
+                    cl.wake.notify_one();
+                }
+                Err(e) => {
+                    tracing::warn!("Read error sending DB to replica: {e}");
+                    cl.killed = true;
+                    cl.wake.notify_one();
+                }
+            }
+            return;
+        }
         // What carried its RDB is not kept (it counts as its memory).
         if cl.pending.is_empty() && cl.pending.capacity() > 16 * 1024 {
             cl.pending = BytesMut::new();
@@ -1123,7 +1149,7 @@ impl State {
 
     /// A BGSAVE for replicas ended (`file`: the image of a disk-based
     /// sync, opened). Disk-based, the replicas waiting for it get the file
-    /// from a thread of its own, then the stream since it started;
+    /// through their connections, then the stream since it started;
     /// diskless, the replicas it streamed to get the stream after their
     /// first ACK. They are dropped if it failed.
     pub fn repl_bgsave_done(&mut self, ok: bool, file: Option<std::fs::File>) {
@@ -1136,8 +1162,8 @@ impl State {
             .as_ref()
             .and_then(|f| f.metadata().ok())
             .map(|m| m.len());
+        let file = file.map(Arc::new);
         let mut failed = Vec::new();
-        let mut sending = Vec::new();
         for r in self.repl.replicas.iter_mut() {
             if !matches!(r.link, crate::repl::Link::WaitBgsaveEnd) {
                 continue;
@@ -1157,26 +1183,21 @@ impl State {
                 }
                 continue;
             }
-            let Some(len) = len.filter(|_| !diskless) else {
+            let (Some(len), Some(file)) = (len.filter(|_| !diskless), &file) else {
                 failed.push(r.id);
                 continue;
             };
-            r.link = crate::repl::Link::SendBulk;
+            r.link = crate::repl::Link::SendBulk(crate::repl::Bulk {
+                file: file.clone(),
+                sent: 0,
+                len,
+            });
+            // Its connection sends the file from its next pass.
             send_to(&mut self.clients, r, format!("${len}\r\n").as_bytes());
-            sending.push(r.id);
         }
         for id in failed {
             tracing::warn!("SYNC failed. BGSAVE child returned an error");
             self.kill_client(id);
-        }
-        if let (Some(file), Some(shared), false) = (file, self.shared.upgrade(), sending.is_empty())
-        {
-            let spawned = std::thread::Builder::new()
-                .name("repl-send".into())
-                .spawn(move || send_rdb_file(shared, file, sending));
-            if let Err(e) = spawned {
-                tracing::warn!("Can't send the RDB to replicas: {e}");
-            }
         }
     }
 
@@ -1216,43 +1237,6 @@ pub enum RdbPush {
 /// Bytes of RDB a replica's connection may have unsent before the
 /// transfer waits for it.
 pub const RDB_WINDOW: usize = 256 * 1024;
-
-/// The disk-based transfer: the file, read outside the lock, paced by the
-/// slowest replica; each replica is online once it has it all.
-fn send_rdb_file(shared: Arc<Shared>, mut file: std::fs::File, mut ids: Vec<u64>) {
-    use std::io::Read;
-    let mut chunk = vec![0u8; 64 * 1024];
-    let all = ids.clone();
-    loop {
-        let n = match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!("Read error sending DB to replica: {e}");
-                let mut st = shared.state.lock();
-                for id in ids {
-                    st.kill_client(id);
-                }
-                return;
-            }
-        };
-        loop {
-            match shared
-                .state
-                .lock()
-                .repl_rdb_push(&mut ids, &chunk[..n], RDB_WINDOW)
-            {
-                RdbPush::Sent => break,
-                RdbPush::Full => std::thread::sleep(std::time::Duration::from_millis(1)),
-                RdbPush::Gone => return,
-            }
-        }
-    }
-    let mut st = shared.state.lock();
-    for id in all.into_iter().filter(|id| ids.contains(id)) {
-        st.repl_online(id);
-    }
-}
 
 /// Queues `bytes` on replica `r`'s connection, or holds them while the
 /// connection runs (its client is out of the map).

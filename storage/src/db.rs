@@ -6,7 +6,7 @@
 //! time is logically absent: callers check [`Db::is_expired`] (or let
 //! [`Db::expire_if_needed`] delete it) before reading.
 
-use crate::snapshot::{Capture, KeyMeta};
+use crate::snapshot::{Capture, KeyMeta, Plain};
 use crate::{CBytes, Dict, Value};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -481,11 +481,12 @@ impl Db {
     }
 
     /// The records serialized so far, if any (with the database's number
-    /// in the snapshot): the caller drains the buffer, whose room is kept
-    /// for the next records.
-    pub fn snapshot_output(&mut self) -> Option<(usize, &mut Vec<u8>)> {
+    /// in the snapshot, and their strings left to compress: see
+    /// `snapshot::compress_marked`): the caller drains both, whose room
+    /// is kept for the next records.
+    pub fn snapshot_output(&mut self) -> Option<(usize, &mut Vec<u8>, &mut Vec<Plain>)> {
         let cap = self.snap.as_deref_mut()?;
-        (!cap.out.is_empty()).then_some((cap.index, &mut cap.out))
+        (!cap.out.is_empty()).then_some((cap.index, &mut cap.out, &mut cap.plain))
     }
 
     /// Ends (or abandons) the running snapshot. Entries keep their marks;
@@ -642,7 +643,13 @@ mod tests {
     /// Wraps the records of `db` (taken from its capture) in a file and
     /// loads it back: key -> (string value, expire).
     fn take_output(d: &mut Db) -> Option<(usize, Vec<u8>)> {
-        d.snapshot_output().map(|(i, b)| (i, std::mem::take(b)))
+        d.snapshot_output().map(|(i, b, p)| {
+            let mut out = Vec::new();
+            snapshot::compress_marked(b, p, &mut out);
+            b.clear();
+            p.clear();
+            (i, out)
+        })
     }
 
     fn snapshot_contents(parts: &[(usize, Vec<u8>)]) -> Image {

@@ -16,26 +16,46 @@ fn idx(h: u32) -> usize {
     (((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5))) as usize) & (HSIZE - 1)
 }
 
-/// The hash table, reused by every call on a thread: a fresh zeroed one
-/// per string (256 KB) cost more than the compression of a short string.
-/// Each slot carries the generation (call) that wrote it, so an old
-/// generation reads as "never seen" and nothing is ever cleared.
-struct Htab {
-    gen: u32,
-    slots: Vec<u64>,
+/// Where a hash was last seen; 0 means never.
+trait Table {
+    fn get(&self, i: usize) -> u32;
+    fn set(&mut self, i: usize, pos: u32);
 }
 
-impl Htab {
+/// The table of inputs up to 64 KB, reused by every call on a thread: a
+/// fresh zeroed one per string cost more than the compression of a short
+/// string. Each slot holds the generation (call) that wrote it above the
+/// position, so an old generation reads as "never seen" and the table is
+/// cleared once every 65535 calls. 4-byte slots: 256 KB a thread (the
+/// snapshot saver's counts in a full sync's memory), as liblzf's.
+struct Htab {
+    gen: u32,
+    slots: Vec<u32>,
+}
+
+impl Table for Htab {
     fn get(&self, i: usize) -> u32 {
         let e = self.slots[i];
-        if (e >> 32) as u32 == self.gen {
-            e as u32
+        if e >> 16 == self.gen {
+            e & 0xffff
         } else {
             0
         }
     }
     fn set(&mut self, i: usize, pos: u32) {
-        self.slots[i] = (u64::from(self.gen) << 32) | u64::from(pos);
+        self.slots[i] = (self.gen << 16) | pos;
+    }
+}
+
+/// A longer input's table: positions alone, zeroed for the call.
+struct Wide(Vec<u32>);
+
+impl Table for Wide {
+    fn get(&self, i: usize) -> u32 {
+        self.0[i]
+    }
+    fn set(&mut self, i: usize, pos: u32) {
+        self.0[i] = pos;
     }
 }
 
@@ -61,18 +81,24 @@ fn push_literal(out: &mut Vec<u8>, lit: &mut usize, b: u8) {
 /// Compresses `input` into at most `max_out` bytes; `None` when the result
 /// would not fit (Redis then stores the string as is).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    if input.len() > 0xffff {
+        return compress_with(input, max_out, &mut Wide(vec![0; HSIZE]));
+    }
     HTAB.with(|t| {
         let mut t = t.borrow_mut();
-        if t.slots.is_empty() || t.gen == u32::MAX {
+        if t.slots.is_empty() {
             t.slots = vec![0; HSIZE];
+        } else if t.gen == 0xffff {
+            // In place: a new table beside the old would double its memory.
+            t.slots.fill(0);
             t.gen = 0;
         }
         t.gen += 1;
-        compress_with(input, max_out, &mut t)
+        compress_with(input, max_out, &mut *t)
     })
 }
 
-fn compress_with(input: &[u8], max_out: usize, htab: &mut Htab) -> Option<Vec<u8>> {
+fn compress_with(input: &[u8], max_out: usize, htab: &mut impl Table) -> Option<Vec<u8>> {
     let n = input.len();
     if n == 0 || max_out == 0 {
         return None;
@@ -224,6 +250,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_reused_table_compresses_as_a_fresh_one() {
+        // Many calls in a row: old generations must read as never seen.
+        for i in 0..70_000u32 {
+            let s: Vec<u8> = format!("value:{i:08}:{}", "ab".repeat((i % 40) as usize)).into();
+            let fresh = compress_with(&s, s.len(), &mut Wide(vec![0; HSIZE]));
+            assert_eq!(compress(&s, s.len()), fresh, "{i}");
+        }
+    }
+
+    #[test]
     fn round_trips() {
         let samples: Vec<Vec<u8>> = vec![
             b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_vec(),
@@ -233,6 +269,8 @@ mod tests {
             (0..300u32)
                 .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
                 .collect(),
+            // Past 64 KB: the per-call table.
+            (0..100_000u32).map(|i| (i % 251 + i / 997) as u8).collect(),
         ];
         for s in samples {
             if let Some(c) = compress(&s, s.len() - 4) {

@@ -19,9 +19,15 @@
 //! snapshot's start. The records of a database accumulate in its
 //! [`Capture::out`] until the saver takes them; record order within the file
 //! does not matter to a loader.
+//!
+//! LZF compression, most of a record's cost, is left to the saver, which
+//! runs it without the lock ([`compress_marked`]): a string that may
+//! compress (a key or string value over 20 bytes) is recorded plain, which
+//! a loader reads as well, and its place noted in [`Capture::plain`].
 
 use crate::rdb::encode::{put_len, put_string, put_value, value_type};
 use crate::rdb::{SaveOpts, OP_EXPIRETIME_MS, OP_FREQ, OP_IDLE, OP_RESIZEDB, OP_SELECTDB};
+use crate::value::StrValue;
 use crate::Value;
 
 /// Which access metadata each record carries (as the eviction policy
@@ -43,6 +49,8 @@ pub struct Capture {
     pub(crate) walk_done: bool,
     /// Serialized key records not yet taken by the saver.
     pub out: Vec<u8>,
+    /// The strings of `out` recorded plain for the saver to compress.
+    pub plain: Vec<Plain>,
     pub(crate) opts: SaveOpts,
     pub(crate) meta: KeyMeta,
     /// Keys and keys with a TTL at the start (RESIZEDB, INFO's
@@ -70,6 +78,7 @@ impl Capture {
             cursor: 0,
             walk_done: keys == 0,
             out: Vec::new(),
+            plain: Vec::new(),
             opts,
             meta,
             keys_total: keys,
@@ -109,10 +118,69 @@ impl Capture {
             }
         }
         out.push(value_type(v));
-        put_string(out, key, self.opts.compression);
-        put_value(out, v, &self.opts);
+        self.put_str(key);
+        match v {
+            Value::Str(s) if !matches!(s, StrValue::Int(_)) => {
+                self.put_str(s.as_bytes(&mut itoa::Buffer::new()))
+            }
+            _ => put_value(&mut self.out, v, &self.opts),
+        }
         self.keys_saved += 1;
     }
+
+    /// A string, plain and noted in `plain` if it may compress.
+    fn put_str(&mut self, s: &[u8]) {
+        if !self.opts.compression || s.len() <= MIN_COMPRESS {
+            put_string(&mut self.out, s, self.opts.compression);
+            return;
+        }
+        let at = self.out.len();
+        put_len(&mut self.out, s.len() as u64);
+        let start = self.out.len();
+        self.out.extend_from_slice(s);
+        self.plain.push(Plain {
+            at,
+            start,
+            end: self.out.len(),
+        });
+    }
+}
+
+/// Strings this long at most are never compressed (`put_string`).
+const MIN_COMPRESS: usize = 20;
+
+/// A string recorded plain: its length prefix at `at`, its bytes at
+/// `start..end`.
+#[derive(Clone, Copy, Debug)]
+pub struct Plain {
+    pub at: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Plain {
+    /// The same string `by` bytes further on.
+    pub fn shifted(self, by: usize) -> Plain {
+        Plain {
+            at: self.at + by,
+            start: self.start + by,
+            end: self.end + by,
+        }
+    }
+}
+
+/// `records` with the strings `plain` notes compressed as the eager
+/// encoding would have, into `out`: the same bytes as a save that
+/// compressed while recording.
+pub fn compress_marked(records: &[u8], plain: &[Plain], out: &mut Vec<u8>) {
+    out.clear();
+    let mut from = 0;
+    for p in plain {
+        out.extend_from_slice(&records[from..p.at]);
+        put_string(out, &records[p.start..p.end], true);
+        from = p.end;
+    }
+    out.extend_from_slice(&records[from..]);
 }
 
 /// The SELECTDB opcode (and, the first time, RESIZEDB) that must precede a
