@@ -247,6 +247,8 @@ pub fn replica_limit_floor(
 
 /// Bytes per block of the replication buffer (Redis's reply chunk).
 const BLOCK: usize = 16 * 1024;
+/// Room `Repl::fresh` keeps between units.
+const FRESH_KEEP: usize = 64 * 1024;
 
 /// The stream as the backlog and the replicas share it: full blocks but
 /// the last, from master offset `start` (the byte after it is the first
@@ -590,6 +592,11 @@ impl Repl {
             self.trim();
         }
         self.fresh.clear();
+        // A large write's room is given back: kept, a 32 MB SET held 64 MB
+        // here for good (the backlog has its copy).
+        if self.fresh.capacity() > FRESH_KEEP {
+            self.fresh = Vec::new();
+        }
     }
 
     /// An op outside any database (PING, REPLCONF GETACK): no SELECT.

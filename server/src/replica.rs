@@ -710,9 +710,15 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             let paused = |st: &State, master: &Client, args: &[Bytes]| {
                 st.pause.is_some() && crate::cmd::client::must_pause(st, master, args, now_ms())
             };
-            if !held
-                .as_ref()
-                .is_some_and(|(args, _)| paused(st, &master, args))
+            // A large argument still arriving (the decoder made room for
+            // it): nothing to decode, and copying what came so far for
+            // every read made its arrival quadratic.
+            let big = dec.reserved();
+            let arriving = big > buf.len();
+            if !arriving
+                && !held
+                    .as_ref()
+                    .is_some_and(|(args, _)| paused(st, &master, args))
             {
                 if let Some((args, raw)) = held.take() {
                     apply(st, &mut master, &mut out, &args, &mut acks);
@@ -749,6 +755,12 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
                     st.repl.proxy(raw);
                 }
             }
+            if big > 0 && dec.reserved() == 0 {
+                // The large argument is applied: what follows it moves to a
+                // buffer of its own, or its allocation would stay the read
+                // buffer for the rest of the link.
+                buf = BytesMut::from(&buf[..]);
+            }
             master.last_interaction_ms = st.wall_ms();
             master.paused = held.is_some();
             if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
@@ -781,7 +793,11 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
         // bounded read.
         crate::round::batch_ran();
         tokio::task::yield_now().await;
-        buf.reserve(STREAM_READ);
+        // The decoder's room for a large argument is all it needs: more
+        // would double the buffer the stored value keeps.
+        if dec.reserved() == 0 {
+            buf.reserve(STREAM_READ);
+        }
         let mut room = (&mut buf).limit(STREAM_READ);
         tokio::select! {
             r = sock.read_buf(&mut room) => match r {
