@@ -428,7 +428,10 @@ fn a_large_write_leaves_no_buffers_behind() {
     wait_linked(&s);
     let mut c = m.raw();
     let v = "x".repeat(32 << 20);
-    assert_eq!(c.cmd(&["SET", "k", &v]), protocol::Frame::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&["SET", "k", &v]),
+        protocol::Frame::Simple("OK".into())
+    );
     assert_eq!(c.cmd(&["WAIT", "1", "5000"]), protocol::Frame::Integer(1));
     drop(c);
     for srv in [&m, &s] {
