@@ -326,7 +326,11 @@ where
                 0
             };
             let produced = out.len() + spilled - carried;
-            st.stats.net_output_bytes += produced as u64;
+            // A replica's output is its sync and the stream (counted as
+            // it is queued), as Redis counts neither here.
+            if !replica {
+                st.stats.net_output_bytes += produced as u64;
+            }
             cl.rbuf.used(produced);
             // The replies count as the client's output until written.
             unsent.store(out.len(), Ordering::Relaxed);
@@ -734,6 +738,9 @@ async fn write_out<S: Duplex>(
                         }
                         cl.pending.clear();
                         cl.pending_trim();
+                        // Under the lock: a diskless sync's piece goes
+                        // straight out only when nothing is unsent.
+                        unsent.store(buf.len() - off, Ordering::Relaxed);
                     }
                     _ => break Written::Closed,
                 }

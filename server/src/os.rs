@@ -1,6 +1,7 @@
 //! What the operating system reports about this process and machine:
 //! resident memory, CPU times, the kernel's name. INFO, MEMORY, eviction
-//! and the RDB header read them; nothing here knows about commands.
+//! and the RDB header read them; nothing here knows about commands. And
+//! socket sends that do not wait, for a full sync's transfer.
 
 /// Resident set size of the process, from /proc/self/statm.
 pub fn rss_bytes() -> u64 {
@@ -54,4 +55,32 @@ pub fn uname() -> String {
         String::from_utf8_lossy(&bytes).into_owned()
     };
     format!("{} {} {}", f(&u.sysname), f(&u.release), f(&u.machine))
+}
+
+/// Sends what socket `fd` takes of `buf` without waiting: the bytes
+/// taken (0 when it takes none or fails; its owner then meets the error).
+pub fn send_nowait(fd: i32, buf: &[u8]) -> usize {
+    // SAFETY: `buf` is valid for `buf.len()` bytes; the caller owns `fd`
+    // for the call (a connection's socket, open while its client is).
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    n.max(0) as usize
+}
+
+/// Copies up to `len` bytes of `file` from `offset` to socket `fd` in the
+/// kernel, without waiting: the bytes taken (0 when it takes none or
+/// fails; its owner then meets the error).
+pub fn sendfile_nowait(fd: i32, file: &std::fs::File, offset: u64, len: usize) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut off = offset as libc::off_t;
+    // SAFETY: both descriptors are open for the call (the caller owns
+    // `fd`, `file` is borrowed); `off` is a valid offset pointer.
+    let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, len) };
+    n.max(0) as usize
 }

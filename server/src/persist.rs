@@ -516,8 +516,13 @@ pub fn prepare_shutdown(st: &mut State, save: Option<bool>, force: bool) -> bool
 const RETRY_DELAY_S: i64 = 5;
 /// One slice of the background walk holds the lock at most this long…
 const SLICE: Duration = Duration::from_micros(300);
-/// …or until this many bytes are ready to write.
-const SLICE_BYTES: usize = 64 << 10;
+/// …or until this many bytes are ready to write: few while the lock is
+/// free, as the slice's buffers are most of an idle save's extra memory;
+/// up to the most while clients wait for it, as each slice then waits its
+/// turn, and a walk that lags lets writes capture ever more keys.
+const SLICE_BYTES: std::ops::RangeInclusive<usize> = (4 << 10)..=(64 << 10);
+/// A save's file is written in pieces of this size.
+const WRITE_BUF: usize = 16 << 10;
 
 /// RDB persistence status: the running background save and what INFO
 /// persistence reports.
@@ -822,7 +827,7 @@ fn slice(
     st: &mut State,
     pos: &mut StreamPos,
     budget: Duration,
-    max_keys: usize,
+    (max_keys, max_bytes): (usize, usize),
     out: &mut Records,
 ) -> bool {
     let start = Instant::now();
@@ -866,9 +871,9 @@ fn slice(
         };
         pos.walking = i;
         let db = &mut st.dbs[i];
-        db.snapshot_step(max_keys, SLICE_BYTES);
+        db.snapshot_step(max_keys, max_bytes);
         emit(db, out, pos);
-        if out.bytes.len() >= SLICE_BYTES || start.elapsed() >= budget {
+        if out.bytes.len() >= max_bytes || start.elapsed() >= budget {
             break;
         }
     }
@@ -936,7 +941,7 @@ impl Job {
     fn run(self, file: Option<std::fs::File>, header: Vec<u8>) {
         let mut res = match (file, &self.target) {
             (Some(f), _) => self
-                .write(io::BufWriter::with_capacity(1 << 16, f), header)
+                .write(io::BufWriter::with_capacity(WRITE_BUF, f), header)
                 .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
                 .and_then(|f| f.sync_all()),
             (None, Target::Replicas { ids, mark }) => self.stream(ids.clone(), mark, header),
@@ -1019,11 +1024,15 @@ impl Job {
         };
         put(&mut w, &header)?;
         let mut pos = StreamPos::default();
-        // One buffer for every slice and one for it compressed: their room
-        // is part of the save's extra memory, which a fork's copied pages
-        // are compared with.
-        let mut records = Records::default();
-        let mut room = Vec::new();
+        // One buffer for every slice and one for it compressed, sized once:
+        // their room is part of the save's extra memory, which a fork's
+        // copied pages are compared with.
+        let mut records = Records {
+            bytes: Vec::with_capacity(2 * SLICE_BYTES.start()),
+            plain: Vec::with_capacity(SLICE_BYTES.start() / 32),
+        };
+        let mut room = Vec::with_capacity(2 * SLICE_BYTES.start());
+        let mut max_bytes = *SLICE_BYTES.start();
         let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
         loop {
             let mut st = self.shared.state.lock();
@@ -1033,8 +1042,14 @@ impl Job {
             }
             // With a key delay, one key a slice and the sleep outside the lock.
             let complete = match self.key_delay {
-                0 => slice(&mut st, &mut pos, SLICE, 256, &mut records),
-                _ => slice(&mut st, &mut pos, Duration::ZERO, 1, &mut records),
+                0 => slice(&mut st, &mut pos, SLICE, (256, max_bytes), &mut records),
+                _ => slice(
+                    &mut st,
+                    &mut pos,
+                    Duration::ZERO,
+                    (1, max_bytes),
+                    &mut records,
+                ),
             };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
@@ -1048,6 +1063,10 @@ impl Job {
                 // (compressing already gave them some).
                 std::thread::sleep(d.saturating_sub(c.elapsed()).min(SLICE * 2));
             }
+            max_bytes = match busy {
+                true => (max_bytes * 2).min(*SLICE_BYTES.end()),
+                false => *SLICE_BYTES.start(),
+            };
             slices += 1;
             held += d;
             longest = longest.max(d);
@@ -1171,7 +1190,7 @@ mod tests {
         let mut pos = StreamPos::default();
         let (mut records, mut room) = (Records::default(), Vec::new());
         loop {
-            let complete = slice(st, &mut pos, Duration::ZERO, 256, &mut records);
+            let complete = slice(st, &mut pos, Duration::ZERO, (256, 64 << 10), &mut records);
             file.extend_from_slice(records.encoded(&mut room));
             if complete {
                 break;

@@ -55,16 +55,32 @@ pub struct Bulk {
 impl Bulk {
     /// The most of the file one pass of the connection sends.
     const PIECE: u64 = 64 * 1024;
+    /// What is read when the socket is full, for the connection to wait
+    /// on it with.
+    const TAIL: u64 = 4 * 1024;
 
-    /// Appends the next piece to `out`; false once the file is all sent.
-    pub fn next(&mut self, out: &mut bytes::BytesMut) -> std::io::Result<bool> {
+    /// Sends or queues the next piece; false once the file is all sent.
+    /// With `sock` (a plain socket, nothing queued for it), the kernel
+    /// copies the file to it as far as it takes it (sendfile), as a
+    /// forked child's write would, and only when it takes less is a small
+    /// piece more read into `out`; else the piece is read into `out`.
+    /// Either way the transfer holds at most that piece in memory.
+    pub fn next(&mut self, out: &mut bytes::BytesMut, sock: Option<i32>) -> std::io::Result<bool> {
         use std::os::unix::fs::FileExt;
-        let want = (self.len - self.sent).min(Self::PIECE) as usize;
+        let mut want = (self.len - self.sent).min(Self::PIECE);
         if want == 0 {
             return Ok(false);
         }
+        if let Some(fd) = sock {
+            let n = crate::os::sendfile_nowait(fd, &self.file, self.sent, want as usize);
+            self.sent += n as u64;
+            if n as u64 == want {
+                return Ok(true);
+            }
+            want = (self.len - self.sent).min(Self::TAIL);
+        }
         let start = out.len();
-        out.resize(start + want, 0);
+        out.resize(start + want as usize, 0);
         let n = self.file.read_at(&mut out[start..], self.sent);
         out.truncate(start + *n.as_ref().unwrap_or(&0));
         match n? {

@@ -693,6 +693,8 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
     // ends, as Redis postpones its master's client.
     let mut held: Option<(Vec<Bytes>, Vec<u8>)> = None;
     let mut ack_due = tokio::time::Instant::now();
+    // Stream bytes read since the last batch (INFO's total_net_repl_input_bytes).
+    let mut read_in = buf.len() as u64;
     loop {
         let mut acks: Vec<u64> = Vec::new();
         {
@@ -701,6 +703,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             if !current(st, gen) {
                 return Ok(());
             }
+            st.stats.net_repl_input_bytes += std::mem::take(&mut read_in);
             let Some(mut master) = st.clients.remove(&id).filter(|c| !c.killed) else {
                 return Err(io::Error::other("the link was killed"));
             };
@@ -802,7 +805,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
         tokio::select! {
             r = sock.read_buf(&mut room) => match r {
                 Ok(0) => return Err(io::Error::other("the master closed the connection")),
-                Ok(_) => {}
+                Ok(n) => read_in += n as u64,
                 Err(e) => return Err(e),
             },
             _ = tokio::time::sleep_until(ack_due) => {}

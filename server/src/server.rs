@@ -404,12 +404,14 @@ async fn cron(shared: Arc<Shared>) {
                 cl.rbuf.resize(now, reset);
             }
         }
-        let s = (
-            now,
-            st.stats.total_commands,
-            st.stats.net_input_bytes,
-            st.stats.net_output_bytes,
-        );
+        let s = crate::state::Sample {
+            ms: now,
+            commands: st.stats.total_commands,
+            input: st.stats.net_input_bytes,
+            output: st.stats.net_output_bytes,
+            repl_input: st.stats.net_repl_input_bytes,
+            repl_output: st.stats.net_repl_output_bytes,
+        };
         st.stats.samples.push_back(s);
         if st.stats.samples.len() > 16 {
             st.stats.samples.pop_front();

@@ -276,6 +276,10 @@ pub struct Stats {
     pub total_commands: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
+    /// The replication stream (not the RDB, as Redis 7.0): read from the
+    /// master, written to replicas. Left out of the two above.
+    pub net_repl_input_bytes: u64,
+    pub net_repl_output_bytes: u64,
     pub expired_keys: u64,
     pub expired_stale_perc: f64,
     pub expire_cycle_cpu_ms: u64,
@@ -290,9 +294,19 @@ pub struct Stats {
     /// By `Command::slot`, grown as commands are first counted.
     pub cmd: Vec<CmdStat>,
     pub errors: BTreeMap<String, u64>,
-    /// Samples of (ms, total_commands, in bytes, out bytes) for the
-    /// instantaneous_* fields, taken by the cron.
-    pub samples: VecDeque<(i64, u64, u64, u64)>,
+    /// Samples of the counters for the instantaneous_* fields, taken by
+    /// the cron.
+    pub samples: VecDeque<Sample>,
+}
+
+/// The counters behind the instantaneous_* fields at one moment.
+pub struct Sample {
+    pub ms: i64,
+    pub commands: u64,
+    pub input: u64,
+    pub output: u64,
+    pub repl_input: u64,
+    pub repl_output: u64,
 }
 
 pub struct SlowEntry {
@@ -1065,7 +1079,8 @@ impl State {
         out.extend_from_slice(&std::mem::take(&mut r.held));
         r.woken = false;
         if let crate::repl::Link::SendBulk(bulk) = &mut r.link {
-            match bulk.next(out) {
+            let direct = out.is_empty() && cl.spill.is_empty() && !cl.tls;
+            match bulk.next(out, direct.then_some(cl.fd)) {
                 Ok(true) => {
                     // Woken again for the next piece once this one is
                     // written, which is at once, not at the round's end
@@ -1099,6 +1114,7 @@ impl State {
         let n = self
             .repl
             .copy_stream(cursor, WRITE.saturating_sub(out.len()), out);
+        self.stats.net_repl_output_bytes += n as u64;
         let end = self.repl.offset;
         let r = self.repl.replica_mut(cl.id).expect("found above");
         r.cursor = Some(cursor + n as u64);
@@ -1123,7 +1139,7 @@ impl State {
     /// (those gone are dropped from the list), unless one of them has more
     /// than `window` bytes unsent: the sender then waits, as the slowest
     /// replica paces a transfer.
-    pub fn repl_rdb_push(&mut self, ids: &mut Vec<u64>, bytes: &[u8], window: usize) -> RdbPush {
+    pub fn repl_rdb_push(&mut self, ids: &mut Vec<u64>, piece: &[u8], window: usize) -> RdbPush {
         ids.retain(|id| {
             self.repl.replicas.iter().any(|r| r.id == *id)
                 && self.clients.get(id).is_none_or(|c| !c.killed)
@@ -1142,7 +1158,9 @@ impl State {
             return RdbPush::Full;
         }
         for &id in ids.iter() {
-            self.repl_send(id, bytes);
+            if let Some(r) = self.repl.replica_mut(id) {
+                send_piece(&mut self.clients, r, piece);
+            }
         }
         RdbPush::Sent
     }
@@ -1235,8 +1253,35 @@ pub enum RdbPush {
 }
 
 /// Bytes of RDB a replica's connection may have unsent before the
-/// transfer waits for it.
-pub const RDB_WINDOW: usize = 256 * 1024;
+/// transfer waits for it: the socket's own buffer keeps the replica busy
+/// meanwhile, and what waits here is the sync's memory.
+pub const RDB_WINDOW: usize = 16 * 1024;
+
+/// Queues a piece of an RDB transfer on replica `r`'s connection. When
+/// nothing older waits in its buffers (the connection keeps `out_unsent`
+/// current under the lock), the piece goes to the socket at once, as a
+/// forked child writes it, and only what the socket does not take is
+/// copied, onto the connection's list. Else it queues as other output.
+fn send_piece(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Replica, piece: &[u8]) {
+    match clients.get_mut(&r.id) {
+        Some(cl)
+            if r.held.is_empty()
+                && cl.pending.is_empty()
+                && cl.out_unsent.load(std::sync::atomic::Ordering::Relaxed) == 0 =>
+        {
+            // A TLS stream seals what it sends: only its task writes.
+            let sent = match cl.tls || !cl.spill.is_empty() {
+                false => crate::os::send_nowait(cl.fd, piece),
+                true => 0,
+            };
+            if sent < piece.len() {
+                cl.spill.push(bytes::Bytes::copy_from_slice(&piece[sent..]));
+                cl.wake.notify_one();
+            }
+        }
+        _ => send_to(clients, r, piece),
+    }
+}
 
 /// Queues `bytes` on replica `r`'s connection, or holds them while the
 /// connection runs (its client is out of the map).

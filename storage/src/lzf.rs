@@ -26,8 +26,8 @@ trait Table {
 /// fresh zeroed one per string cost more than the compression of a short
 /// string. Each slot holds the generation (call) that wrote it above the
 /// position, so an old generation reads as "never seen" and the table is
-/// cleared once every 65535 calls. 4-byte slots: 256 KB a thread (the
-/// snapshot saver's counts in a full sync's memory), as liblzf's.
+/// cleared once every 65535 calls. 4-byte slots: 256 KB a thread, as
+/// liblzf's.
 struct Htab {
     gen: u32,
     slots: Vec<u32>,
@@ -47,6 +47,53 @@ impl Table for Htab {
     }
 }
 
+/// Entries of [`Keyed`]; twice the longest input it takes, so that at
+/// most half are used.
+const KEYED: usize = 2048;
+/// The longest input compressed with [`Keyed`].
+const SHORT: usize = KEYED / 2;
+
+/// The table of a short input: only the slots it uses, keyed by their
+/// index (open addressing), so it compresses exactly as with the full
+/// table. A snapshot compresses mostly short strings, whose scattered
+/// slots touch every page of the full table in time: 256 KB of a full
+/// sync's memory, where this takes 16 KB. Entries: generation (call)
+/// above the slot's index above the position, reused as in [`Htab`].
+struct Keyed {
+    gen: u64,
+    slots: Vec<u64>,
+}
+
+impl Keyed {
+    /// Where slot `i` is, or the free entry it would take.
+    fn find(&self, i: usize) -> (usize, bool) {
+        let mut at = i & (KEYED - 1);
+        loop {
+            let e = self.slots[at];
+            if e >> 32 != self.gen {
+                return (at, false);
+            }
+            if (e >> 16) & 0xffff == i as u64 {
+                return (at, true);
+            }
+            at = (at + 1) & (KEYED - 1);
+        }
+    }
+}
+
+impl Table for Keyed {
+    fn get(&self, i: usize) -> u32 {
+        match self.find(i) {
+            (at, true) => (self.slots[at] & 0xffff) as u32,
+            _ => 0,
+        }
+    }
+    fn set(&mut self, i: usize, pos: u32) {
+        let (at, _) = self.find(i);
+        self.slots[at] = (self.gen << 32) | ((i as u64) << 16) | u64::from(pos);
+    }
+}
+
 /// A longer input's table: positions alone, zeroed for the call.
 struct Wide(Vec<u32>);
 
@@ -62,6 +109,9 @@ impl Table for Wide {
 thread_local! {
     static HTAB: std::cell::RefCell<Htab> = const {
         std::cell::RefCell::new(Htab { gen: 0, slots: Vec::new() })
+    };
+    static KEYED_TAB: std::cell::RefCell<Keyed> = const {
+        std::cell::RefCell::new(Keyed { gen: 0, slots: Vec::new() })
     };
 }
 
@@ -83,6 +133,19 @@ fn push_literal(out: &mut Vec<u8>, lit: &mut usize, b: u8) {
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     if input.len() > 0xffff {
         return compress_with(input, max_out, &mut Wide(vec![0; HSIZE]));
+    }
+    if input.len() <= SHORT {
+        return KEYED_TAB.with(|t| {
+            let mut t = t.borrow_mut();
+            if t.slots.is_empty() {
+                t.slots = vec![0; KEYED];
+            } else if t.gen == u64::from(u32::MAX) {
+                t.slots.fill(0);
+                t.gen = 0;
+            }
+            t.gen += 1;
+            compress_with(input, max_out, &mut *t)
+        });
     }
     HTAB.with(|t| {
         let mut t = t.borrow_mut();
@@ -256,6 +319,31 @@ mod tests {
             let s: Vec<u8> = format!("value:{i:08}:{}", "ab".repeat((i % 40) as usize)).into();
             let fresh = compress_with(&s, s.len(), &mut Wide(vec![0; HSIZE]));
             assert_eq!(compress(&s, s.len()), fresh, "{i}");
+            // Short inputs go to the keyed table; these to the full one.
+            let s: Vec<u8> = format!("{}:{i}", "xy".repeat(600)).into();
+            let fresh = compress_with(&s, s.len(), &mut Wide(vec![0; HSIZE]));
+            assert_eq!(compress(&s, s.len()), fresh, "{i}");
+        }
+    }
+
+    #[test]
+    fn the_keyed_table_compresses_as_the_full_one() {
+        // Inputs up to its limit whose slots collide in the keyed table
+        // (noise) or repeat (runs): as the full table, byte for byte.
+        let mut x = 12345u32;
+        for len in (3..=SHORT).step_by(7).chain([SHORT - 1, SHORT]) {
+            let s: Vec<u8> = (0..len)
+                .map(|i| {
+                    x = x.wrapping_mul(1103515245).wrapping_add(12345);
+                    if i % 3 == 0 {
+                        (x >> 16) as u8
+                    } else {
+                        b'a' + (i % 5) as u8
+                    }
+                })
+                .collect();
+            let fresh = compress_with(&s, s.len() + 64, &mut Wide(vec![0; HSIZE]));
+            assert_eq!(compress(&s, s.len() + 64), fresh, "{len}");
         }
     }
 

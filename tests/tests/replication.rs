@@ -406,6 +406,9 @@ fn cinnabar_follows_cinnabar() {
     }
     same_digest(&m, &s);
     let mut w = m.raw();
+    for i in 0..100 {
+        w.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
     assert_eq!(
         w.cmd(&["SET", "k", "v"]),
         protocol::Frame::Simple("OK".into())
@@ -416,6 +419,19 @@ fn cinnabar_follows_cinnabar() {
         role.starts_with(&format!("slave\n127.0.0.1\n{}\nconnected", m.port)),
         "{role}"
     );
+    // The stream's bytes (the writes after the sync) count as
+    // replication traffic on both sides, and not as the master's output.
+    let out = info_int(&mut w, "stats", "total_net_output_bytes");
+    let sent = info_int(&mut w, "stats", "total_net_repl_output_bytes");
+    assert!(sent > 100 * 25, "sent {sent}");
+    let got = info_int(&mut s.raw(), "stats", "total_net_repl_input_bytes");
+    assert!(got > 100 * 25 && got <= sent, "got {got} of {sent}");
+    let out2 = info_int(&mut w, "stats", "total_net_output_bytes");
+    w.cmd(&["SET", "k", "v"]);
+    let out3 = info_int(&mut w, "stats", "total_net_output_bytes");
+    // An INFO reply each time, and +OK: not the SET's stream.
+    let (info, with_set) = (out2 - out, out3 - out2);
+    assert!(with_set - info < 50, "{info} then {with_set}");
 }
 
 /// A 32 MB SET costs master and replica about the value, as Redis (43 MB

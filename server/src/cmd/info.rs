@@ -127,11 +127,11 @@ fn human(n: u64) -> String {
 }
 
 /// Rate per second over the cron's samples of the counter picked by `f`.
-fn rate(st: &State, f: impl Fn(&(i64, u64, u64, u64)) -> u64) -> f64 {
+fn rate(st: &State, f: impl Fn(&crate::state::Sample) -> u64) -> f64 {
     let (Some(first), Some(last)) = (st.stats.samples.front(), st.stats.samples.back()) else {
         return 0.0;
     };
-    let ms = last.0 - first.0;
+    let ms = last.ms - first.ms;
     if ms <= 0 {
         return 0.0;
     }
@@ -335,9 +335,10 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             }
         }
         "stats" => {
-            let ops = rate(st, |s| s.1).round() as u64;
-            let ikbps = rate(st, |s| s.2) / 1024.0;
-            let okbps = rate(st, |s| s.3) / 1024.0;
+            let ops = rate(st, |s| s.commands).round() as u64;
+            let kbps = |f: fn(&crate::state::Sample) -> u64| rate(st, f) / 1024.0;
+            let (ikbps, okbps) = (kbps(|s| s.input), kbps(|s| s.output));
+            let (rikbps, rokbps) = (kbps(|s| s.repl_input), kbps(|s| s.repl_output));
             let s = &st.stats;
             f!("# Stats");
             f!("total_connections_received:{}", s.total_connections);
@@ -345,12 +346,12 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("instantaneous_ops_per_sec:{ops}");
             f!("total_net_input_bytes:{}", s.net_input_bytes);
             f!("total_net_output_bytes:{}", s.net_output_bytes);
-            f!("total_net_repl_input_bytes:0");
-            f!("total_net_repl_output_bytes:0");
+            f!("total_net_repl_input_bytes:{}", s.net_repl_input_bytes);
+            f!("total_net_repl_output_bytes:{}", s.net_repl_output_bytes);
             f!("instantaneous_input_kbps:{ikbps:.2}");
             f!("instantaneous_output_kbps:{okbps:.2}");
-            f!("instantaneous_input_repl_kbps:0.00");
-            f!("instantaneous_output_repl_kbps:0.00");
+            f!("instantaneous_input_repl_kbps:{rikbps:.2}");
+            f!("instantaneous_output_repl_kbps:{rokbps:.2}");
             f!("rejected_connections:{}", s.rejected_connections);
             f!("sync_full:{}", st.repl.sync_full);
             f!("sync_partial_ok:{}", st.repl.sync_partial_ok);

@@ -298,7 +298,8 @@ impl<W: Write> Writer<W> {
     pub fn new(w: W, opts: SaveOpts) -> Self {
         Writer {
             w,
-            buf: Vec::with_capacity(FLUSH_AT * 2),
+            // Grown as written: a header alone (a full sync's) stays small.
+            buf: Vec::new(),
             crc: 0,
             opts,
             written: 0,
