@@ -521,6 +521,8 @@ const SLICE: Duration = Duration::from_micros(300);
 /// up to the most while clients wait for it, as each slice then waits its
 /// turn, and a walk that lags lets writes capture ever more keys.
 const SLICE_BYTES: std::ops::RangeInclusive<usize> = (4 << 10)..=(64 << 10);
+/// Slices in a row that found clients waiting before the slices grow.
+const BUSY_RUN: u32 = 8;
 /// A save's file is written in pieces of this size.
 const WRITE_BUF: usize = 16 << 10;
 
@@ -724,7 +726,10 @@ pub fn bgsave_start_replicas(st: &mut State, ids: Vec<u64>) -> bool {
 pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Result<Child> {
     let file = match target {
         Target::Replicas { .. } => None,
-        _ => Some(std::fs::File::create(&tmp)?),
+        _ => Some(io::BufWriter::with_capacity(
+            WRITE_BUF,
+            std::fs::File::create(&tmp)?,
+        )),
     };
     let Some(shared) = st.shared.upgrade() else {
         // No server around the state (unit tests): nothing to run on.
@@ -749,6 +754,19 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
     for (i, db) in st.dbs.iter_mut().enumerate() {
         db.snapshot_begin(i, epoch, opts, meta);
     }
+    let (ids, eof_line) = match &target {
+        Target::Replicas { ids, mark } => (ids.clone(), format!("$EOF:{mark}\r\n").into_bytes()),
+        _ => Default::default(),
+    };
+    let bufs = Bufs {
+        records: Records {
+            bytes: Vec::with_capacity(2 * SLICE_BYTES.start()),
+            plain: Vec::with_capacity(SLICE_BYTES.start() / 32),
+        },
+        room: Vec::with_capacity(2 * SLICE_BYTES.start()),
+        ids,
+        eof_line,
+    };
     let abort = Arc::new(AtomicBool::new(false));
     let job = Job {
         shared,
@@ -760,7 +778,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
     };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
-        .spawn(move || job.run(file, header));
+        .spawn(move || job.run(file, header, bufs));
     let child = Child { abort, tmp };
     if let Err(e) = spawned {
         child.kill(st);
@@ -799,6 +817,18 @@ struct StreamPos {
     db: Option<usize>,
     resized: Vec<bool>,
     walking: usize,
+}
+
+/// The saver's buffers, made by the thread that starts it: the saver then
+/// allocates nothing while it walks (a thread's first allocation takes
+/// allocator pages of its own, part of a sync's extra memory, which a
+/// fork's copied pages are compared with). One buffer for every slice,
+/// one for it compressed; a diskless sync's replicas and first line.
+struct Bufs {
+    records: Records,
+    room: Vec<u8>,
+    ids: Vec<u64>,
+    eof_line: Vec<u8>,
 }
 
 /// A slice's records, their strings not compressed yet (see
@@ -938,13 +968,13 @@ struct Job {
 }
 
 impl Job {
-    fn run(self, file: Option<std::fs::File>, header: Vec<u8>) {
+    fn run(self, file: Option<io::BufWriter<std::fs::File>>, header: Vec<u8>, mut bufs: Bufs) {
         let mut res = match (file, &self.target) {
             (Some(f), _) => self
-                .write(io::BufWriter::with_capacity(WRITE_BUF, f), header)
+                .write(f, header, &mut bufs)
                 .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
                 .and_then(|f| f.sync_all()),
-            (None, Target::Replicas { ids, mark }) => self.stream(ids.clone(), mark, header),
+            (None, Target::Replicas { mark, .. }) => self.stream(mark, header, &mut bufs),
             (None, _) => Err(io::Error::other("no file")),
         };
         if let (
@@ -1000,12 +1030,13 @@ impl Job {
 
     /// Diskless: the image between `$EOF:<mark>` and the mark, to the
     /// replicas' connections.
-    fn stream(&self, ids: Vec<u64>, mark: &str, header: Vec<u8>) -> io::Result<()> {
+    fn stream(&self, mark: &str, header: Vec<u8>, bufs: &mut Bufs) -> io::Result<()> {
         // Unbuffered: each slice goes out as it is made, and a replica
         // gone is noticed at the next one.
+        let ids = std::mem::take(&mut bufs.ids);
         let mut w = ReplicaSink { job: self, ids };
-        w.write_all(format!("$EOF:{mark}\r\n").as_bytes())?;
-        let mut w = self.write(w, header)?;
+        w.write_all(&bufs.eof_line)?;
+        let mut w = self.write(w, header, bufs)?;
         w.write_all(mark.as_bytes())?;
         w.flush()
     }
@@ -1014,7 +1045,7 @@ impl Job {
     /// it (which is also the backpressure: the walk does not run ahead of
     /// the disk, or of the slowest replica, by more than one slice), then
     /// EOF and checksum.
-    fn write<W: Write>(&self, mut w: W, header: Vec<u8>) -> io::Result<W> {
+    fn write<W: Write>(&self, mut w: W, header: Vec<u8>, bufs: &mut Bufs) -> io::Result<W> {
         let mut crc = 0u64;
         let mut put = |w: &mut W, b: &[u8]| {
             if self.checksum {
@@ -1024,15 +1055,8 @@ impl Job {
         };
         put(&mut w, &header)?;
         let mut pos = StreamPos::default();
-        // One buffer for every slice and one for it compressed, sized once:
-        // their room is part of the save's extra memory, which a fork's
-        // copied pages are compared with.
-        let mut records = Records {
-            bytes: Vec::with_capacity(2 * SLICE_BYTES.start()),
-            plain: Vec::with_capacity(SLICE_BYTES.start() / 32),
-        };
-        let mut room = Vec::with_capacity(2 * SLICE_BYTES.start());
-        let mut max_bytes = *SLICE_BYTES.start();
+        let Bufs { records, room, .. } = bufs;
+        let (mut max_bytes, mut busy_run) = (*SLICE_BYTES.start(), 0);
         let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
         loop {
             let mut st = self.shared.state.lock();
@@ -1042,30 +1066,28 @@ impl Job {
             }
             // With a key delay, one key a slice and the sleep outside the lock.
             let complete = match self.key_delay {
-                0 => slice(&mut st, &mut pos, SLICE, (256, max_bytes), &mut records),
-                _ => slice(
-                    &mut st,
-                    &mut pos,
-                    Duration::ZERO,
-                    (1, max_bytes),
-                    &mut records,
-                ),
+                0 => slice(&mut st, &mut pos, SLICE, (256, max_bytes), records),
+                _ => slice(&mut st, &mut pos, Duration::ZERO, (1, max_bytes), records),
             };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
             let d = t.elapsed();
             let busy = self.shared.state.is_locked();
             let c = Instant::now();
-            let bytes = records.encoded(&mut room);
+            let bytes = records.encoded(room);
             if busy {
                 // Clients are busy: give them at least as long as the slice
                 // took, so the walk uses at most half of the lock's time
                 // (compressing already gave them some).
                 std::thread::sleep(d.saturating_sub(c.elapsed()).min(SLICE * 2));
             }
-            max_bytes = match busy {
-                true => (max_bytes * 2).min(*SLICE_BYTES.end()),
-                false => *SLICE_BYTES.start(),
+            // Larger slices only under a load that lasts: a client's
+            // passing command would grow the buffers for good.
+            busy_run = if busy { busy_run + 1 } else { 0 };
+            max_bytes = match busy_run {
+                0 => *SLICE_BYTES.start(),
+                1..BUSY_RUN => max_bytes,
+                _ => (max_bytes * 2).min(*SLICE_BYTES.end()),
             };
             slices += 1;
             held += d;

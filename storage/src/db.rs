@@ -464,11 +464,6 @@ impl Db {
             return true;
         };
         let start = cap.keys_saved;
-        // Sized once: grown by doubling, the buffer would leave a block in
-        // each size class on the way (a full sync's memory).
-        if cap.out.capacity() == 0 {
-            cap.out.reserve(max_bytes.saturating_mul(2).min(1 << 17));
-        }
         while !cap.walk_done {
             if (cap.keys_saved - start) as usize >= max_keys || cap.out.len() >= max_bytes {
                 return false;

@@ -23,11 +23,11 @@ trait Table {
 }
 
 /// The table of inputs up to 64 KB, reused by every call on a thread: a
-/// fresh zeroed one per string cost more than the compression of a short
-/// string. Each slot holds the generation (call) that wrote it above the
-/// position, so an old generation reads as "never seen" and the table is
-/// cleared once every 65535 calls. 4-byte slots: 256 KB a thread, as
-/// liblzf's.
+/// fresh zeroed one per string cost more than the compression of a
+/// string this long. Each slot holds the generation (call) that wrote it
+/// above the position, so an old generation reads as "never seen" and the
+/// table is cleared once every 65535 calls. 4-byte slots: 256 KB a
+/// thread, as liblzf's.
 struct Htab {
     gen: u32,
     slots: Vec<u32>,
@@ -47,50 +47,41 @@ impl Table for Htab {
     }
 }
 
-/// Entries of [`Keyed`]; twice the longest input it takes, so that at
-/// most half are used.
-const KEYED: usize = 2048;
-/// The longest input compressed with [`Keyed`].
-const SHORT: usize = KEYED / 2;
+/// The table of a short input (at most `N / 2` bytes), on the stack: only
+/// the slots it uses, keyed by their index (open addressing), so it
+/// compresses exactly as with the full table. A snapshot compresses
+/// mostly short strings: with this, its saver allocates nothing for
+/// them, where the full table's scattered slots touched all of its
+/// 256 KB (a full sync's memory). Entries: the slot above the position;
+/// all ones is free (no position of a short input is 0xffff).
+struct Keyed<const N: usize>([u32; N]);
 
-/// The table of a short input: only the slots it uses, keyed by their
-/// index (open addressing), so it compresses exactly as with the full
-/// table. A snapshot compresses mostly short strings, whose scattered
-/// slots touch every page of the full table in time: 256 KB of a full
-/// sync's memory, where this takes 16 KB. Entries: generation (call)
-/// above the slot's index above the position, reused as in [`Htab`].
-struct Keyed {
-    gen: u64,
-    slots: Vec<u64>,
-}
+impl<const N: usize> Keyed<N> {
+    const FREE: u32 = u32::MAX;
 
-impl Keyed {
     /// Where slot `i` is, or the free entry it would take.
     fn find(&self, i: usize) -> (usize, bool) {
-        let mut at = i & (KEYED - 1);
+        let mut at = i & (N - 1);
         loop {
-            let e = self.slots[at];
-            if e >> 32 != self.gen {
-                return (at, false);
+            match self.0[at] {
+                Self::FREE => return (at, false),
+                e if (e >> 16) as usize == i => return (at, true),
+                _ => at = (at + 1) & (N - 1),
             }
-            if (e >> 16) & 0xffff == i as u64 {
-                return (at, true);
-            }
-            at = (at + 1) & (KEYED - 1);
         }
     }
 }
 
-impl Table for Keyed {
+impl<const N: usize> Table for Keyed<N> {
     fn get(&self, i: usize) -> u32 {
         match self.find(i) {
-            (at, true) => (self.slots[at] & 0xffff) as u32,
+            (at, true) => self.0[at] & 0xffff,
             _ => 0,
         }
     }
     fn set(&mut self, i: usize, pos: u32) {
         let (at, _) = self.find(i);
-        self.slots[at] = (self.gen << 32) | ((i as u64) << 16) | u64::from(pos);
+        self.0[at] = ((i as u32) << 16) | pos;
     }
 }
 
@@ -110,9 +101,6 @@ thread_local! {
     static HTAB: std::cell::RefCell<Htab> = const {
         std::cell::RefCell::new(Htab { gen: 0, slots: Vec::new() })
     };
-    static KEYED_TAB: std::cell::RefCell<Keyed> = const {
-        std::cell::RefCell::new(Keyed { gen: 0, slots: Vec::new() })
-    };
 }
 
 /// Appends a literal byte to the open run (`lit` bytes so far, its length
@@ -131,44 +119,45 @@ fn push_literal(out: &mut Vec<u8>, lit: &mut usize, b: u8) {
 /// Compresses `input` into at most `max_out` bytes; `None` when the result
 /// would not fit (Redis then stores the string as is).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
-    if input.len() > 0xffff {
-        return compress_with(input, max_out, &mut Wide(vec![0; HSIZE]));
-    }
-    if input.len() <= SHORT {
-        return KEYED_TAB.with(|t| {
+    let mut out = Vec::with_capacity(max_out + 1);
+    compress_into(input, max_out, &mut out).then_some(out)
+}
+
+/// [`compress`], appending to `out`; false (and `out` as it was) when the
+/// result would not fit.
+pub fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
+    match input.len() {
+        0..=64 => compress_with(input, max_out, &mut Keyed([Keyed::<128>::FREE; 128]), out),
+        65..=256 => compress_with(input, max_out, &mut Keyed([Keyed::<512>::FREE; 512]), out),
+        257..=1024 => compress_with(input, max_out, &mut Keyed([Keyed::<2048>::FREE; 2048]), out),
+        1025..=0xffff => HTAB.with(|t| {
             let mut t = t.borrow_mut();
             if t.slots.is_empty() {
-                t.slots = vec![0; KEYED];
-            } else if t.gen == u64::from(u32::MAX) {
+                t.slots = vec![0; HSIZE];
+            } else if t.gen == 0xffff {
+                // In place: a new table beside the old would double its memory.
                 t.slots.fill(0);
                 t.gen = 0;
             }
             t.gen += 1;
-            compress_with(input, max_out, &mut *t)
-        });
+            compress_with(input, max_out, &mut *t, out)
+        }),
+        _ => compress_with(input, max_out, &mut Wide(vec![0; HSIZE]), out),
     }
-    HTAB.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.slots.is_empty() {
-            t.slots = vec![0; HSIZE];
-        } else if t.gen == 0xffff {
-            // In place: a new table beside the old would double its memory.
-            t.slots.fill(0);
-            t.gen = 0;
-        }
-        t.gen += 1;
-        compress_with(input, max_out, &mut *t)
-    })
 }
 
-fn compress_with(input: &[u8], max_out: usize, htab: &mut impl Table) -> Option<Vec<u8>> {
+fn compress_with(input: &[u8], max_out: usize, htab: &mut impl Table, out: &mut Vec<u8>) -> bool {
     let n = input.len();
     if n == 0 || max_out == 0 {
-        return None;
+        return false;
     }
     // Positions; 0 means "never seen" (liblzf's table holds offsets from
     // the input start, and a reference to position 0 is never taken).
-    let mut out: Vec<u8> = Vec::with_capacity(max_out + 1);
+    let base = out.len();
+    let fail = |out: &mut Vec<u8>| {
+        out.truncate(base);
+        false
+    };
     let mut lit: usize = 0;
     out.push(0); // the control byte of the first literal run
     let mut ip = 0usize;
@@ -188,11 +177,11 @@ fn compress_with(input: &[u8], max_out: usize, htab: &mut impl Table) -> Option<
             let off = ip - rf - 1;
             let mut len = 2usize;
             let maxlen = (n - ip - len).min(MAX_REF);
-            let op = out.len();
+            let op = out.len() - base;
             if op + 3 + 1 >= max_out && op - usize::from(lit == 0) + 3 + 1 >= max_out {
-                return None;
+                return fail(out);
             }
-            let run_start = op - lit - 1;
+            let run_start = out.len() - lit - 1;
             out[run_start] = (lit as u8).wrapping_sub(1);
             if lit == 0 {
                 out.pop();
@@ -239,18 +228,18 @@ fn compress_with(input: &[u8], max_out: usize, htab: &mut impl Table) -> Option<
             htab.set(idx(hval), ip as u32);
             ip += 1;
         } else {
-            if out.len() >= max_out {
-                return None;
+            if out.len() - base >= max_out {
+                return fail(out);
             }
-            push_literal(&mut out, &mut lit, input[ip]);
+            push_literal(out, &mut lit, input[ip]);
             ip += 1;
         }
     }
-    if out.len() + 3 > max_out {
-        return None;
+    if out.len() - base + 3 > max_out {
+        return fail(out);
     }
     while ip < n {
-        push_literal(&mut out, &mut lit, input[ip]);
+        push_literal(out, &mut lit, input[ip]);
         ip += 1;
     }
     let p = out.len() - lit - 1;
@@ -258,10 +247,10 @@ fn compress_with(input: &[u8], max_out: usize, htab: &mut impl Table) -> Option<
     if lit == 0 {
         out.pop();
     }
-    if out.len() > max_out {
-        return None;
+    if out.len() - base > max_out {
+        return fail(out);
     }
-    Some(out)
+    true
 }
 
 /// Decompresses `input` into exactly `out_len` bytes.
@@ -312,26 +301,30 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, &'static str>
 mod tests {
     use super::*;
 
+    /// What the full table, zeroed for the call, makes of `s`.
+    fn fresh(s: &[u8], max_out: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        compress_with(s, max_out, &mut Wide(vec![0; HSIZE]), &mut out).then_some(out)
+    }
+
     #[test]
     fn the_reused_table_compresses_as_a_fresh_one() {
         // Many calls in a row: old generations must read as never seen.
         for i in 0..70_000u32 {
             let s: Vec<u8> = format!("value:{i:08}:{}", "ab".repeat((i % 40) as usize)).into();
-            let fresh = compress_with(&s, s.len(), &mut Wide(vec![0; HSIZE]));
-            assert_eq!(compress(&s, s.len()), fresh, "{i}");
-            // Short inputs go to the keyed table; these to the full one.
+            assert_eq!(compress(&s, s.len()), fresh(&s, s.len()), "{i}");
+            // Short inputs go to a keyed table; these to the reused one.
             let s: Vec<u8> = format!("{}:{i}", "xy".repeat(600)).into();
-            let fresh = compress_with(&s, s.len(), &mut Wide(vec![0; HSIZE]));
-            assert_eq!(compress(&s, s.len()), fresh, "{i}");
+            assert_eq!(compress(&s, s.len()), fresh(&s, s.len()), "{i}");
         }
     }
 
     #[test]
-    fn the_keyed_table_compresses_as_the_full_one() {
-        // Inputs up to its limit whose slots collide in the keyed table
+    fn the_keyed_tables_compress_as_the_full_one() {
+        // Inputs up to the keyed tables' limit whose slots collide there
         // (noise) or repeat (runs): as the full table, byte for byte.
         let mut x = 12345u32;
-        for len in (3..=SHORT).step_by(7).chain([SHORT - 1, SHORT]) {
+        for len in (3..=1024).step_by(3).chain([64, 65, 256, 257, 1024]) {
             let s: Vec<u8> = (0..len)
                 .map(|i| {
                     x = x.wrapping_mul(1103515245).wrapping_add(12345);
@@ -342,9 +335,23 @@ mod tests {
                     }
                 })
                 .collect();
-            let fresh = compress_with(&s, s.len() + 64, &mut Wide(vec![0; HSIZE]));
-            assert_eq!(compress(&s, s.len() + 64), fresh, "{len}");
+            assert_eq!(compress(&s, s.len() + 64), fresh(&s, s.len() + 64), "{len}");
         }
+    }
+
+    #[test]
+    fn compress_into_appends_or_leaves_out_as_it_was() {
+        let s = b"abcabcabcabcabcabcabcabcabcabcabcabc";
+        let mut out = b"head".to_vec();
+        assert!(compress_into(s, s.len(), &mut out));
+        assert_eq!(&out[..4], b"head");
+        assert_eq!(out[4..], compress(s, s.len()).unwrap());
+        let noise: Vec<u8> = (0..40u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+            .collect();
+        let mut out = b"head".to_vec();
+        assert!(!compress_into(&noise, noise.len() - 4, &mut out));
+        assert_eq!(out, b"head");
     }
 
     #[test]

@@ -135,9 +135,12 @@ pub(super) fn call(
 
 /// Adds a call of `dur` microseconds to the command's latency histogram.
 pub(super) fn record_latency(stat: &mut crate::state::CmdStat, dur: u64) {
-    let h = stat.latency.get_or_insert_with(|| {
-        Box::new(hdrhistogram::Histogram::new_with_bounds(1, 1_000_000_000, 2).expect("bounds"))
-    });
+    // Auto-resizing: the buckets (8 bytes each, written when made) reach
+    // only as high as the command's slowest call, as they are made (not a
+    // fixed 24 KB a command up to the 1 s cap).
+    let h = stat
+        .latency
+        .get_or_insert_with(|| Box::new(hdrhistogram::Histogram::new(2).expect("sigfig")));
     h.saturating_record((dur * 1000).clamp(1, 1_000_000_000));
 }
 

@@ -78,11 +78,30 @@ fn put_int_special(out: &mut Vec<u8>, v: i64) -> bool {
 }
 
 /// An LZF-encoded string: `c` compresses `len` bytes.
+/// An LZF string: `c`, the compressed form of `len` bytes.
 fn put_lzf(out: &mut Vec<u8>, c: &[u8], len: usize) {
     out.push(0xc3);
     put_len(out, c.len() as u64);
     put_len(out, len as u64);
     out.extend_from_slice(c);
+}
+
+/// `s` as an LZF string if that saves at least 4 bytes: compressed
+/// straight into `out`, its header written after it and rotated in front
+/// (no buffer of its own: a snapshot's saver compresses without
+/// allocating).
+fn put_compressed(out: &mut Vec<u8>, s: &[u8]) -> bool {
+    let at = out.len();
+    if !lzf::compress_into(s, s.len() - 4, out) {
+        return false;
+    }
+    let data = out.len() - at;
+    out.push(0xc3);
+    put_len(out, data as u64);
+    put_len(out, s.len() as u64);
+    let head = out.len() - at - data;
+    out[at..].rotate_right(head);
+    true
 }
 
 /// A string as Redis's `rdbSaveRawString` writes it: short canonical
@@ -96,11 +115,8 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
             }
         }
     }
-    if compress && s.len() > 20 {
-        if let Some(c) = lzf::compress(s, s.len() - 4) {
-            put_lzf(out, &c, s.len());
-            return;
-        }
+    if compress && s.len() > 20 && put_compressed(out, s) {
+        return;
     }
     put_len(out, s.len() as u64);
     out.extend_from_slice(s);
