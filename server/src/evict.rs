@@ -28,6 +28,7 @@ use storage::CBytes;
 extern "C" {
     fn mi_usable_size(p: *const c_void) -> usize;
     fn mi_collect(force: bool);
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     fn mi_stats_print_out(
         out: Option<unsafe extern "C" fn(msg: *const std::ffi::c_char, arg: *mut c_void)>,
         arg: *mut c_void,
@@ -98,6 +99,26 @@ pub fn used_memory() -> u64 {
         0 => crate::os::rss_bytes(),
         n => n.saturating_sub(VM_MEMORY.load(Relaxed)) as u64,
     }
+}
+
+/// mimalloc's `mi_option_purge_delay` (the same position in its v2 and
+/// v3 option enums).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+/// Milliseconds a freed page stays resident before mimalloc gives it back
+/// to the OS (its default: 1000). Under a long pipeline a connection's
+/// buffers grow and shrink through medium (512 KB) pages of several size
+/// classes, freed and allocated again many times a second; with a second's
+/// delay that kept 0.3-0.9 MB more resident during and right after the
+/// pipeline (a 1,000,000-entry stream loaded by `redis-cli --pipe`: VmRSS
+/// up to 3% above Redis's with used_memory below it; at 100 ms, 0.6-1%
+/// below). A page reused within the delay is not purged at all.
+const PURGE_DELAY_MS: std::ffi::c_long = 100;
+
+/// Sets the allocator's options; first thing in `main`.
+pub fn init_allocator() {
+    // SAFETY: an option index and value; mimalloc reads options at use.
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
 }
 
 /// MEMORY PURGE: returns freed pages to the OS.

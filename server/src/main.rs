@@ -13,6 +13,7 @@ fn usage() -> ! {
 }
 
 fn main() {
+    cinnabar_server::evict::init_allocator();
     let args: Vec<String> = std::env::args().skip(1).collect();
     // While this is the only thread: it moves the environment.
     cinnabar_server::proctitle::init();

@@ -2,11 +2,10 @@
 //! from RDB files and DUMP payloads byte for byte.
 //!
 //! Entries live in nodes: listpacks keyed by their master ID (the ID of the
-//! node's first entry when it was created) in an ordered map. Redis keys a
-//! radix tree by the 128-bit big-endian ID; a `BTreeMap<StreamId, _>` gives
-//! the same order, and with up to 100 entries per node (the default
-//! `stream-node-max-entries`) its ~40 bytes per node are noise next to the
-//! listpack (a 1,000,000-entry stream has 10,000 nodes).
+//! node's first entry when it was created), in master-ID order. Redis keys
+//! a radix tree by the 128-bit big-endian ID; [`index::Nodes`] keeps the
+//! same order in 32 bytes per node (a 1,000,000-entry stream has 10,000
+//! nodes of up to 100 entries, the default `stream-node-max-entries`).
 //!
 //! A node's listpack (Redis's layout, see `node` below for the walk):
 //!
@@ -26,9 +25,11 @@
 //! consumers in ordered maps, as Redis's radix trees order them.
 
 mod group;
+mod index;
 mod node;
 
 pub use group::{Consumer, Group, Nack};
+use index::Nodes;
 use node::{Cursor, Master};
 
 use crate::listpack::{Listpack, LpVal};
@@ -206,7 +207,7 @@ impl<'a> Entry<'a> {
 /// A stream value.
 #[derive(Clone, Default)]
 pub struct Stream {
-    nodes: BTreeMap<StreamId, Listpack>,
+    nodes: Nodes,
     length: u64,
     pub last_id: StreamId,
     pub first_id: StreamId,
@@ -236,12 +237,15 @@ impl Stream {
     /// The nodes: master ID and listpack entry bytes with their element
     /// count, for the RDB writer.
     pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &Listpack)> {
-        self.nodes.iter().map(|(k, v)| (*k, v))
+        self.nodes.iter()
     }
 
     /// Adds a node read from an RDB file, after the last one, if its
     /// layout is sound; returns its live entry count.
     pub fn push_node(&mut self, master: StreamId, lp: Listpack) -> Result<u64, &'static str> {
+        if self.nodes.last_key().is_some_and(|k| k >= master) {
+            return Err("stream nodes out of order");
+        }
         let live = node::validate(&lp, master)?;
         if let Some(last) = self.edge_id(true) {
             let mut first = None;
@@ -253,7 +257,7 @@ impl Stream {
                 return Err("stream node entries out of order");
             }
         }
-        self.nodes.insert(master, lp);
+        self.nodes.push(master, lp);
         Ok(live)
     }
 
@@ -264,12 +268,12 @@ impl Stream {
 
     /// Heap bytes owned, for MEMORY USAGE.
     pub fn heap_size(&self) -> usize {
-        let per_node = std::mem::size_of::<(StreamId, Listpack)>() + 8;
-        let mut n: usize = self
+        let mut n = self.nodes.heap_size();
+        n += self
             .nodes
-            .values()
-            .map(|lp| lp.heap_size() + per_node)
-            .sum();
+            .iter()
+            .map(|(_, lp)| lp.heap_size())
+            .sum::<usize>();
         for (name, g) in &self.groups {
             n += name.len() + std::mem::size_of::<Group>() + 32 + g.heap_size();
         }
@@ -281,7 +285,7 @@ impl Stream {
     pub fn append<B: AsRef<[u8]>>(&mut self, id: StreamId, fv: &[B], lim: NodeLimits) {
         let nfields = fv.len() / 2;
         let total: usize = fv.iter().map(|b| b.as_ref().len()).sum();
-        let fits = match self.nodes.last_key_value() {
+        let fits = match self.nodes.last_mut() {
             Some((_, lp)) => {
                 let (count, deleted) = Master::counts(lp);
                 let over_bytes = lim.max_bytes > 0 && lp.lp_bytes() + total >= lim.max_bytes;
@@ -302,11 +306,9 @@ impl Stream {
             vals.push(LpVal::Int(0));
             let mut lp = Listpack::new();
             lp.extend_vals(&vals);
-            self.nodes.insert(id, lp);
+            self.nodes.push(id, lp);
         }
-        let last = self.nodes.last_entry().expect("a node");
-        let master_id = *last.key();
-        let lp = last.into_mut();
+        let (master_id, lp) = self.nodes.last_mut().expect("a node");
         let m = Master::read(lp);
         let same = m.nfields == nfields && {
             let mut off = m.fields_at;
@@ -356,19 +358,18 @@ impl Stream {
             return;
         }
         if !rev {
-            let first = self
-                .nodes
-                .range(..=start)
-                .next_back()
-                .map(|(k, _)| *k)
-                .unwrap_or(start);
-            for (mid, lp) in self.nodes.range(first..) {
-                if *mid > end {
+            // From the node that may hold `start`, or the first if all
+            // come after it.
+            let Some(first) = self.nodes.floor(start).or(self.nodes.first_pos()) else {
+                return;
+            };
+            for (mid, lp) in self.nodes.iter_from(first) {
+                if mid > end {
                     return;
                 }
                 let m = Master::read(lp);
                 let mut cur = Cursor::first(lp, &m);
-                while let Some(e) = cur.next(lp, &m, *mid) {
+                while let Some(e) = cur.next(lp, &m, mid) {
                     if e.id > end {
                         return;
                     }
@@ -378,10 +379,13 @@ impl Stream {
                 }
             }
         } else {
-            for (mid, lp) in self.nodes.range(..=end).rev() {
+            let Some(last) = self.nodes.floor(end) else {
+                return;
+            };
+            for (mid, lp) in self.nodes.iter_back_from(last) {
                 let m = Master::read(lp);
                 let mut cur = Cursor::last(lp, &m);
-                while let Some(e) = cur.prev(lp, &m, *mid) {
+                while let Some(e) = cur.prev(lp, &m, mid) {
                     if e.id < start {
                         return;
                     }
@@ -406,7 +410,7 @@ impl Stream {
     /// The first entry's ID, deleted or not (what an exact MINID trim
     /// that keeps the stream as it is names).
     pub fn first_entry_id(&self) -> Option<StreamId> {
-        let (&mid, lp) = self.nodes.iter().next()?;
+        let (mid, lp) = self.nodes.first()?;
         let m = Master::read(lp);
         Cursor::first(lp, &m).next(lp, &m, mid).map(|e| e.id)
     }
@@ -447,15 +451,16 @@ impl Stream {
             }
             n
         }
-        let keys: Vec<[u8; 16]> = self.nodes.keys().map(|k| k.to_be()).collect();
+        let keys: Vec<[u8; 16]> = self.nodes.iter().map(|(k, _)| k.to_be()).collect();
         count(&keys, 0)
     }
 
     /// Deletes the entry `id`; false if there is no such live entry.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        let Some((&mid, lp)) = self.nodes.range_mut(..=id).next_back() else {
+        let Some(pos) = self.nodes.floor(id) else {
             return false;
         };
+        let (mid, lp) = self.nodes.get_mut(pos);
         let m = Master::read(lp);
         let mut cur = Cursor::first(lp, &m);
         let mut flags_at = None;
@@ -472,7 +477,7 @@ impl Stream {
             return false;
         };
         if m.count == 1 {
-            self.nodes.remove(&mid);
+            self.nodes.remove(pos);
         } else {
             lp.replace_at(at, LpVal::Int(flags | FLAG_DELETED));
             Master::set_counts(lp, m.count - 1, m.deleted + 1);
@@ -513,11 +518,10 @@ impl Stream {
                     break;
                 }
             }
-            let Some(mut first) = self.nodes.first_entry() else {
+            let Some(first) = self.nodes.first_pos() else {
                 break;
             };
-            let mid = *first.key();
-            let lp = first.get_mut();
+            let (mid, lp) = self.nodes.get_mut(first);
             let m = Master::read(lp);
             let entries = m.count as u64;
             if limit > 0 && deleted + entries > limit {
@@ -531,7 +535,7 @@ impl Stream {
                 }
             };
             if whole {
-                first.remove();
+                self.nodes.remove(first);
                 self.length -= entries;
                 deleted += entries;
                 continue;
