@@ -7,7 +7,7 @@
 //! the waiter before the next client acts (the order under test).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,10 +42,10 @@ impl Server {
     fn start() -> Server {
         let bin = binary();
         for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .expect("free port");
+            // Below the ephemeral range: a client socket of another test
+            // cannot hold it (an ephemeral one could, and the probe below
+            // then connected to it while the server had failed to bind).
+            let port = cinnabar_tests::free_port();
             let mut child = Command::new(&bin)
                 .args(["--port", &port.to_string()])
                 .stdout(Stdio::null())
