@@ -64,6 +64,18 @@ fn latencystats_follow_latency_tracking() {
         "10 100",
     ]);
     assert!(info(&mut c).contains("latency_percentiles_usec_set:p10="));
+    // A slow call is measured as slow (the buckets grow to it).
+    let s2 = Server::start(&[("enable-debug-command", "yes")]);
+    let mut d = s2.raw();
+    d.cmd(&["DEBUG", "SLEEP", "0.05"]);
+    let line = info(&mut d);
+    let p50 = line
+        .lines()
+        .find_map(|l| l.strip_prefix("latency_percentiles_usec_debug:p50="))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .expect("debug's p50");
+    assert!(p50 >= 50000.0, "{line}");
     c.cmd(&["CONFIG", "RESETSTAT"]);
     c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
     assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));

@@ -141,7 +141,11 @@ pub(super) fn record_latency(stat: &mut crate::state::CmdStat, dur: u64) {
     let h = stat
         .latency
         .get_or_insert_with(|| Box::new(hdrhistogram::Histogram::new(2).expect("sigfig")));
-    h.saturating_record((dur * 1000).clamp(1, 1_000_000_000));
+    // `record` grows the buckets; `saturating_record` would clamp to them.
+    let ns = (dur * 1000).clamp(1, 1_000_000_000);
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
 }
 
 /// Logs the command in the slowlog if it took at least
