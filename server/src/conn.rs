@@ -682,9 +682,7 @@ async fn write_out<S: Duplex>(
                         // The socket is full: large output waits as a list,
                         // its memory about its size.
                         if buf.len() - off >= SPILL_AT {
-                            spill.push(Bytes::copy_from_slice(&buf[off..]));
-                            *buf = BytesMut::new();
-                            off = 0;
+                            spill_unsent(spill, buf, &mut off);
                         }
                     }
                     Err(_) => break Written::Closed,
@@ -727,11 +725,7 @@ async fn write_out<S: Duplex>(
                         if buf.len() - off + cl.pending.len() >= SPILL_AT {
                             // The socket is behind: the output waits as a
                             // list, freed at once if the client is evicted.
-                            if off < buf.len() {
-                                spill.push(Bytes::copy_from_slice(&buf[off..]));
-                            }
-                            *buf = BytesMut::new();
-                            off = 0;
+                            spill_unsent(spill, buf, &mut off);
                             spill.push(Bytes::copy_from_slice(&cl.pending));
                         } else {
                             buf.extend_from_slice(&cl.pending);
@@ -754,6 +748,14 @@ async fn write_out<S: Duplex>(
         wake.notify_one();
     }
     ok
+}
+
+/// Moves what `buf` holds past `off` to the end of `spill`, and lets the
+/// buffer go.
+fn spill_unsent(spill: &crate::spill::Spill, buf: &mut BytesMut, off: &mut usize) {
+    spill.push(Bytes::copy_from_slice(&buf[*off..]));
+    *buf = BytesMut::new();
+    *off = 0;
 }
 
 enum Event {

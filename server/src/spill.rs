@@ -55,10 +55,8 @@ impl Spill {
     /// The client is closed: frees what is held, and keeps nothing from
     /// now on.
     pub fn close(&self) {
-        let mut h = self.inner.lock();
-        h.closed = true;
-        h.chunks = VecDeque::new();
-        self.len.store(0, Relaxed);
+        self.inner.lock().closed = true;
+        self.clear();
     }
 
     /// Writes what `write` takes, oldest first, until it takes less than

@@ -195,6 +195,14 @@ impl Client {
         self.out_unsent.load(std::sync::atomic::Ordering::Relaxed) + self.spill.len()
     }
 
+    /// Whether bytes written straight to its socket now follow all the
+    /// output queued for it: a plain socket (a TLS stream seals what it
+    /// sends: only its task writes) with nothing pending or unsent (the
+    /// connection keeps `out_unsent` current under the lock).
+    pub fn socket_is_next(&self) -> bool {
+        !self.tls && self.pending.is_empty() && self.unsent() == 0
+    }
+
     pub fn new(id: u64, addr: String, laddr: String, fd: i32, authenticated: bool) -> Self {
         let now = now_ms();
         Client {
@@ -1079,7 +1087,7 @@ impl State {
         out.extend_from_slice(&std::mem::take(&mut r.held));
         r.woken = false;
         if let crate::repl::Link::SendBulk(bulk) = &mut r.link {
-            let direct = out.is_empty() && cl.spill.is_empty() && !cl.tls;
+            let direct = out.is_empty() && cl.socket_is_next();
             match bulk.next(out, direct.then_some(cl.fd)) {
                 Ok(true) => {
                     // Woken again for the next piece once this one is
@@ -1257,23 +1265,14 @@ pub enum RdbPush {
 /// meanwhile, and what waits here is the sync's memory.
 pub const RDB_WINDOW: usize = 16 * 1024;
 
-/// Queues a piece of an RDB transfer on replica `r`'s connection. When
-/// nothing older waits in its buffers (the connection keeps `out_unsent`
-/// current under the lock), the piece goes to the socket at once, as a
-/// forked child writes it, and only what the socket does not take is
-/// copied, onto the connection's list. Else it queues as other output.
+/// Queues a piece of an RDB transfer on replica `r`'s connection: when
+/// its socket is next, the piece goes to it at once, as a forked child
+/// writes it, and only what it does not take is copied, onto the
+/// connection's list; else it queues as other output.
 fn send_piece(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Replica, piece: &[u8]) {
     match clients.get_mut(&r.id) {
-        Some(cl)
-            if r.held.is_empty()
-                && cl.pending.is_empty()
-                && cl.out_unsent.load(std::sync::atomic::Ordering::Relaxed) == 0 =>
-        {
-            // A TLS stream seals what it sends: only its task writes.
-            let sent = match cl.tls || !cl.spill.is_empty() {
-                false => crate::os::send_nowait(cl.fd, piece),
-                true => 0,
-            };
+        Some(cl) if r.held.is_empty() && cl.socket_is_next() => {
+            let sent = crate::os::send_nowait(cl.fd, piece);
             if sent < piece.len() {
                 cl.spill.push(bytes::Bytes::copy_from_slice(&piece[sent..]));
                 cl.wake.notify_one();

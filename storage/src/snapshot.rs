@@ -25,7 +25,7 @@
 //! compress (a key or string value over 20 bytes) is recorded plain, which
 //! a loader reads as well, and its place noted in [`Capture::plain`].
 
-use crate::rdb::encode::{put_len, put_string, put_value, value_type};
+use crate::rdb::encode::{put_len, put_string, put_value, value_type, MIN_COMPRESS};
 use crate::rdb::{SaveOpts, OP_EXPIRETIME_MS, OP_FREQ, OP_IDLE, OP_RESIZEDB, OP_SELECTDB};
 use crate::value::StrValue;
 use crate::Value;
@@ -151,9 +151,6 @@ impl Capture {
         });
     }
 }
-
-/// Strings this long at most are never compressed (`put_string`).
-const MIN_COMPRESS: usize = 20;
 
 /// A string recorded plain: its length prefix at `at`, its bytes at
 /// `start..end`.

@@ -104,6 +104,9 @@ fn put_compressed(out: &mut Vec<u8>, s: &[u8]) -> bool {
     true
 }
 
+/// Strings this long at most are never compressed.
+pub(crate) const MIN_COMPRESS: usize = 20;
+
 /// A string as Redis's `rdbSaveRawString` writes it: short canonical
 /// integers int-encoded, longer strings LZF-compressed when that saves at
 /// least 4 bytes, else length + bytes.
@@ -115,7 +118,7 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
             }
         }
     }
-    if compress && s.len() > 20 && put_compressed(out, s) {
+    if compress && s.len() > MIN_COMPRESS && put_compressed(out, s) {
         return;
     }
     put_len(out, s.len() as u64);
