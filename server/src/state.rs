@@ -1265,14 +1265,22 @@ pub enum RdbPush {
 /// meanwhile, and what waits here is the sync's memory.
 pub const RDB_WINDOW: usize = 16 * 1024;
 
-/// Queues a piece of an RDB transfer on replica `r`'s connection: when
-/// its socket is next, the piece goes to it at once, as a forked child
-/// writes it, and only what it does not take is copied, onto the
-/// connection's list; else it queues as other output.
+/// Queues a piece of an RDB transfer on replica `r`'s connection. When
+/// nothing waits in its buffers, the piece goes to its socket at once, as
+/// a forked child writes it (if the socket is next), and what the socket
+/// does not take onto the connection's list; else it queues as other
+/// output.
 fn send_piece(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Replica, piece: &[u8]) {
     match clients.get_mut(&r.id) {
-        Some(cl) if r.held.is_empty() && cl.socket_is_next() => {
-            let sent = crate::os::send_nowait(cl.fd, piece);
+        Some(cl)
+            if r.held.is_empty()
+                && cl.pending.is_empty()
+                && cl.out_unsent.load(std::sync::atomic::Ordering::Relaxed) == 0 =>
+        {
+            let sent = match cl.socket_is_next() {
+                true => crate::os::send_nowait(cl.fd, piece),
+                false => 0,
+            };
             if sent < piece.len() {
                 cl.spill.push(bytes::Bytes::copy_from_slice(&piece[sent..]));
                 cl.wake.notify_one();
