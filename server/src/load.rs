@@ -136,8 +136,8 @@ fn resume_replication(st: &mut State, aux: &[(Vec<u8>, Vec<u8>)], expired: &[(us
         b"DEL"
     };
     for (db, key) in expired {
-        let op = vec![Bytes::from_static(verb), Bytes::copy_from_slice(key)];
-        st.repl.feed(&[(*db, op)]);
+        let op = [Bytes::from_static(verb), Bytes::copy_from_slice(key)];
+        st.repl.feed(&[(*db, &op[..])]);
     }
 }
 

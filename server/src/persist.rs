@@ -521,7 +521,8 @@ const SLICE: Duration = Duration::from_micros(300);
 /// up to the most while clients wait for it, as each slice then waits its
 /// turn, and a walk that lags lets writes capture ever more keys.
 const SLICE_BYTES: std::ops::RangeInclusive<usize> = (4 << 10)..=(64 << 10);
-/// Slices in a row that found clients waiting before the slices grow.
+/// Slices that found clients waiting, net of those that found none,
+/// before the slices grow.
 const BUSY_RUN: u32 = 8;
 /// A save's file is written in pieces of this size.
 const WRITE_BUF: usize = 16 << 10;
@@ -1081,9 +1082,14 @@ impl Job {
                 // (compressing already gave them some).
                 std::thread::sleep(d.saturating_sub(c.elapsed()).min(SLICE * 2));
             }
-            // Larger slices only under a load that lasts: a client's
-            // passing command would grow the buffers for good.
-            busy_run = if busy { busy_run + 1 } else { 0 };
+            // Larger slices only under a load that lasts (a client's
+            // passing command would grow the buffers for good), and back to
+            // the smallest only once it has gone: a load of many clients
+            // leaves the lock free for a moment now and then.
+            busy_run = match busy {
+                true => (busy_run + 1).min(2 * BUSY_RUN),
+                false => busy_run.saturating_sub(1),
+            };
             max_bytes = match busy_run {
                 0 => *SLICE_BYTES.start(),
                 1..BUSY_RUN => max_bytes,

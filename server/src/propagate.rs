@@ -24,6 +24,10 @@ use bytes::Bytes;
 /// One op: a command's arguments.
 pub type Op = Vec<Bytes>;
 
+/// A unit as the consumers get it: its ops in order, each with its
+/// database, borrowed (a command on its own is fed its own arguments).
+pub type Unit<'a> = [(usize, &'a [Bytes])];
+
 /// Set in an op's database number: the op is for replicas only, not the
 /// AOF (PUBLISH, as Redis's `forceCommandPropagation(PROPAGATE_REPL)`).
 pub const REPL_ONLY: usize = 1 << (usize::BITS - 1);
@@ -32,14 +36,14 @@ pub const AOF_ONLY: usize = 1 << (usize::BITS - 2);
 
 /// The ops of `unit` not marked `exclude` (REPL_ONLY for the AOF,
 /// AOF_ONLY for replicas), with their plain database numbers.
-pub fn only(unit: &[(usize, Op)], exclude: usize) -> std::borrow::Cow<'_, [(usize, Op)]> {
+pub fn only<'a, 'b>(unit: &'b Unit<'a>, exclude: usize) -> std::borrow::Cow<'b, Unit<'a>> {
     const MARKS: usize = REPL_ONLY | AOF_ONLY;
     if unit.iter().all(|(db, _)| db & MARKS == 0) {
         return std::borrow::Cow::Borrowed(unit);
     }
     unit.iter()
         .filter(|(db, _)| db & exclude == 0)
-        .map(|(db, op)| (db & !MARKS, op.clone()))
+        .map(|&(db, op)| (db & !MARKS, op))
         .collect()
 }
 
@@ -48,7 +52,7 @@ pub trait Consumer {
     /// Whether ops are wanted now.
     fn wants(&self) -> bool;
     /// Takes a finished unit: its ops in order, each with its database.
-    fn feed(&mut self, unit: &[(usize, Op)]);
+    fn feed(&mut self, unit: &Unit);
 }
 
 /// The stream's readers, as `State` lends them for one call.
@@ -56,6 +60,14 @@ pub type Consumers<'a> = [&'a mut dyn Consumer];
 
 fn wanted(cs: &Consumers) -> bool {
     cs.iter().any(|c| c.wants())
+}
+
+fn feed(cs: &mut Consumers, unit: &Unit) {
+    for c in cs.iter_mut() {
+        if c.wants() {
+            c.feed(unit);
+        }
+    }
 }
 
 /// The running unit.
@@ -133,6 +145,10 @@ impl Stream {
             if self.decided {
                 let own = self.rewrites.drain(m.rewrites..).map(|op| (db, op));
                 self.ops.extend(own);
+            } else if self.depth == 1 && self.ops.is_empty() {
+                // A command on its own, the usual unit: its arguments go
+                // as they are, not copied.
+                feed(cs, &[(db, args)]);
             } else {
                 self.ops.push((db, args.to_vec()));
             }
@@ -183,21 +199,13 @@ impl Stream {
     /// of the command's MULTI/EXEC (Redis 7.0's `propagateNow` for
     /// deletions).
     pub fn add(&mut self, db: usize, op: Op, cs: &mut Consumers) {
-        let unit = [(db, op)];
-        for c in cs.iter_mut() {
-            if c.wants() {
-                c.feed(&unit);
-            }
-        }
+        feed(cs, &[(db, &op)]);
     }
 
     fn end_unit(&mut self, cs: &mut Consumers) {
         if !self.ops.is_empty() {
-            for c in cs.iter_mut() {
-                if c.wants() {
-                    c.feed(&self.ops);
-                }
-            }
+            let unit: Vec<_> = self.ops.iter().map(|(db, op)| (*db, &op[..])).collect();
+            feed(cs, &unit);
         }
         // The buffer is kept for the next unit.
         self.ops.clear();
@@ -225,7 +233,7 @@ mod tests {
         fn wants(&self) -> bool {
             self.on
         }
-        fn feed(&mut self, unit: &[(usize, Op)]) {
+        fn feed(&mut self, unit: &Unit) {
             let ops: Vec<String> = unit
                 .iter()
                 .map(|(db, op)| {

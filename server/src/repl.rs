@@ -21,7 +21,7 @@
 //! has attached (Redis creates its backlog then), and nothing is collected
 //! before.
 
-use crate::propagate::{Consumer, Op};
+use crate::propagate::Consumer;
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -63,18 +63,27 @@ impl Bulk {
     /// With `sock` (a plain socket, nothing queued for it), the kernel
     /// copies the file to it as far as it takes it (sendfile), as a
     /// forked child's write would, and only when it takes less is a small
-    /// piece more read into `out`; else the piece is read into `out`.
+    /// piece more read into `out`. Else a piece is read into `out`: a
+    /// whole one for TLS, which seals what it sends, a small one for a
+    /// plain socket (the next pass finds nothing queued before the file).
     /// Either way the transfer holds at most that piece in memory.
-    pub fn next(&mut self, out: &mut bytes::BytesMut, sock: Option<i32>) -> std::io::Result<bool> {
+    pub fn next(
+        &mut self,
+        out: &mut bytes::BytesMut,
+        sock: Option<i32>,
+        tls: bool,
+    ) -> std::io::Result<bool> {
         use std::os::unix::fs::FileExt;
-        let mut want = (self.len - self.sent).min(Self::PIECE);
-        if want == 0 {
+        let left = self.len - self.sent;
+        if left == 0 {
             return Ok(false);
         }
+        let mut want = left.min(if tls { Self::PIECE } else { Self::TAIL });
         if let Some(fd) = sock {
-            let n = crate::os::sendfile_nowait(fd, &self.file, self.sent, want as usize);
+            let piece = left.min(Self::PIECE);
+            let n = crate::os::sendfile_nowait(fd, &self.file, self.sent, piece as usize);
             self.sent += n as u64;
-            if n as u64 == want {
+            if n as u64 == piece {
                 return Ok(true);
             }
             want = (self.len - self.sent).min(Self::TAIL);
@@ -266,12 +275,40 @@ const BLOCK: usize = 16 * 1024;
 /// Room `Repl::fresh` keeps between units.
 const FRESH_KEEP: usize = 64 * 1024;
 
+/// Bytes held beyond the backlog's size for replicas of a disk-based sync
+/// before the oldest go to disk (`Repl::spill`).
+const SPILL_AT: u64 = 1 << 20;
+
 /// The stream as the backlog and the replicas share it: full blocks but
 /// the last, from master offset `start` (the byte after it is the first
-/// held).
+/// held), and before them, the part moved to disk, if any.
 struct ReplBuf {
     blocks: VecDeque<Vec<u8>>,
     start: u64,
+    disk: Option<DiskPart>,
+}
+
+/// The oldest part of the buffer, in an unlinked file: the stream from
+/// master offset `start` to the buffer's.
+struct DiskPart {
+    file: std::fs::File,
+    start: u64,
+}
+
+impl DiskPart {
+    /// A file in the working directory (where the sync's RDB is), unlinked
+    /// at once: nothing is left behind if the server dies.
+    fn create(start: u64) -> std::io::Result<DiskPart> {
+        let name = format!("temp-repl-stream-{}.tmp", std::process::id());
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&name)?;
+        std::fs::remove_file(&name)?;
+        Ok(DiskPart { file, start })
+    }
 }
 
 impl ReplBuf {
@@ -279,7 +316,13 @@ impl ReplBuf {
         ReplBuf {
             blocks: VecDeque::new(),
             start: offset,
+            disk: None,
         }
+    }
+
+    /// The offset before the first byte held, on disk or in memory.
+    fn first(&self) -> u64 {
+        self.disk.as_ref().map_or(self.start, |d| d.start)
     }
 
     fn push(&mut self, mut bytes: &[u8]) {
@@ -300,8 +343,22 @@ impl ReplBuf {
         list + self.blocks.iter().map(|b| b.capacity()).sum::<usize>()
     }
 
-    /// See `Repl::copy_stream`; `from` must be within the buffer.
+    /// See `Repl::copy_stream`; `from` must be within the buffer. What is
+    /// on disk comes up to where the memory starts (a read error copies
+    /// nothing).
     fn copy(&self, from: u64, max: usize, out: &mut bytes::BytesMut) -> usize {
+        if let (Some(d), true) = (&self.disk, from < self.start) {
+            use std::os::unix::fs::FileExt;
+            let Some(at) = from.checked_sub(d.start) else {
+                return 0;
+            };
+            let n = ((self.start - from) as usize).min(max);
+            let old = out.len();
+            out.resize(old + n, 0);
+            let read = d.file.read_exact_at(&mut out[old..], at);
+            out.truncate(if read.is_ok() { old + n } else { old });
+            return out.len() - old;
+        }
         let Some(skip) = from.checked_sub(self.start).map(|d| d as usize) else {
             return 0;
         };
@@ -340,6 +397,9 @@ pub struct Repl {
     /// to their sockets (diskless).
     pub bgsave_for_replicas: bool,
     pub bgsave_diskless: bool,
+    /// The stream held for replicas may go to disk (`Repl::spill`): set by
+    /// a disk-based sync, until its replicas have caught up.
+    pub spill: bool,
     pub waiters: Vec<Waiter>,
     /// This server's master, when it is a replica.
     pub master: Option<Master>,
@@ -382,6 +442,7 @@ impl Default for Repl {
             replicas: Vec::new(),
             bgsave_for_replicas: false,
             bgsave_diskless: false,
+            spill: false,
             waiters: Vec::new(),
             master: None,
             failover: Failover::default(),
@@ -516,13 +577,13 @@ impl Repl {
     pub fn holds(&self, offset: u64) -> bool {
         self.backlog
             .as_ref()
-            .is_some_and(|b| offset > b.start && offset <= self.offset + 1)
+            .is_some_and(|b| offset > b.first() && offset <= self.offset + 1)
     }
 
     /// (first byte offset, bytes held) as INFO shows them.
     pub fn backlog_span(&self) -> (u64, u64) {
         match &self.backlog {
-            Some(b) => (b.start + 1, self.offset - b.start),
+            Some(b) => (b.first() + 1, self.offset - b.first()),
             None => (0, 0),
         }
     }
@@ -575,6 +636,13 @@ impl Repl {
             .filter_map(|r| r.cursor)
             .min()
             .unwrap_or(u64::MAX);
+        if needed >= b.start {
+            b.disk = None;
+        }
+        let syncing = |r: &Replica| !matches!(r.link, Link::WaitAck | Link::Online);
+        if b.disk.is_none() && !self.replicas.iter().any(syncing) {
+            self.spill = false;
+        }
         while b.blocks.len() > 1 {
             let first = b.blocks[0].len() as u64;
             if self.offset - b.start - first <= self.backlog_size as u64 || b.start + first > needed
@@ -588,6 +656,44 @@ impl Repl {
         // too.
         if b.blocks.capacity() > 4 * b.blocks.len().max(16) {
             b.blocks.shrink_to(2 * b.blocks.len());
+        }
+    }
+
+    /// While replicas of a disk-based sync wait for their RDB and load it,
+    /// the stream they buffer meanwhile goes to disk past [`SPILL_AT`]
+    /// beyond the backlog's size, the oldest blocks first: they read it
+    /// back in order. A master that forks holds it all in memory, on top
+    /// of the pages its writes copy; this one, fork-less, would hold
+    /// little else. The backlog's own bytes stay in memory. If the file
+    /// cannot be made or written, the bytes stay in memory too.
+    fn spill(&mut self) {
+        let Some(b) = &mut self.backlog else {
+            return;
+        };
+        let window = self.backlog_size as u64;
+        if !self.spill || self.offset - b.start < window + SPILL_AT {
+            return;
+        }
+        while b.blocks.len() > 1 && self.offset - b.start - (b.blocks[0].len() as u64) >= window {
+            if b.disk.is_none() {
+                match DiskPart::create(b.start) {
+                    Ok(d) => b.disk = Some(d),
+                    Err(e) => {
+                        tracing::warn!("Replication buffer kept in memory: {e}");
+                        self.spill = false;
+                        return;
+                    }
+                }
+            }
+            let d = b.disk.as_ref().expect("made above");
+            let at = b.start - d.start;
+            if let Err(e) = std::os::unix::fs::FileExt::write_all_at(&d.file, &b.blocks[0], at) {
+                tracing::warn!("Replication buffer kept in memory: {e}");
+                self.spill = false;
+                return;
+            }
+            let block = b.blocks.pop_front().expect("checked above");
+            b.start += block.len() as u64;
         }
     }
 
@@ -606,6 +712,7 @@ impl Repl {
         if let Some(b) = &mut self.backlog {
             b.push(&self.fresh);
             self.trim();
+            self.spill();
         }
         self.fresh.clear();
         // A large write's room is given back: kept, a 32 MB SET held 64 MB
@@ -669,7 +776,7 @@ impl Consumer for Repl {
         self.backlog.is_some() && self.master.is_none()
     }
 
-    fn feed(&mut self, unit: &[(usize, Op)]) {
+    fn feed(&mut self, unit: &crate::propagate::Unit) {
         let unit = crate::propagate::only(unit, crate::propagate::AOF_ONLY);
         if unit.len() > 1 {
             self.emit(Some(unit[0].0), &[Bytes::from_static(b"MULTI")]);
@@ -688,7 +795,7 @@ impl Consumer for Repl {
 mod tests {
     use super::*;
 
-    fn op(s: &str) -> Op {
+    fn op(s: &str) -> crate::propagate::Op {
         s.split(' ')
             .map(|w| Bytes::copy_from_slice(w.as_bytes()))
             .collect()
@@ -699,8 +806,8 @@ mod tests {
         let mut r = Repl::default();
         assert!(!r.wants(), "nothing before a replica attaches");
         r.ensure_backlog(1 << 20);
-        r.feed(&[(0, op("set a 1"))]);
-        r.feed(&[(3, op("set x 1")), (0, op("set y 2"))]);
+        r.feed(&[(0, &op("set a 1")[..])]);
+        r.feed(&[(3, &op("set x 1")[..]), (0, &op("set y 2")[..])]);
         r.feed_plain(&[Bytes::from_static(b"PING")]);
         let mut all = bytes::BytesMut::new();
         assert_eq!(r.copy_stream(0, usize::MAX, &mut all), r.offset as usize);
@@ -723,7 +830,7 @@ mod tests {
         let mut r = Repl::default();
         r.ensure_backlog(BLOCK as i64);
         let value = Bytes::from(vec![b'x'; 1000]);
-        let set = |r: &mut Repl| r.feed(&[(0, vec![Bytes::from_static(b"SET"), value.clone()])]);
+        let set = |r: &mut Repl| r.feed(&[(0, &[Bytes::from_static(b"SET"), value.clone()])]);
         for _ in 0..100 {
             set(&mut r);
         }

@@ -162,6 +162,14 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         warn!("{w}");
     }
     let mut state = State::new(cfg);
+    // Made whole now, as Redis's command table holds its statistics: not
+    // grown when a command is first called (a replica's first REPLCONF
+    // and PSYNC would grow it during its full sync).
+    let slots = crate::cmd::all_commands().map(|c| c.slot + 1).max();
+    state
+        .stats
+        .cmd
+        .resize_with(slots.unwrap_or(0), Default::default);
     crate::cmd::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     if crate::tls::wanted(&state.cfg) {

@@ -661,8 +661,11 @@ impl State {
     /// CONFIG RESETSTAT: zeroes the counters INFO reports.
     pub fn reset_stats(&mut self) {
         let samples = std::mem::take(&mut self.stats.samples);
+        let mut cmd = std::mem::take(&mut self.stats.cmd);
+        cmd.fill_with(CmdStat::default);
         self.stats = Stats {
             samples,
+            cmd,
             ..Stats::default()
         };
         self.peak_memory = 0;
@@ -1088,7 +1091,7 @@ impl State {
         r.woken = false;
         if let crate::repl::Link::SendBulk(bulk) = &mut r.link {
             let direct = out.is_empty() && cl.socket_is_next();
-            match bulk.next(out, direct.then_some(cl.fd)) {
+            match bulk.next(out, direct.then_some(cl.fd), cl.tls) {
                 Ok(true) => {
                     // Woken again for the next piece once this one is
                     // written, which is at once, not at the round's end
@@ -1119,9 +1122,16 @@ impl State {
         let (Some(cursor), crate::repl::Link::Online) = (r.cursor, &r.link) else {
             return;
         };
-        let n = self
-            .repl
-            .copy_stream(cursor, WRITE.saturating_sub(out.len()), out);
+        let room = WRITE.saturating_sub(out.len());
+        let n = self.repl.copy_stream(cursor, room, out);
+        if n == 0 && room > 0 && cursor < self.repl.offset {
+            // Only a failed read of the buffer's part on disk copies
+            // nothing: the replica cannot be given its stream.
+            tracing::warn!("Replication buffer unreadable: dropping the replica");
+            cl.killed = true;
+            cl.wake.notify_one();
+            return;
+        }
         self.stats.net_repl_output_bytes += n as u64;
         let end = self.repl.offset;
         let r = self.repl.replica_mut(cl.id).expect("found above");

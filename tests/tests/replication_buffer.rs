@@ -159,3 +159,45 @@ fn a_replica_resumes_in_its_database_after_another_replicaof() {
     assert_eq!(r.cmd(&["GET", "x"]), protocol::Frame::Bulk("2".into()));
     assert_eq!(s.cli_out(&["DBSIZE"]), "0");
 }
+
+/// While a disk-based sync runs, the stream its replica will read after
+/// the RDB waits on disk beyond the backlog's size (a forked master would
+/// hold it in memory on top of its copied pages); the replica gets all of
+/// it, in order.
+#[test]
+fn a_disk_based_sync_buffers_the_stream_on_disk() {
+    let m = Server::start(&[
+        ("repl-diskless-sync", "no"),
+        ("repl-backlog-size", "16384"),
+        ("client-output-buffer-limit", "replica 0 0 0"),
+        ("rdb-key-save-delay", "20000"),
+        ("enable-debug-command", "yes"),
+    ]);
+    let mut c = m.raw();
+    for i in 0..100 {
+        c.cmd(&["SET", &format!("pre{i}"), "v"]);
+    }
+    let r = Server::start(&[("enable-debug-command", "yes")]);
+    r.cli_out(&["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+    wait_for("the sync's save", || {
+        field(&m, "persistence", "rdb_bgsave_in_progress") == 1
+    });
+    // 10 MB while the save runs (100 keys take 2 s).
+    write_mb(&m, 100);
+    assert_eq!(field(&m, "persistence", "rdb_bgsave_in_progress"), 1);
+    let held = field(&m, "replication", "repl_backlog_histlen");
+    assert!(held > 10_000_000, "{held}");
+    let slaves = field(&m, "memory", "mem_clients_slaves");
+    assert!(slaves < 2 << 20, "{slaves} in memory of {held}");
+    wait_for("the replica to catch up", || {
+        m.cli_out(&["DEBUG", "DIGEST"]) == r.cli_out(&["DEBUG", "DIGEST"])
+            && r.cli_out(&["INFO", "replication"])
+                .contains("master_link_status:up")
+    });
+    assert_eq!(r.cli_out(&["DBSIZE"]), "200");
+    // Then the stream is the backlog's alone again.
+    c.cmd(&["SET", "after", "1"]);
+    wait_for("the buffer back to the backlog", || {
+        field(&m, "replication", "repl_backlog_histlen") <= 2 * 16384
+    });
+}

@@ -312,7 +312,7 @@ impl crate::propagate::Consumer for Aof {
     }
 
     /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
-    fn feed(&mut self, ops: &[(usize, Vec<Bytes>)]) {
+    fn feed(&mut self, ops: &crate::propagate::Unit) {
         let ops = crate::propagate::only(ops, crate::propagate::REPL_ONLY);
         if ops.is_empty() {
             return;
@@ -503,8 +503,8 @@ mod tests {
             on: true,
             ..Default::default()
         };
-        a.feed(&[(0, vec![b("SET"), b("a"), b("1")])]);
-        a.feed(&[(0, vec![b("INCR"), b("n")]), (1, vec![b("DEL"), b("x")])]);
+        a.feed(&[(0, &[b("SET"), b("a"), b("1")])]);
+        a.feed(&[(0, &[b("INCR"), b("n")]), (1, &[b("DEL"), b("x")])]);
         let text = String::from_utf8_lossy(&a.buf).to_string();
         let words: Vec<&str> = text
             .split("\r\n")
@@ -525,8 +525,8 @@ mod tests {
             timestamps: true,
             ..Default::default()
         };
-        a.feed(&[(0, vec![b("SET"), b("a"), b("1")])]);
-        a.feed(&[(0, vec![b("SET"), b("b"), b("1")])]);
+        a.feed(&[(0, &[b("SET"), b("a"), b("1")])]);
+        a.feed(&[(0, &[b("SET"), b("b"), b("1")])]);
         let text = String::from_utf8_lossy(&a.buf).to_string();
         assert!(text.starts_with(&format!("#TS:{}\r\n*2\r\n$6\r\nSELECT", a.cur_ts)));
         assert_eq!(text.matches("#TS:").count(), 1);
