@@ -286,6 +286,10 @@ struct ReplBuf {
     blocks: VecDeque<Vec<u8>>,
     start: u64,
     disk: Option<DiskPart>,
+    /// The last block freed, for the next one: a steady stream then
+    /// allocates nothing (a block made and freed every 16 KB kept the
+    /// allocator emptying and refilling pages).
+    spare: Option<Vec<u8>>,
 }
 
 /// The oldest part of the buffer, in an unlinked file: the stream from
@@ -317,6 +321,7 @@ impl ReplBuf {
             blocks: VecDeque::new(),
             start: offset,
             disk: None,
+            spare: None,
         }
     }
 
@@ -333,14 +338,31 @@ impl ReplBuf {
                     b.extend_from_slice(&bytes[..n]);
                     bytes = &bytes[n..];
                 }
-                None => self.blocks.push_back(Vec::with_capacity(BLOCK)),
+                None => {
+                    let block = self
+                        .spare
+                        .take()
+                        .unwrap_or_else(|| Vec::with_capacity(BLOCK));
+                    self.blocks.push_back(block);
+                }
             }
+        }
+    }
+
+    /// Drops the first block (the buffer starts after it), kept as the
+    /// spare.
+    fn recycle(&mut self) {
+        if let Some(mut block) = self.blocks.pop_front() {
+            self.start += block.len() as u64;
+            block.clear();
+            self.spare = Some(block);
         }
     }
 
     fn memory(&self) -> usize {
         let list = self.blocks.capacity() * std::mem::size_of::<Vec<u8>>();
-        list + self.blocks.iter().map(|b| b.capacity()).sum::<usize>()
+        let spare = self.spare.as_ref().map_or(0, |b| b.capacity());
+        list + spare + self.blocks.iter().map(|b| b.capacity()).sum::<usize>()
     }
 
     /// See `Repl::copy_stream`; `from` must be within the buffer. What is
@@ -649,8 +671,7 @@ impl Repl {
             {
                 break;
             }
-            b.blocks.pop_front();
-            b.start += first;
+            b.recycle();
         }
         // The list of a buffer that grew for a slow replica is given back
         // too.
@@ -692,8 +713,7 @@ impl Repl {
                 self.spill = false;
                 return;
             }
-            let block = b.blocks.pop_front().expect("checked above");
-            b.start += block.len() as u64;
+            b.recycle();
         }
     }
 
