@@ -10,8 +10,9 @@
 #    time are the file's, shared and reclaimable (VmRSS would count them
 #    for cinnabar, whose save runs in the process, and not for Redis);
 #  - the same while clients overwrite those keys (SET -P 16 of random
-#    existing keys during the whole sync, into a second, empty replica):
-#    what a fork costs in copied pages shows only when the parent writes;
+#    existing keys during the whole sync, into a second, empty replica),
+#    to disk and diskless: what a fork costs in copied pages shows only
+#    when the parent writes;
 #  - SET throughput at -P 1 and -P 16 with the replica attached;
 #  - replication lag during the -P 16 load: the master's offset minus the
 #    replica's (its slave_repl_offset), sampled every 50 ms.
@@ -36,8 +37,10 @@ field() { # port section name
   redis-cli -p "$1" INFO "$2" | tr -d '\r' | awk -F: -v f="$3" '$1 == f { print $2 }'
 }
 
-rps() { # port pipeline
-  redis-benchmark -p "$1" -c "$CLIENTS" -n "$N" -P "$2" -t set -r 100000 -d 100 -q 2>/dev/null \
+rps() { # port pipeline: -P 16 sends 5 x N, so that a run lasts about as long as at -P 1
+  local n=$N
+  [ "$2" -gt 1 ] && n=$((N * 5))
+  redis-benchmark -p "$1" -c "$CLIENTS" -n "$n" -P "$2" -t set -r 100000 -d 100 -q 2>/dev/null \
     | tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) { v = $i; break } } END { print v + 0 }'
 }
 
@@ -157,6 +160,13 @@ for kind in cinnabar redis; do
   read -r secs mb <<<"$(full_sync "$mport" "$mpid" "$START_PORT" load)"
   M[$kind.lsync_s]=$secs
   M[$kind.lsync_mb]=$mb
+  redis-cli -p "$START_PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+  redis-cli -p "$mport" CONFIG SET repl-diskless-sync yes >/dev/null
+  start "$kind-replica4" "$bin"
+  read -r secs mb <<<"$(full_sync "$mport" "$mpid" "$START_PORT" load)"
+  M[$kind.dlsync_s]=$secs
+  M[$kind.dlsync_mb]=$mb
+  redis-cli -p "$mport" CONFIG SET repl-diskless-sync no >/dev/null
   # The throughput below is with one replica.
   redis-cli -p "$START_PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
 done
@@ -180,6 +190,8 @@ row "diskless full sync (s)" "${M[cinnabar.dsync_s]}" "${M[redis.dsync_s]}"
 row "master extra memory, diskless (MB)" "${M[cinnabar.dsync_mb]}" "${M[redis.dsync_mb]}"
 row "full sync under SET load (s)" "${M[cinnabar.lsync_s]}" "${M[redis.lsync_s]}"
 row "master extra memory, under load (MB)" "${M[cinnabar.lsync_mb]}" "${M[redis.lsync_mb]}"
+row "diskless full sync under load (s)" "${M[cinnabar.dlsync_s]}" "${M[redis.dlsync_s]}"
+row "extra memory, diskless, load (MB)" "${M[cinnabar.dlsync_mb]}" "${M[redis.dlsync_mb]}"
 row "SET -P 1 with a replica (req/s)" "${R[set.P1.c]}" "${R[set.P1.r]}"
 row "SET -P 16 with a replica (req/s)" "${R[set.P16.c]}" "${R[set.P16.r]}"
 row "lag under -P 16, median (bytes)" "${M[cinnabar.lag_med]}" "${M[redis.lag_med]}"
