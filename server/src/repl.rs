@@ -275,9 +275,10 @@ const BLOCK: usize = 16 * 1024;
 /// Room `Repl::fresh` keeps between units.
 const FRESH_KEEP: usize = 64 * 1024;
 
-/// Bytes held beyond the backlog's size for replicas of a disk-based sync
-/// before the oldest go to disk (`Repl::spill`).
-const SPILL_AT: u64 = 1 << 20;
+/// Bytes held beyond the backlog's size for replicas being synced before
+/// the oldest go to disk (`Repl::spill`): a write load's, not a few
+/// commands'.
+const SPILL_AT: u64 = 8 << 20;
 
 /// The stream as the backlog and the replicas share it: full blocks but
 /// the last, from master offset `start` (the byte after it is the first
@@ -300,8 +301,8 @@ struct DiskPart {
 }
 
 impl DiskPart {
-    /// A file in the working directory (where the sync's RDB is), unlinked
-    /// at once: nothing is left behind if the server dies.
+    /// A file in the working directory (where the RDB and AOF go),
+    /// unlinked at once: nothing is left behind if the server dies.
     fn create(start: u64) -> std::io::Result<DiskPart> {
         let name = format!("temp-repl-stream-{}.tmp", std::process::id());
         let file = std::fs::OpenOptions::new()
@@ -420,7 +421,7 @@ pub struct Repl {
     pub bgsave_for_replicas: bool,
     pub bgsave_diskless: bool,
     /// The stream held for replicas may go to disk (`Repl::spill`): set by
-    /// a disk-based sync, until its replicas have caught up.
+    /// a full sync, until its replicas have caught up.
     pub spill: bool,
     pub waiters: Vec<Waiter>,
     /// This server's master, when it is a replica.
@@ -680,12 +681,13 @@ impl Repl {
         }
     }
 
-    /// While replicas of a disk-based sync wait for their RDB and load it,
-    /// the stream they buffer meanwhile goes to disk past [`SPILL_AT`]
-    /// beyond the backlog's size, the oldest blocks first: they read it
-    /// back in order. A master that forks holds it all in memory, on top
-    /// of the pages its writes copy; this one, fork-less, would hold
-    /// little else. The backlog's own bytes stay in memory. If the file
+    /// While replicas of a full sync (to disk or diskless) wait for their
+    /// RDB and load it, the stream they buffer meanwhile goes to disk past
+    /// [`SPILL_AT`] beyond the backlog's size, the oldest blocks first:
+    /// they read it back in order. A master that forks holds it all in
+    /// memory, on top of the pages its writes copy; this one, fork-less,
+    /// would hold little else. The writes go to the page cache as the
+    /// AOF's do; the backlog's own bytes stay in memory. If the file
     /// cannot be made or written, the bytes stay in memory too.
     fn spill(&mut self) {
         let Some(b) = &mut self.backlog else {

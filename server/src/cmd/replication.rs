@@ -274,7 +274,7 @@ fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
     }
     st.repl.bgsave_for_replicas = true;
     st.repl.bgsave_diskless = diskless;
-    st.repl.spill |= !diskless;
+    st.repl.spill = true;
     // The stream after the snapshot starts with a SELECT.
     st.repl.sel_db = None;
     let offset = st.repl.offset;
