@@ -3,7 +3,7 @@
 //! replication, ROLE, WAIT, `redis-cli --rdb`, and a real redis-server
 //! following cinnabar (DEBUG DIGEST equal).
 
-use cinnabar_tests::{bulk, info_int, int, tool, RawClient, RespFrame, Server};
+use cinnabar_tests::{bulk, info_int, int, server_bin, tool, RawClient, RespFrame, Server};
 use std::io::Read;
 use std::time::{Duration, Instant};
 
@@ -177,6 +177,92 @@ fn redis_cli_rdb_writes_a_file_redis_check_rdb_accepts() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}");
     assert!(text.contains("501 keys read"), "{text}");
+}
+
+/// `redis-cli --replica`: the handshake, then the stream as quoted lines.
+#[test]
+fn redis_cli_replica_shows_the_stream() {
+    use std::io::BufRead;
+    let s = Server::start(&[("repl-diskless-sync-delay", "0")]);
+    let line = format!("exec stdbuf -oL redis-cli -p {} --replica 2>&1", s.port);
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run redis-cli --replica");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut c = s.raw();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen.iter().any(|l: &String| l == "\"SET\",\"a\",\"1\"") {
+        assert!(Instant::now() < deadline, "no SET in {seen:?}");
+        c.cmd(&["SET", "a", "1"]);
+        seen.extend(rx.recv_timeout(Duration::from_millis(200)).ok());
+        seen.extend(rx.try_iter());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let sync = "SYNC with master, discarding bytes of bulk transfer until EOF marker...";
+    assert!(seen.iter().any(|l| l == sync), "{seen:?}");
+    assert!(
+        seen.iter().any(|l| l.starts_with("SYNC done after ")),
+        "{seen:?}"
+    );
+}
+
+/// `masteruser` and `masterauth` in the handshake, in both directions with
+/// real Redis: a wrong password leaves the link down, the right one (set
+/// while the replica retries) brings it up.
+#[test]
+fn replicas_authenticate_with_masteruser_and_masterauth() {
+    let Some(redis) = tool("redis-server") else {
+        eprintln!("skipped: no redis-server");
+        return;
+    };
+    for (master, replica) in [(redis.clone(), server_bin()), (server_bin(), redis)] {
+        let opts = [
+            ("requirepass", "adminpw"),
+            ("repl-diskless-sync-delay", "0"),
+        ];
+        let m = Server::start_bin(&master, &opts);
+        let mut c = m.raw_auth();
+        let user = [
+            "ACL",
+            "SETUSER",
+            "repl",
+            "on",
+            ">replpw",
+            "+psync",
+            "+replconf",
+            "+ping",
+        ];
+        assert_eq!(c.cmd(&user), cinnabar_tests::ok());
+        c.cmd(&["SET", "k", "v"]);
+        let s = Server::start_bin(&replica, &[("masteruser", "repl"), ("masterauth", "wrong")]);
+        assert_eq!(
+            cli(&s, &["REPLICAOF", "127.0.0.1", &m.port.to_string()]),
+            "OK"
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        let info = cli(&s, &["INFO", "replication"]);
+        assert!(info.contains("master_link_status:down"), "{info}");
+        assert_eq!(cli(&s, &["DBSIZE"]), "0");
+        let wrong = "Unable to AUTH to MASTER: -WRONGPASS invalid username-password pair";
+        assert!(s.log().contains(wrong), "{}", s.log());
+        assert_eq!(cli(&s, &["CONFIG", "SET", "masterauth", "replpw"]), "OK");
+        wait_linked(&s);
+        c.cmd(&["SET", "k2", "v2"]);
+        cinnabar_tests::wait_for("k2 on the replica", || cli(&s, &["GET", "k2"]) == "v2");
+        assert_eq!(cli(&s, &["GET", "k"]), "v");
+    }
 }
 
 /// `redis-cli --functions-rdb`: the function libraries without the keys,
