@@ -15,12 +15,12 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
 use protocol::{Decoder, ReplyBuf};
 use std::fs::File;
-use std::io;
+use std::io::{self, Read, Seek};
 use std::ops::DerefMut;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
-use storage::rdb::LoadSummary;
+use storage::rdb::{Input, LoadSummary};
 use storage::Db;
 use tracing::{info, warn};
 
@@ -68,16 +68,17 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
     st.aof.ready = true;
     read_manifest(st);
     let path = rdb_path(st);
-    let data = match std::fs::read(&path) {
-        Ok(d) => d,
+    let mut file = match File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f))) {
+        Ok((len, f)) => {
+            st.loading = Some(Loading::new(len));
+            f
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
     };
     let start = Instant::now();
-    let loading = Loading::new(data.len() as u64);
-    let progress = loading.progress.clone();
-    st.loading = Some(loading);
-    match load_rdb(st, &data, &progress) {
+    let progress = st.loading.as_ref().map(|l| l.progress.clone()).unwrap();
+    match load_rdb(st, Input::file(&mut file), &progress) {
         Ok(sum) => {
             for (k, v) in &sum.aux {
                 if k == b"redis-ver" {
@@ -104,6 +105,7 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
                 e.msg
             );
             warn!("--- RDB ERROR DETECTED --- {}", path.display());
+            let data = std::fs::read(&path).unwrap_or_default();
             warn!("[offset {}] {}", e.offset, describe(&e, &data));
             Err("Terminating server after rdb file reading failure.".into())
         }
@@ -160,14 +162,14 @@ pub fn log_done(sum: &LoadSummary) {
 /// could reach them runs while loading.
 fn load_rdb<H: Hold>(
     st: &mut H,
-    data: &[u8],
+    input: Input,
     progress: &LoadProgress,
 ) -> Result<storage::rdb::LoadSummary, storage::rdb::LoadError> {
     let opts = load_opts(st, false);
     let n = st.dbs.len();
     let mut dbs = std::mem::replace(&mut st.dbs, (0..n).map(|_| Db::default()).collect());
     let mut engine = st.engine.take();
-    let res = st.unlocked(|| load_dbs(&mut dbs, &mut engine, data, &opts, Some(progress)));
+    let res = st.unlocked(|| load_dbs(&mut dbs, &mut engine, input, &opts, Some(progress)));
     st.dbs = dbs;
     st.engine = engine;
     // Settings changed meanwhile reach the loaded databases.
@@ -317,30 +319,39 @@ fn load_file<H: Hold>(
     progress: &LoadProgress,
 ) -> Result<(), String> {
     let path = dir.join(name);
-    let data = std::fs::read(&path).map_err(|e| {
+    let stat_error = |e: io::Error| {
         format!(
             "Unable to obtain the AOF file {name} length. stat: {}",
             io_msg(&e)
         )
-    })?;
+    };
+    let mut file = File::open(&path).map_err(stat_error)?;
+    let len = file.metadata().map_err(stat_error)?.len();
     let start = Instant::now();
     let base = progress.loaded_bytes.load(Relaxed);
-    let mut commands = &data[..];
-    if data.starts_with(b"REDIS") {
+    let mut head = [0u8; 5];
+    let mut preamble = 0;
+    if file.read_exact(&mut head).is_ok() && &head == b"REDIS" {
         info!("Reading RDB base file on AOF loading...");
-        let sum = load_rdb(st, &data, progress).map_err(|e| {
+        file.rewind().map_err(|e| e.to_string())?;
+        let sum = load_rdb(st, Input::file(&mut file), progress).map_err(|e| {
+            let data = std::fs::read(&path).unwrap_or_default();
             format!(
                 "Bad file format reading the append only file {name}: {}",
-                crate::persist::describe(&e, &data)
+                describe(&e, &data)
             )
         })?;
         info!("RDB is base AOF");
         log_done(&sum);
-        commands = &data[sum.end..];
+        preamble = sum.end;
     }
+    let mut commands = Vec::new();
+    file.seek(io::SeekFrom::Start(preamble as u64))
+        .and_then(|_| file.read_to_end(&mut commands))
+        .map_err(|e| e.to_string())?;
     if !commands.is_empty() {
-        let (valid, truncated) = replay(st, commands, progress)?;
-        let valid = valid + (data.len() - commands.len());
+        let (valid, truncated) = replay(st, &commands, progress)?;
+        let valid = valid + preamble;
         if truncated {
             if !last || !st.cfg.aof_load_truncated {
                 return Err(format!("Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."));
@@ -356,9 +367,7 @@ fn load_file<H: Hold>(
             warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
         }
     }
-    progress
-        .loaded_bytes
-        .store(base + data.len() as u64, Relaxed);
+    progress.loaded_bytes.store(base + len, Relaxed);
     info!(
         "DB loaded from {kind} file {name}: {:.3} seconds",
         start.elapsed().as_secs_f64()

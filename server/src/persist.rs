@@ -219,21 +219,16 @@ pub fn save(st: &mut State) -> io::Result<()> {
     }
 }
 
-/// Loads `data` into `st.dbs` (normally empty); a key already present is
-/// an error, as in Redis.
-pub fn load_bytes(st: &mut State, data: &[u8]) -> Result<LoadSummary, rdb::LoadError> {
-    load_bytes_mode(st, data, false)
-}
-
-/// As [`load_bytes`]; with `merge` the file's version of a key already
-/// present replaces it (DEBUG RELOAD MERGE).
-pub fn load_bytes_mode(
+/// Loads `input` into `st.dbs`: a key already present is an error, as in
+/// Redis, unless `merge` (DEBUG RELOAD MERGE) lets the file's version
+/// replace it.
+pub fn load_here(
     st: &mut State,
-    data: &[u8],
+    input: rdb::Input,
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let opts = load_opts(st, merge);
-    load_dbs(&mut st.dbs, &mut st.engine, data, &opts, None)
+    load_dbs(&mut st.dbs, &mut st.engine, input, &opts, None)
 }
 
 /// What a load takes from the configuration, read before it starts (the
@@ -273,15 +268,15 @@ pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
 pub fn load_dbs(
     dbs: &mut [Db],
     engine: &mut Option<scripting::Engine>,
-    data: &[u8],
+    input: rdb::Input,
     opts: &LoadOpts,
     progress: Option<&LoadProgress>,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let now = now_ms();
     // A replica keeps keys already expired: its master's DELs remove them.
     let cutoff = if opts.replica { i64::MIN } else { now };
-    rdb::load_into(
-        data,
+    rdb::load_input(
+        input,
         &opts.lim,
         cutoff,
         opts.verify,

@@ -10,18 +10,21 @@
 //! expires the keys with a TTL it wrote itself (Redis's
 //! `slaveKeysWithExpire`): its master never sends DELs for them.
 
-use crate::persist::{LoadProgress, Loading};
+use crate::persist::{LoadOpts, LoadProgress, Loading};
 use crate::repl::MasterState;
 use crate::state::{now_ms, Client, Shared, State};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
-use std::io;
+use std::io::{self, Read, Write};
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
+use storage::rdb::{Input, LoadError, LoadSummary};
 use storage::Db;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 /// The server cron's part: the link task of a new REPLICAOF (or of
@@ -394,7 +397,9 @@ enum LoadInto {
 /// Receives and loads the master's RDB (after its header line, `head`),
 /// replacing the dataset; false if a newer REPLICAOF took over meanwhile.
 /// The image is parsed without the lock, into databases of its own, while
-/// the state shows the load (`loading`, or `async_loading`).
+/// the state shows the load (`loading`, or `async_loading`). It is parsed
+/// as it arrives, or written to the RDB file as it arrives and parsed
+/// from there: never held whole in memory.
 async fn full_sync<S: AsyncRead + Unpin>(
     shared: &Arc<Shared>,
     sock: &mut S,
@@ -404,7 +409,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
     gen: u64,
 ) -> io::Result<bool> {
     let size = rdb_size(head)?;
-    let (into, progress) = {
+    let (into, progress, opts, n, path) = {
         let mut st = shared.lock_eventually().await;
         if !current(&st, gen) {
             return Ok(false);
@@ -439,63 +444,90 @@ async fn full_sync<S: AsyncRead + Unpin>(
                 ..loading
             });
         }
-        (into, progress)
+        let opts = crate::persist::load_opts(&st, false).apart();
+        (
+            into,
+            progress,
+            opts,
+            st.dbs.len(),
+            crate::persist::rdb_path(&st),
+        )
     };
-    let rdb = match read_rdb(sock, buf, head, size, &progress).await {
-        Ok(rdb) => rdb,
-        Err(e) => {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let loaded = if into == LoadInto::Disk {
+        let tmp = path.with_file_name(format!(
+            "temp-{}.{}.rdb",
+            now_ms() / 1000,
+            std::process::id()
+        ));
+        // Gone however this ends: renamed, failed, or dropped by a newer
+        // REPLICAOF mid-transfer.
+        let _unlink = Unlink(&tmp);
+        let file = tmp.clone();
+        let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
+        let got = pass_rdb(sock, buf, head, size, tx, Some(&progress)).await;
+        let written = writer.await.map_err(io::Error::other)?;
+        {
             let mut st = shared.lock_eventually().await;
-            if into != LoadInto::Disk {
-                st.loading = None;
-                warn!("Internal error in RDB reading offset {}, function at rdbLoad -> Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation.", progress.loaded_bytes.load(Relaxed));
-                warn!("Failed trying to load the MASTER synchronization DB from socket: {e}");
-                if matches!(into, LoadInto::Swap { .. }) {
-                    info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+            let res = got.and(written).and_then(|()| {
+                if !current(&st, gen) {
+                    return Ok(false);
                 }
+                std::fs::rename(&tmp, &path).map(|()| true).map_err(|e| {
+                    let name = &st.cfg.dbfilename;
+                    io::Error::other(format!("Failed trying to rename the temp DB into {name} in MASTER <-> REPLICA synchronization: {e}"))
+                })
+            });
+            if !matches!(res, Ok(true)) {
+                return res;
             }
-            return Err(e);
-        }
-    };
-    let rdb = if into == LoadInto::Disk {
-        // Written without the lock: clients keep the old data meanwhile.
-        let (path, name) = {
-            let st = shared.lock_eventually().await;
-            if !current(&st, gen) {
-                return Ok(false);
-            }
-            (crate::persist::rdb_path(&st), st.cfg.dbfilename.clone())
-        };
-        tokio::task::spawn_blocking(move || save_masters_rdb(&path, &name, &rdb).map(|()| rdb))
-            .await
-            .map_err(io::Error::other)??
-    } else {
-        rdb
-    };
-    let (opts, n) = {
-        let mut st = shared.lock_eventually().await;
-        if !current(&st, gen) {
-            st.loading = None;
-            return Ok(false);
-        }
-        if into == LoadInto::Disk {
             flush_old_data(&mut st);
             info!("MASTER <-> REPLICA sync: Loading DB in memory");
             progress.loaded_bytes.store(0, Relaxed);
+            let len = std::fs::metadata(&path).map_or(0, |m| m.len());
             st.loading = Some(Loading {
                 progress: progress.clone(),
-                ..Loading::new(rdb.len() as u64)
+                ..Loading::new(len)
             });
         }
-        (crate::persist::load_opts(&st, false).apart(), st.dbs.len())
+        tokio::task::spawn_blocking(move || match std::fs::File::open(&path) {
+            Ok(mut f) => load_apart(n, Input::file(&mut f), &opts, &progress),
+            Err(e) => {
+                let e = LoadError {
+                    msg: e.to_string(),
+                    offset: 0,
+                };
+                (Err(e), Vec::new(), None)
+            }
+        })
+        .await
+        .map_err(io::Error::other)?
+    } else {
+        let prog = progress.clone();
+        let parser = tokio::task::spawn_blocking(move || {
+            let mut src = Chunks {
+                rx,
+                cur: Bytes::new(),
+            };
+            load_apart(n, Input::stream(&mut src, size), &opts, &prog)
+        });
+        let got = pass_rdb(sock, buf, head, size, tx, None).await;
+        let loaded = parser.await.map_err(io::Error::other)?;
+        if let Err(e) = got {
+            let mut st = shared.lock_eventually().await;
+            st.loading = None;
+            warn!("Internal error in RDB reading offset {}, function at rdbLoad -> Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation.", progress.loaded_bytes.load(Relaxed));
+            warn!("Failed trying to load the MASTER synchronization DB from socket: {e}");
+            if matches!(into, LoadInto::Swap { .. }) {
+                info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+            }
+            let keys = loaded.1.iter().map(|d| d.len() as u64).sum();
+            crate::cmd::keys::lazy_free(loaded.1, keys);
+            return Err(e);
+        }
+        loaded
     };
-    let (res, dbs, engine) = tokio::task::spawn_blocking(move || {
-        let mut dbs: Vec<Db> = (0..n).map(|_| Db::default()).collect();
-        let mut engine = None;
-        let res = crate::persist::load_dbs(&mut dbs, &mut engine, &rdb, &opts, Some(&progress));
-        (res, dbs, engine)
-    })
-    .await
-    .map_err(io::Error::other)?;
+    let (res, dbs, engine) = loaded;
     let mut st = shared.lock_eventually().await;
     st.loading = None;
     let keys = dbs.iter().map(|d| d.len() as u64).sum();
@@ -538,6 +570,62 @@ async fn full_sync<S: AsyncRead + Unpin>(
     Ok(true)
 }
 
+type Parsed = (
+    Result<LoadSummary, LoadError>,
+    Vec<Db>,
+    Option<scripting::Engine>,
+);
+
+/// Parses `input` into `n` databases of their own (and an interpreter,
+/// if it holds function libraries).
+fn load_apart(n: usize, input: Input, opts: &LoadOpts, progress: &LoadProgress) -> Parsed {
+    let mut dbs: Vec<Db> = (0..n).map(|_| Db::default()).collect();
+    let mut engine = None;
+    let res = crate::persist::load_dbs(&mut dbs, &mut engine, input, opts, Some(progress));
+    (res, dbs, engine)
+}
+
+/// `repl-diskless-load disabled`: the master's RDB is written to a
+/// temporary file as it arrives, then synced, to become this server's RDB
+/// file, as Redis does.
+fn write_chunks(path: &Path, mut rx: mpsc::Receiver<Bytes>) -> io::Result<()> {
+    let mut f = std::fs::File::create(path)?;
+    while let Some(b) = rx.blocking_recv() {
+        f.write_all(&b)?;
+    }
+    f.sync_all()
+}
+
+struct Unlink<'a>(&'a Path);
+
+impl Drop for Unlink<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// The parser's side of the chunks `pass_rdb` sends: the end of the
+/// channel is the end of the input.
+struct Chunks {
+    rx: mpsc::Receiver<Bytes>,
+    cur: Bytes,
+}
+
+impl Read for Chunks {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.cur.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(b) => self.cur = b,
+                None => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.cur.len());
+        out[..n].copy_from_slice(&self.cur[..n]);
+        self.cur.advance(n);
+        Ok(n)
+    }
+}
+
 /// The RDB's size from its header line: `$<len>` (disk-based sync), or
 /// none for `$EOF:<40-byte mark>` (diskless), the image then ending with
 /// the mark.
@@ -551,22 +639,6 @@ fn rdb_size(head: &str) -> io::Result<Option<usize>> {
         Some(_) => Err(bad()),
         None => spec.parse().map(Some).map_err(|_| bad()),
     }
-}
-
-/// `repl-diskless-load disabled`: the master's RDB becomes this server's
-/// RDB file before it is loaded, as Redis does.
-fn save_masters_rdb(path: &std::path::Path, dbfilename: &str, rdb: &[u8]) -> io::Result<()> {
-    let tmp = path.with_file_name(format!(
-        "temp-{}.{}.rdb",
-        now_ms() / 1000,
-        std::process::id()
-    ));
-    std::fs::write(&tmp, rdb)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io::Error::other(format!("Failed trying to rename the temp DB into {dbfilename} in MASTER <-> REPLICA synchronization: {e}"))
-        })
 }
 
 /// Empties the dataset before a load into it: the keys (freed in the
@@ -616,37 +688,52 @@ fn replace_dataset(st: &mut State, dbs: Vec<Db>, engine: Option<scripting::Engin
     old
 }
 
-/// Reads the master's RDB of `size` bytes, or up to the end mark the
-/// header line (`head`) gave, which comes last as the master sends
-/// nothing more before this replica's first ACK. `progress` counts the
-/// bytes received.
-async fn read_rdb<S: AsyncRead + Unpin>(
+/// Passes the master's RDB to `tx` as it arrives: `size` bytes, or up to
+/// the end mark the header line (`head`) gave, which comes last as the
+/// master sends nothing more before this replica's first ACK (so the last
+/// 40 bytes received are held back until more come). Stops early when the
+/// receiver is gone: it failed, and says why. `progress`, if given, counts
+/// the bytes passed.
+async fn pass_rdb<S: AsyncRead + Unpin>(
     sock: &mut S,
     buf: &mut BytesMut,
     head: &str,
     size: Option<usize>,
-    progress: &LoadProgress,
-) -> io::Result<BytesMut> {
-    let done = |buf: &BytesMut| match size {
-        Some(n) => buf.len() >= n,
-        None => buf.ends_with(&head.as_bytes()[5..]),
-    };
-    while !done(buf) {
-        read_more(sock, buf).await?;
-        progress.loaded_bytes.store(buf.len() as u64, Relaxed);
-    }
-    let rdb = match size {
-        Some(n) => buf.split_to(n),
-        None => {
-            let mut rdb = buf.split_to(buf.len());
-            rdb.truncate(rdb.len() - 40);
-            rdb
+    tx: mpsc::Sender<Bytes>,
+    progress: Option<&LoadProgress>,
+) -> io::Result<()> {
+    const MARK: usize = 40;
+    let mut sent = 0;
+    loop {
+        let (ready, done) = match size {
+            Some(n) => {
+                let ready = (n - sent).min(buf.len());
+                (ready, sent + ready == n)
+            }
+            None if buf.ends_with(&head.as_bytes()[5..]) => (buf.len() - MARK, true),
+            None => (buf.len().saturating_sub(MARK), false),
+        };
+        if ready > 0 {
+            sent += ready;
+            if tx.send(buf.split_to(ready).freeze()).await.is_err() {
+                return Ok(());
+            }
+            if let Some(p) = progress {
+                p.loaded_bytes.store(sent as u64, Relaxed);
+            }
         }
-    };
+        if done {
+            if size.is_none() {
+                buf.advance(MARK);
+            }
+            break;
+        }
+        read_more(sock, buf).await?;
+    }
     // What follows the image gets a buffer of its own: sharing the image's
-    // would keep its whole allocation for as long as the link lasts.
+    // last allocation would keep it for as long as the link lasts.
     *buf = BytesMut::from(&buf[..]);
-    Ok(rdb)
+    Ok(())
 }
 
 /// Applies the master's stream until the link drops or REPLICAOF changes.

@@ -185,7 +185,7 @@ pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         persist::save(c.st).map_err(|_| Error::other("ERR"))?;
     }
     let path = persist::rdb_path(c.st);
-    let data = std::fs::read(&path)
+    let mut file = std::fs::File::open(&path)
         .map_err(|_| Error::other("ERR Error trying to load the RDB dump, check server logs."))?;
     if flush {
         for db in 0..c.st.dbs.len() {
@@ -197,7 +197,7 @@ pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             e.flush_functions();
         }
     }
-    if let Err(e) = persist::load_bytes_mode(c.st, &data, merge) {
+    if let Err(e) = persist::load_here(c.st, rdb::Input::file(&mut file), merge) {
         tracing::warn!("Error loading the RDB dump: {e}");
         return Err(Error::other(
             "ERR Error trying to load the RDB dump, check server logs.",

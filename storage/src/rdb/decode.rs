@@ -1,8 +1,11 @@
 //! Reading RDB files and DUMP payloads.
 //!
-//! The input is a byte slice (a file is read whole first): every read is a
-//! bounds-checked slice, and lengths from the input only size allocations
-//! after the bytes they promise are known to exist.
+//! The parser reads a byte slice: every read is bounds-checked, and lengths
+//! from the input only size allocations after the bytes they promise are
+//! known to exist. A file or a socket is read through a window of that
+//! slice ([`Input`]): a record that runs past the window's end is parsed
+//! again once the window holds more, so a load holds one record's bytes,
+//! not the whole image.
 
 use super::blob::{intset_values, lp_each, zipmap_each, zl_each, BlobError};
 use super::crc64::crc64;
@@ -10,6 +13,7 @@ use super::*;
 use crate::listpack::LpVal;
 use crate::{Hash, HashLimits, Quicklist, Set, SortedSet, Value, ZaddFlags, ZsetLimits};
 use std::borrow::Cow;
+use std::io::Read;
 
 /// The thresholds that pick the encodings of loaded values.
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +117,10 @@ pub struct LoadSummary {
 pub(super) struct Reader<'a> {
     d: &'a [u8],
     pub(super) p: usize,
+    /// More input may follow `d`: running past its end sets `short`
+    /// rather than meaning the input is cut.
+    more: bool,
+    short: bool,
 }
 
 pub(super) type R<T> = Result<T, LoadError>;
@@ -131,6 +139,20 @@ enum Len {
 }
 
 impl<'a> Reader<'a> {
+    pub(super) fn new(d: &'a [u8]) -> Self {
+        Reader {
+            d,
+            p: 0,
+            more: false,
+            short: false,
+        }
+    }
+
+    fn past_the_end<T>(&mut self) -> R<T> {
+        self.short = self.more;
+        at("unexpected end of file", self.d.len())
+    }
+
     pub(super) fn take(&mut self, n: usize) -> R<&'a [u8]> {
         match self.p.checked_add(n) {
             Some(e) if e <= self.d.len() => {
@@ -138,7 +160,7 @@ impl<'a> Reader<'a> {
                 self.p = e;
                 Ok(s)
             }
-            _ => at("unexpected end of file", self.d.len()),
+            _ => self.past_the_end(),
         }
     }
 
@@ -184,6 +206,9 @@ impl<'a> Reader<'a> {
         let n = self.len()?;
         let left = (self.d.len() - self.p) as u64;
         if n > left / per_item.max(1) as u64 {
+            if self.more {
+                return self.past_the_end();
+            }
             return at(format!("length {n} exceeds the remaining input"), start);
         }
         Ok(n as usize)
@@ -529,7 +554,7 @@ pub fn restore_payload(
     }
     // The reader sees the footer too, as Redis's does: a string whose
     // length runs into it is read, not refused.
-    let mut r = Reader { d: p, p: 0 };
+    let mut r = Reader::new(p);
     let bad = RestoreError::BadFormat;
     let t = r.byte().map_err(bad)?;
     match read_value(&mut r, t, lim).map_err(bad)? {
@@ -554,10 +579,7 @@ pub fn function_payload(p: &[u8]) -> Option<Vec<Vec<u8>>> {
     if ver > RDB_VERSION || crc64(0, &p[..body + 2]) != u64::from_le_bytes(c) {
         return None;
     }
-    let mut r = Reader {
-        d: &p[..body],
-        p: 0,
-    };
+    let mut r = Reader::new(&p[..body]);
     let mut libs = Vec::new();
     while r.p < body {
         if r.byte().ok()? != OP_FUNCTION2 {
@@ -588,9 +610,117 @@ pub fn load_into(
     lim: &Limits,
     now_ms: i64,
     verify_checksum: bool,
+    sink: impl Sink,
+) -> R<LoadSummary> {
+    load_input(Input::whole(data), lim, now_ms, verify_checksum, sink)
+}
+
+/// What a load reads: a slice held whole, or a reader (a file, a socket)
+/// read as the parser needs it.
+pub struct Input<'d> {
+    held: Cow<'d, [u8]>,
+    /// The offset of `held[0]` in the input.
+    base: usize,
+    /// None once the input has ended.
+    src: Option<&'d mut dyn Read>,
+    /// The CRC64 of the bytes before `base`.
+    crc: u64,
+    size: Option<usize>,
+    /// The least a read asks for.
+    chunk: usize,
+}
+
+/// How much a streamed load reads at a time, at the least.
+const CHUNK: usize = 256 << 10;
+
+impl<'d> Input<'d> {
+    pub fn whole(data: &'d [u8]) -> Self {
+        Input {
+            held: Cow::Borrowed(data),
+            base: 0,
+            src: None,
+            crc: 0,
+            size: Some(data.len()),
+            chunk: CHUNK,
+        }
+    }
+
+    /// `src`, whose length is `size` where known.
+    pub fn stream(src: &'d mut dyn Read, size: Option<usize>) -> Self {
+        Input {
+            held: Cow::Owned(Vec::new()),
+            base: 0,
+            src: Some(src),
+            crc: 0,
+            size,
+            chunk: CHUNK,
+        }
+    }
+
+    /// Reads `n` bytes at a time at the least: tests cut records anywhere
+    /// with small windows.
+    pub fn reading(self, n: usize) -> Self {
+        Input {
+            chunk: n.max(1),
+            ..self
+        }
+    }
+
+    /// A file just opened (the image's size is the file's).
+    pub fn file(f: &'d mut std::fs::File) -> Self {
+        let size = f.metadata().ok().map(|m| m.len() as usize);
+        Self::stream(f, size)
+    }
+
+    /// Forgets the bytes before offset `keep` and reads at least as many
+    /// as are still held; false if the input has ended.
+    fn more(&mut self, keep: usize) -> R<bool> {
+        let Some(src) = self.src.as_mut() else {
+            return Ok(false);
+        };
+        let buf = self.held.to_mut();
+        let gone = keep - self.base;
+        self.crc = crc64(self.crc, &buf[..gone]);
+        buf.drain(..gone);
+        self.base = keep;
+        let (old, want) = (buf.len(), buf.len().max(self.chunk));
+        buf.resize(old + want, 0);
+        let mut got = 0;
+        while got < want {
+            match src.read(&mut buf[old + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return at(format!("read error: {e}"), keep + old + got),
+            }
+        }
+        buf.truncate(old + got);
+        if got < want {
+            self.src = None;
+        }
+        Ok(got > 0)
+    }
+}
+
+/// The state a load carries from one record to the next.
+#[derive(Default)]
+struct Pos {
+    db: usize,
+    expire: Option<i64>,
+    idle: Option<u64>,
+    freq: Option<u8>,
+}
+
+/// As `load_into`, from `input`.
+pub fn load_input(
+    mut input: Input,
+    lim: &Limits,
+    now_ms: i64,
+    verify_checksum: bool,
     mut sink: impl Sink,
 ) -> R<LoadSummary> {
-    let mut r = Reader { d: data, p: 0 };
+    while input.held.len() < 9 && input.more(0)? {}
+    let mut r = Reader::new(&input.held);
     let magic = r
         .take(9)
         .or_else(|_| at("file too short for an RDB header", 0))?;
@@ -609,59 +739,117 @@ pub fn load_into(
         version: ver,
         ..LoadSummary::default()
     };
-    let mut db = 0usize;
-    let mut expire: Option<i64> = None;
-    let mut idle: Option<u64> = None;
-    let mut freq: Option<u8> = None;
+    // A size hint may not promise more keys than the input has room for
+    // (a key record takes at least 3 bytes); one of unknown size, a
+    // table of at most 8 MB.
+    let most = input.size.map_or(1 << 20, |n| n as u64 / 3);
+    let mut pos = Pos::default();
+    let mut from = 9;
     loop {
-        let op_at = r.p;
-        sink.progress(op_at);
+        let base = input.base;
+        let mut r = Reader {
+            more: input.src.is_some(),
+            ..Reader::new(&input.held)
+        };
+        r.p = from - base;
+        let mut op_at = r.p;
+        let done = records(
+            &mut r, &mut op_at, base, lim, now_ms, most, &mut pos, &mut sink, &mut sum,
+        );
+        match done {
+            Ok(crc_at) => {
+                if verify_checksum && crc_at > 0 {
+                    let stored = u64::from_le_bytes(r.d[crc_at..crc_at + 8].try_into().unwrap());
+                    let actual = crc64(input.crc, &r.d[..crc_at]);
+                    if stored != 0 && actual != stored {
+                        return at(
+                            format!("RDB CRC error: wrong checksum (expected {actual:016x}, file has {stored:016x})"),
+                            base + crc_at,
+                        );
+                    }
+                }
+                sum.end = base + r.p;
+                return Ok(sum);
+            }
+            Err(_) if r.short => {
+                from = base + op_at;
+                input.more(from)?;
+            }
+            Err(e) => {
+                return Err(LoadError {
+                    offset: base + e.offset,
+                    ..e
+                })
+            }
+        }
+    }
+}
+
+/// Reads records up to and including the end (and the checksum after it,
+/// from version 5), returning where the checksum is (0: none).
+/// `op_at` is left at the start of the record that failed.
+#[allow(clippy::too_many_arguments)]
+fn records(
+    r: &mut Reader,
+    op_at: &mut usize,
+    base: usize,
+    lim: &Limits,
+    now_ms: i64,
+    most: u64,
+    pos: &mut Pos,
+    sink: &mut impl Sink,
+    sum: &mut LoadSummary,
+) -> R<usize> {
+    loop {
+        *op_at = r.p;
+        sink.progress(base + r.p);
         let op = r.byte()?;
         match op {
-            OP_EOF => break,
+            OP_EOF => {
+                if sum.version < 5 {
+                    return Ok(0);
+                }
+                r.take(8)?;
+                return Ok(r.p - 8);
+            }
             OP_SELECTDB => {
                 let n = r.len()?;
-                db = usize::try_from(n)
+                pos.db = usize::try_from(n)
                     .ok()
                     .filter(|&d| d < 1 << 20)
-                    .map_or_else(|| at(format!("bad database number {n}"), op_at), Ok)?;
+                    .map_or_else(|| at(format!("bad database number {n}"), *op_at), Ok)?;
             }
             OP_RESIZEDB => {
-                // A hint from the file: no more keys than it has room for
-                // (a key record takes at least 3 bytes).
-                let most = data.len() as u64 / 3;
                 let (keys, expires) = (r.len()?.min(most), r.len()?.min(most));
-                sink.resize(db, keys, expires);
+                sink.resize(pos.db, keys, expires);
             }
             OP_EXPIRETIME_MS => {
                 let s = r.take(8)?;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(s);
-                expire = Some(i64::from_le_bytes(a));
+                pos.expire = Some(i64::from_le_bytes(s.try_into().unwrap()));
             }
             OP_EXPIRETIME => {
                 let s = r.take(4)?;
-                expire = Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]) as i64 * 1000);
+                pos.expire = Some(i32::from_le_bytes(s.try_into().unwrap()) as i64 * 1000);
             }
-            OP_IDLE => idle = Some(r.len()?),
-            OP_FREQ => freq = Some(r.byte()?),
+            OP_IDLE => pos.idle = Some(r.len()?),
+            OP_FREQ => pos.freq = Some(r.byte()?),
             OP_AUX => {
                 let k = r.string()?.into_owned();
                 let v = r.string()?.into_owned();
                 sink.aux(&k, &v);
                 sum.aux.push((k, v));
             }
-            OP_MODULE_AUX => return at("module aux data is not supported", op_at),
-            OP_FUNCTION => return at("pre-release function format not supported", op_at),
+            OP_MODULE_AUX => return at("module aux data is not supported", *op_at),
+            OP_FUNCTION => return at("pre-release function format not supported", *op_at),
             OP_FUNCTION2 => {
                 let code = r.string()?.into_owned();
-                sink.function(code).or_else(|e| at(e, op_at))?;
+                sink.function(code).or_else(|e| at(e, *op_at))?;
             }
             t => {
                 let key = r.string()?.into_owned();
-                let value = read_value(&mut r, t, lim)?;
-                let exp = expire.take();
-                let (idle_s, fr) = (idle.take(), freq.take());
+                let value = read_value(r, t, lim)?;
+                let exp = pos.expire.take();
+                let (idle_s, fr) = (pos.idle.take(), pos.freq.take());
                 let Some(value) = value else {
                     sink.empty_key(&key);
                     sum.empty += 1;
@@ -669,38 +857,20 @@ pub fn load_into(
                 };
                 if exp.is_some_and(|t| t < now_ms) {
                     sum.expired += 1;
-                    sum.expired_keys.push((db, key));
+                    sum.expired_keys.push((pos.db, key));
                     continue;
                 }
                 sink.key(Loaded {
-                    db,
+                    db: pos.db,
                     key,
                     value,
                     expire_ms: exp,
                     idle_s,
                     freq: fr,
                 })
-                .or_else(|e| at(e, op_at))?;
+                .or_else(|e| at(e, *op_at))?;
                 sum.keys += 1;
             }
         }
     }
-    if ver >= 5 {
-        let crc_at = r.p;
-        let s = r.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        let stored = u64::from_le_bytes(a);
-        if verify_checksum && stored != 0 {
-            let actual = crc64(0, &data[..crc_at]);
-            if actual != stored {
-                return at(
-                    format!("RDB CRC error: wrong checksum (expected {actual:016x}, file has {stored:016x})"),
-                    crc_at,
-                );
-            }
-        }
-    }
-    sum.end = r.p;
-    Ok(sum)
 }

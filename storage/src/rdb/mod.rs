@@ -4,8 +4,8 @@
 //! - [`encode`]: [`Writer`] streams a snapshot to any `io::Write`, one key at
 //!   a time (so a fork-less background save can feed it from a cursor walk);
 //!   [`dump_payload`] builds a DUMP payload.
-//! - [`decode`]: [`load`] reads a whole file, [`restore_payload`] a DUMP
-//!   payload. Every length and offset read from the input is checked, so a
+//! - [`decode`]: [`load`] reads a file held in memory, [`load_input`] one
+//!   read as it goes, [`restore_payload`] a DUMP payload. Every length and offset read from the input is checked, so a
 //!   corrupt or truncated input is an error naming the problem and its byte
 //!   offset, never a panic or a huge allocation.
 //! - [`blob`]: the listpack, ziplist, zipmap and intset layouts of the
@@ -25,8 +25,8 @@ pub use crate::lzf;
 mod stream;
 
 pub use decode::{
-    function_payload, load, load_into, restore_payload, Limits, LoadError, LoadSummary, Loaded,
-    RestoreError, Sink,
+    function_payload, load, load_input, load_into, restore_payload, Input, Limits, LoadError,
+    LoadSummary, Loaded, RestoreError, Sink,
 };
 pub use encode::{dump_payload, function_dump_payload, ReplAux, SaveOpts, Writer};
 
@@ -130,16 +130,20 @@ mod roundtrip_tests {
         ]
     }
 
-    #[test]
-    fn file_round_trip_and_corruption() {
-        let keys = sample();
+    fn sample_file(keys: &[(&[u8], Value, Option<i64>)]) -> Vec<u8> {
         let mut w = Writer::new(Vec::new(), SaveOpts::default());
         w.header("7.0.15", 0, 0).unwrap();
         w.select_db(3, keys.len(), 2).unwrap();
-        for (k, v, e) in &keys {
+        for (k, v, e) in keys {
             w.key(k, v, *e, None, None).unwrap();
         }
-        let file = w.finish().unwrap();
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn file_round_trip_and_corruption() {
+        let keys = sample();
+        let file = sample_file(&keys);
         let mut got = Vec::new();
         let sum = load(&file, &Limits::default(), 0, true, |k| {
             got.push(k);
@@ -175,6 +179,101 @@ mod roundtrip_tests {
                 load(&bad, &Limits::default(), 0, true, |_| Ok(())).is_err(),
                 "{pos}"
             );
+        }
+    }
+
+    type Keys = Vec<Vec<Vec<u8>>>;
+
+    /// Loads `file` whole, or read `piece` bytes at a time at the least.
+    fn streamed(file: &[u8], piece: Option<usize>) -> Result<(LoadSummary, Keys), LoadError> {
+        let mut src = file;
+        let mut dumps = Vec::new();
+        let input = match piece {
+            Some(n) => Input::stream(&mut src, None).reading(n),
+            None => Input::whole(file),
+        };
+        let sum = load_input(input, &Limits::default(), 0, true, |k: Loaded| {
+            // Hash tables' order is their own: compare their contents.
+            let mut items: Vec<Vec<u8>> = match &k.value {
+                Value::Hash(h) => h
+                    .iter()
+                    .map(|(f, v)| [f.to_vec(), v.to_vec()].concat())
+                    .collect(),
+                Value::Set(s) => s.iter().map(|m| m.to_vec()).collect(),
+                v => vec![dump_payload(v, &SaveOpts::default())],
+            };
+            items.sort();
+            dumps.push([vec![k.key], items].concat());
+            Ok(())
+        })?;
+        Ok((sum, dumps))
+    }
+
+    /// A load read as it goes (in windows that start `piece` bytes long,
+    /// cutting records anywhere) finds what a load of the whole file finds:
+    /// the same keys, or the same error at the same offset.
+    #[test]
+    fn streamed_loads_match_whole_ones() {
+        let mut keys = sample();
+        let big: Vec<u8> = (0..700_000u64).map(|i| (i * 7919 % 251) as u8).collect();
+        keys.push((b"big", Value::str(&big), None));
+        let file = sample_file(&keys);
+        let whole = streamed(&file, None).unwrap();
+        assert_eq!(whole.1.len(), keys.len());
+        for piece in [1, 3, 7, 4096, 300_000, 1 << 20] {
+            let (sum, dumps) = streamed(&file, Some(piece)).unwrap();
+            let differ = dumps.iter().zip(&whole.1).position(|(a, b)| a != b);
+            assert_eq!(
+                (dumps.len(), differ),
+                (whole.1.len(), None),
+                "pieces of {piece}"
+            );
+            assert_eq!((sum.end, sum.keys), (file.len(), keys.len()));
+        }
+        let small = sample_file(&sample());
+        let step = (small.len() / 200).max(1);
+        let same = |f: &[u8]| {
+            let whole = streamed(f, None).map(|(sum, keys)| (sum.end, keys));
+            for piece in [1, 5, 64] {
+                let got = streamed(f, Some(piece)).map(|(sum, keys)| (sum.end, keys));
+                assert!(
+                    got == whole,
+                    "pieces of {piece}: {:?} {:?}",
+                    got.err(),
+                    whole.as_ref().err()
+                );
+            }
+        };
+        for cut in (0..small.len()).step_by(step) {
+            same(&small[..cut]);
+        }
+        for pos in (0..small.len()).step_by(step + 2) {
+            let mut bad = small.clone();
+            bad[pos] ^= 0xa5;
+            same(&bad);
+        }
+        // Random damage: bytes set, a span dropped or doubled.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        for _ in 0..300 {
+            let mut bad = small.clone();
+            for _ in 0..1 + next(3) {
+                let at = next(bad.len());
+                bad[at] = next(256) as u8;
+            }
+            let (a, n) = (next(bad.len()), next(40));
+            let span = bad[a..(a + n).min(bad.len())].to_vec();
+            match next(3) {
+                0 => drop(bad.drain(a..a + span.len())),
+                1 => bad.splice(a..a, span).for_each(drop),
+                _ => {}
+            }
+            same(&bad);
         }
     }
 
