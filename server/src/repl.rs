@@ -24,6 +24,8 @@
 use crate::propagate::Consumer;
 use bytes::Bytes;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::Arc;
 
 /// Where a replica's link is.
 pub enum Link {
@@ -147,7 +149,7 @@ pub struct Master {
     pub started: bool,
     pub state: MasterState,
     /// When the master was last heard from, and when the link went down
-    /// (unix s).
+    /// (unix s; 0 if it has not been up).
     pub last_io_s: i64,
     pub down_since_s: i64,
     /// The database the master's stream last selected: a partial resync
@@ -156,10 +158,27 @@ pub struct Master {
     /// Bytes of the master's stream read but not applied yet (a partial
     /// command, or the rest held back by CLIENT PAUSE WRITE).
     pub unapplied: u64,
+    /// A full sync's RDB on its way (INFO's `master_sync_*` fields).
+    pub transfer: Option<Transfer>,
     /// Dropped with this master: its link task, even while it waits on
     /// the socket (handshake, transfer), stops at once, as Redis cancels
     /// the handshake on REPLICAOF.
     pub ended: tokio::sync::watch::Sender<()>,
+}
+
+/// A full sync's RDB as INFO shows it, as Redis counts it: its size (-1
+/// before the header line, 0 for the EOF-mark form), and the bytes written
+/// to disk so far (none are counted while a load parses the socket).
+pub struct Transfer {
+    pub total: i64,
+    pub received: Arc<Received>,
+}
+
+#[derive(Default)]
+pub struct Received {
+    pub bytes: AtomicU64,
+    /// When the last of them came (unix s).
+    pub last_io_s: AtomicI64,
 }
 
 impl MasterState {

@@ -11,7 +11,7 @@
 //! `slaveKeysWithExpire`): its master never sends DELs for them.
 
 use crate::persist::{LoadOpts, LoadProgress, Loading};
-use crate::repl::MasterState;
+use crate::repl::{MasterState, Received, Transfer};
 use crate::state::{now_ms, Client, Shared, State};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
@@ -65,11 +65,19 @@ fn current(st: &State, gen: u64) -> bool {
 
 fn set_state(st: &mut State, gen: u64, s: MasterState) {
     if let Some(m) = st.repl.master.as_mut().filter(|m| m.gen == gen) {
+        let now_s = now_ms() / 1000;
         if s != MasterState::Connected && m.state == MasterState::Connected {
-            m.down_since_s = now_ms() / 1000;
+            m.down_since_s = now_s;
         }
         m.state = s;
-        m.last_io_s = now_ms() / 1000;
+        m.last_io_s = now_s;
+        m.transfer = (s == MasterState::Sync).then(|| Transfer {
+            total: -1,
+            received: Arc::new(Received {
+                last_io_s: now_s.into(),
+                ..Received::default()
+            }),
+        });
     }
 }
 
@@ -409,7 +417,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
     gen: u64,
 ) -> io::Result<bool> {
     let size = rdb_size(head)?;
-    let (into, progress, opts, n, path) = {
+    let (into, progress, received, opts, n, path) = {
         let mut st = shared.lock_eventually().await;
         if !current(&st, gen) {
             return Ok(false);
@@ -444,14 +452,14 @@ async fn full_sync<S: AsyncRead + Unpin>(
                 ..loading
             });
         }
+        let received = st.repl.master.as_mut().and_then(|m| m.transfer.as_mut());
+        let received = received.map(|t| {
+            t.total = size.map_or(0, |n| n as i64);
+            t.received.clone()
+        });
         let opts = crate::persist::load_opts(&st, false).apart();
-        (
-            into,
-            progress,
-            opts,
-            st.dbs.len(),
-            crate::persist::rdb_path(&st),
-        )
+        let path = crate::persist::rdb_path(&st);
+        (into, progress, received, opts, st.dbs.len(), path)
     };
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     let loaded = if into == LoadInto::Disk {
@@ -465,7 +473,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
         let _unlink = Unlink(&tmp);
         let file = tmp.clone();
         let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
-        let got = pass_rdb(sock, buf, head, size, tx, Some(&progress)).await;
+        let got = pass_rdb(sock, buf, head, size, tx, received.as_deref()).await;
         let written = writer.await.map_err(io::Error::other)?;
         {
             let mut st = shared.lock_eventually().await;
@@ -483,7 +491,6 @@ async fn full_sync<S: AsyncRead + Unpin>(
             }
             flush_old_data(&mut st);
             info!("MASTER <-> REPLICA sync: Loading DB in memory");
-            progress.loaded_bytes.store(0, Relaxed);
             let len = std::fs::metadata(&path).map_or(0, |m| m.len());
             st.loading = Some(Loading {
                 progress: progress.clone(),
@@ -692,7 +699,7 @@ fn replace_dataset(st: &mut State, dbs: Vec<Db>, engine: Option<scripting::Engin
 /// the end mark the header line (`head`) gave, which comes last as the
 /// master sends nothing more before this replica's first ACK (so the last
 /// 40 bytes received are held back until more come). Stops early when the
-/// receiver is gone: it failed, and says why. `progress`, if given, counts
+/// receiver is gone: it failed, and says why. `received`, if given, counts
 /// the bytes passed.
 async fn pass_rdb<S: AsyncRead + Unpin>(
     sock: &mut S,
@@ -700,7 +707,7 @@ async fn pass_rdb<S: AsyncRead + Unpin>(
     head: &str,
     size: Option<usize>,
     tx: mpsc::Sender<Bytes>,
-    progress: Option<&LoadProgress>,
+    received: Option<&Received>,
 ) -> io::Result<()> {
     const MARK: usize = 40;
     let mut sent = 0;
@@ -718,8 +725,9 @@ async fn pass_rdb<S: AsyncRead + Unpin>(
             if tx.send(buf.split_to(ready).freeze()).await.is_err() {
                 return Ok(());
             }
-            if let Some(p) = progress {
-                p.loaded_bytes.store(sent as u64, Relaxed);
+            if let Some(r) = received {
+                r.bytes.store(sent as u64, Relaxed);
+                r.last_io_s.store(now_ms() / 1000, Relaxed);
             }
         }
         if done {

@@ -1,7 +1,7 @@
 //! What a replica does on its own side of the link, as Redis 7.0.15: a
 //! writable replica expires the keys with a TTL it wrote itself (its
-//! master's keys wait for the master's DELs), and its link to the
-//! master leaves from `bind-source-addr`.
+//! master's keys wait for the master's DELs), its link to the master
+//! leaves from `bind-source-addr`, and INFO shows a full sync's transfer.
 
 use cinnabar_tests::*;
 use std::thread;
@@ -102,4 +102,80 @@ fn an_unusable_bind_source_addr_is_not_used() {
     });
     let slave0 = info_field(&mut m.raw(), "replication", "slave0");
     assert!(slave0.starts_with("ip=127.0.0.1,"), "{slave0}");
+}
+
+/// INFO replication's fields while the master's RDB is on its way, as
+/// Redis 7.0.15 shows them (checked against it with a slow master): a
+/// disk-based sync before the RDB's header (size -1, perc -0.00), an
+/// EOF-mark RDB going to disk (size 0, bytes counted), the same RDB
+/// parsed from the socket (nothing counted); a link never up has been down
+/// since -1.
+#[test]
+fn info_shows_the_transfer_of_a_full_sync() {
+    let m = Server::start(&[
+        ("enable-debug-command", "yes"),
+        ("repl-diskless-sync", "no"),
+        ("repl-diskless-sync-delay", "0"),
+        ("rdb-key-save-delay", "200"),
+    ]);
+    m.cli_out(&["DEBUG", "POPULATE", "20000"]);
+    let port = m.port.to_string();
+    let cases = [
+        ("no", "disabled", "-1", "0", "-1", "-0.00"),
+        ("yes", "disabled", "0", "*", "*", "0.00"),
+        ("yes", "swapdb", "0", "0", "0", "0.00"),
+    ];
+    for (diskless, load, total, read, left, perc) in cases {
+        m.cli_out(&["CONFIG", "SET", "repl-diskless-sync", diskless]);
+        // Redis answers while it parses the socket only between events.
+        let r = Server::start(&[
+            ("repl-diskless-load", load),
+            ("key-load-delay", "50"),
+            ("loading-process-events-interval-bytes", "1024"),
+        ]);
+        r.cli_out(&["REPLICAOF", "127.0.0.1", &port]);
+        let mut c = r.raw();
+        let field = |c: &mut RawClient, f: &str| info_field(c, "replication", f);
+        wait_for("the transfer", || {
+            field(&mut c, "master_sync_in_progress") == "1"
+                && (total == "-1" || field(&mut c, "master_sync_total_bytes") != "-1")
+                && (read != "*" || field(&mut c, "master_sync_read_bytes") != "0")
+        });
+        let got = field(&mut c, "master_sync_read_bytes");
+        let n: i64 = got.parse().unwrap();
+        assert_eq!(
+            field(&mut c, "master_sync_total_bytes"),
+            total,
+            "{diskless}/{load}"
+        );
+        if read == "*" {
+            assert!(n > 0);
+            let left = field(&mut c, "master_sync_left_bytes")
+                .parse::<i64>()
+                .unwrap();
+            assert!(left <= -n, "{left} after {n}");
+        } else {
+            assert_eq!(
+                (
+                    got.as_str(),
+                    field(&mut c, "master_sync_left_bytes").as_str()
+                ),
+                (read, left)
+            );
+        }
+        assert_eq!(field(&mut c, "master_sync_perc"), perc, "{diskless}/{load}");
+        assert!(
+            field(&mut c, "master_sync_last_io_seconds_ago")
+                .parse::<i64>()
+                .unwrap()
+                >= 0
+        );
+        assert_eq!(field(&mut c, "master_link_down_since_seconds"), "-1");
+        drop(r);
+        // The master's snapshot for it ends before the next case.
+        wait_for("no replica", || {
+            m.cli_out(&["INFO", "persistence"])
+                .contains("rdb_bgsave_in_progress:0")
+        });
+    }
 }

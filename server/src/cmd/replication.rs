@@ -10,6 +10,7 @@ use crate::repl::{FailoverState, Link, Master, MasterState, Replica, Waiter};
 use crate::state::{now_ms, BlockKind, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
+use std::sync::atomic::Ordering::Relaxed;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("sync", sync),
@@ -337,9 +338,10 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         started: false,
         state: MasterState::Connect,
         last_io_s: now_s,
-        down_since_s: now_s,
+        down_since_s: 0,
         db,
         unapplied: 0,
+        transfer: None,
         ended: tokio::sync::watch::Sender::new(()),
     });
     // Its blocked clients would be served by writes it no longer makes
@@ -788,11 +790,28 @@ pub fn info(st: &State, now_ms: i64) -> String {
             );
             s += &format!("slave_read_repl_offset:{}\r\n", r.offset + m.unapplied);
             s += &format!("slave_repl_offset:{}\r\n", r.offset);
-            if !up {
+            if let Some(t) = &m.transfer {
+                let read = t.received.bytes.load(Relaxed) as i64;
+                let perc = if t.total == 0 {
+                    0.0
+                } else {
+                    read as f64 / t.total as f64 * 100.0
+                };
+                s += &format!("master_sync_total_bytes:{}\r\n", t.total);
+                s += &format!("master_sync_read_bytes:{read}\r\n");
+                s += &format!("master_sync_left_bytes:{}\r\n", t.total - read);
+                s += &format!("master_sync_perc:{perc:.2}\r\n");
                 s += &format!(
-                    "master_link_down_since_seconds:{}\r\n",
-                    now_ms / 1000 - m.down_since_s
+                    "master_sync_last_io_seconds_ago:{}\r\n",
+                    now_ms / 1000 - t.received.last_io_s.load(Relaxed)
                 );
+            }
+            if !up {
+                let since = match m.down_since_s {
+                    0 => -1,
+                    t => now_ms / 1000 - t,
+                };
+                s += &format!("master_link_down_since_seconds:{since}\r\n");
             }
             s += &format!("slave_priority:{}\r\n", st.cfg.replica_priority);
             s += &format!("slave_read_only:{}\r\n", st.cfg.replica_read_only as u8);
