@@ -9,8 +9,9 @@
 # during a BGSAVE. Prints: BGSAVE duration, probe p50/p99/max in steady
 # state vs during the BGSAVE, benchmark throughput, peak extra RSS during
 # the BGSAVE (server VmRSS, plus for Redis the forked child's
-# Private_Dirty from smaps_rollup), dump.rdb size; then SAVE time and
-# load time (restart on the file) with the cinnabar/Redis ratios.
+# Private_Dirty from smaps_rollup), dump.rdb size; then SAVE time, load
+# time (restart on the file) and the restarted server's peak and final
+# RSS, with the cinnabar/Redis ratios.
 #
 # Usage: bench/bgsave.sh            (KEYS=1000000 STEADY_S=3 PORT_BASE=8420,
 #                                    ONLY=cinnabar to skip Redis)
@@ -206,6 +207,8 @@ run_one() {
   t1=$(date +%s%N)
   R[$name.load_ms]=$(((t1 - t0) / 1000000))
   R[$name.keys]=$(redis-cli -p "$port" DBSIZE)
+  R[$name.load_peak_mb]=$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")
+  R[$name.loaded_mb]=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")
   redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
   wait "$pid" 2>/dev/null || true
 }
@@ -229,4 +232,6 @@ row "dump.rdb bytes" "${R[cinnabar.rdb]}" "${R[redis.rdb]}"
 row "SAVE ms (no load)" "${R[cinnabar.save_ms]}" "${R[redis.save_ms]}"
 row "load ms (restart)" "${R[cinnabar.load_ms]}" "${R[redis.load_ms]}"
 row "keys after restart" "${R[cinnabar.keys]}" "${R[redis.keys]}"
+row "RSS peak in load (MB)" "${R[cinnabar.load_peak_mb]}" "${R[redis.load_peak_mb]}"
+row "RSS after load (MB)" "${R[cinnabar.loaded_mb]}" "${R[redis.loaded_mb]}"
 echo "(latencies in ms, from a probe client's SET/INCR round trips; RSS in MB)"

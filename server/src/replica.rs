@@ -461,7 +461,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
         let path = crate::persist::rdb_path(&st);
         (into, progress, received, opts, st.dbs.len(), path)
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let (tx, rx) = mpsc::channel(16);
     let loaded = if into == LoadInto::Disk {
         let tmp = path.with_file_name(format!(
             "temp-{}.{}.rdb",
