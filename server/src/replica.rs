@@ -468,11 +468,17 @@ async fn full_sync<S: AsyncRead + Unpin>(
             now_ms() / 1000,
             std::process::id()
         ));
-        // Gone however this ends: renamed, failed, or dropped by a newer
-        // REPLICAOF mid-transfer.
+        // Created here, so that the name is gone however this ends:
+        // renamed, failed, or dropped by a newer REPLICAOF mid-transfer
+        // (whose own file may take the same name while the writer still
+        // writes to this one).
+        let file = std::fs::File::create(&tmp).map_err(|e| {
+            io::Error::other(format!(
+                "Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"
+            ))
+        })?;
         let _unlink = Unlink(&tmp);
-        let file = tmp.clone();
-        let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
+        let writer = tokio::task::spawn_blocking(move || write_chunks(file, rx));
         let got = pass_rdb(sock, buf, head, size, tx, received.as_deref()).await;
         let written = writer.await.map_err(io::Error::other)?;
         {
@@ -595,8 +601,7 @@ fn load_apart(n: usize, input: Input, opts: &LoadOpts, progress: &LoadProgress) 
 /// `repl-diskless-load disabled`: the master's RDB is written to a
 /// temporary file as it arrives, then synced, to become this server's RDB
 /// file, as Redis does.
-fn write_chunks(path: &Path, mut rx: mpsc::Receiver<Bytes>) -> io::Result<()> {
-    let mut f = std::fs::File::create(path)?;
+fn write_chunks(mut f: std::fs::File, mut rx: mpsc::Receiver<Bytes>) -> io::Result<()> {
     while let Some(b) = rx.blocking_recv() {
         f.write_all(&b)?;
     }
