@@ -1010,18 +1010,21 @@ impl Job {
         }
     }
 
-    /// `rdb-key-save-delay` after a key: that many µs (a negative value, 1 µs),
-    /// in steps that notice the job being abandoned.
-    fn delay(&self) {
+    /// `rdb-key-save-delay` after `keys` keys: that many µs each (a
+    /// negative value, 1 µs), in steps that notice the job being abandoned
+    /// or its destination gone.
+    fn delay(&self, keys: u64, w: &mut impl Dest) -> io::Result<()> {
         if self.key_delay == 0 {
-            return;
+            return Ok(());
         }
-        let mut left = key_delay_step(self.key_delay);
+        let mut left = key_delay_step(self.key_delay) * keys.clamp(1, u32::MAX as u64) as u32;
         while !left.is_zero() && !self.abort.load(Relaxed) {
             let step = left.min(Duration::from_millis(10));
             std::thread::sleep(step);
             left -= step;
+            w.still_there()?;
         }
+        Ok(())
     }
 
     /// Diskless: the image between `$EOF:<mark>` and the mark, to the
@@ -1041,7 +1044,7 @@ impl Job {
     /// it (which is also the backpressure: the walk does not run ahead of
     /// the disk, or of the slowest replica, by more than one slice), then
     /// EOF and checksum.
-    fn write<W: Write>(&self, mut w: W, header: Vec<u8>, bufs: &mut Bufs) -> io::Result<W> {
+    fn write<W: Dest>(&self, mut w: W, header: Vec<u8>, bufs: &mut Bufs) -> io::Result<W> {
         let mut crc = 0u64;
         let mut put = |w: &mut W, b: &[u8]| {
             if self.checksum {
@@ -1054,6 +1057,7 @@ impl Job {
         let Bufs { records, room, .. } = bufs;
         let (mut max_bytes, mut busy_run) = (*SLICE_BYTES.start(), 0);
         let (mut slices, mut longest, mut held) = (0u64, Duration::ZERO, Duration::ZERO);
+        let mut keys_saved = 0;
         loop {
             let mut st = self.shared.state.lock();
             let t = Instant::now();
@@ -1064,6 +1068,21 @@ impl Job {
             let complete = match self.key_delay {
                 0 => slice(&mut st, &mut pos, SLICE, (256, max_bytes), records),
                 _ => slice(&mut st, &mut pos, Duration::ZERO, (1, max_bytes), records),
+            };
+            // The delay is per key written, as a forked child's: keys that
+            // writes captured before the walk reached them count too (a
+            // test's "this save takes N seconds" must hold while it writes).
+            let emitted = match self.key_delay {
+                0 => 0,
+                _ => {
+                    let now: u64 = st
+                        .dbs
+                        .iter()
+                        .filter_map(|d| d.snapshot())
+                        .map(|c| c.keys_saved)
+                        .sum();
+                    now.saturating_sub(std::mem::replace(&mut keys_saved, now))
+                }
             };
             // Clients waiting for the lock go first.
             parking_lot::MutexGuard::unlock_fair(st);
@@ -1108,10 +1127,10 @@ impl Job {
                 }
                 return Err(e);
             }
+            self.delay(emitted, &mut w)?;
             if complete {
                 break;
             }
-            self.delay();
         }
         put(&mut w, &[rdb::OP_EOF])?;
         let crc = if self.checksum { crc } else { 0 };
@@ -1119,6 +1138,18 @@ impl Job {
         Ok(w)
     }
 }
+
+/// Where a snapshot's bytes go.
+trait Dest: Write {
+    /// An error once nobody is left to take the rest (a diskless sync's
+    /// replicas all gone), noticed while `rdb-key-save-delay` holds the
+    /// writes back.
+    fn still_there(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Dest for io::BufWriter<std::fs::File> {}
 
 /// Where a diskless snapshot's bytes go: the connections of the replicas
 /// it was started for, paced by the slowest. It fails once none is left,
@@ -1150,6 +1181,24 @@ impl Write for ReplicaSink<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+impl Dest for ReplicaSink<'_> {
+    fn still_there(&mut self) -> io::Result<()> {
+        match self
+            .job
+            .shared
+            .state
+            .lock()
+            .rdb_replicas_left(&mut self.ids)
+        {
+            true => Ok(()),
+            false => {
+                warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
+                Err(io::Error::other("no replica left"))
+            }
+        }
     }
 }
 

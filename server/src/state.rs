@@ -1158,11 +1158,7 @@ impl State {
     /// than `window` bytes unsent: the sender then waits, as the slowest
     /// replica paces a transfer.
     pub fn repl_rdb_push(&mut self, ids: &mut Vec<u64>, piece: &[u8], window: usize) -> RdbPush {
-        ids.retain(|id| {
-            self.repl.replicas.iter().any(|r| r.id == *id)
-                && self.clients.get(id).is_none_or(|c| !c.killed)
-        });
-        if ids.is_empty() {
+        if !self.rdb_replicas_left(ids) {
             return RdbPush::Gone;
         }
         let unsent = |st: &State, id: u64| {
@@ -1181,6 +1177,15 @@ impl State {
             }
         }
         RdbPush::Sent
+    }
+
+    /// Keeps in `ids` the replicas still connected; false if none is.
+    pub fn rdb_replicas_left(&self, ids: &mut Vec<u64>) -> bool {
+        ids.retain(|id| {
+            self.repl.replicas.iter().any(|r| r.id == *id)
+                && self.clients.get(id).is_none_or(|c| !c.killed)
+        });
+        !ids.is_empty()
     }
 
     /// A BGSAVE for replicas ended (`file`: the image of a disk-based
