@@ -29,13 +29,16 @@ fn evicted_clients(r: &mut RawClient) -> u64 {
     line.trim().parse().unwrap()
 }
 
-/// A named client that has started sending an argument of `n` bytes.
+/// A named client that has started sending an argument of `n` bytes. The
+/// server may evict it before it has written them all (the write then
+/// fails; the tests look at what the server did).
 fn half_sent(s: &Server, name: &str, n: usize) -> RawClient {
+    use std::io::Write;
     let mut c = s.raw();
     assert_eq!(c.cmd(&["CLIENT", "SETNAME", name]), ok());
     let mut req = format!("*2\r\n${n}\r\n").into_bytes();
     req.resize(req.len() + n, b'v');
-    c.send(&req);
+    let _ = c.sock.write_all(&req);
     c
 }
 
