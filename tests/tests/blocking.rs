@@ -54,7 +54,8 @@ impl Server {
                 .expect("spawn cinnabar-server");
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(5) {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Ours, not another test's server that took the port first.
+                if TcpStream::connect(("127.0.0.1", port)).is_ok_and(|s| serves(s, child.id())) {
                     return Server { child, port };
                 }
                 if child.try_wait().ok().flatten().is_some() {
@@ -82,6 +83,23 @@ impl Server {
             .and_then(|c| c.get_connection())
             .expect("redis-rs connection")
     }
+}
+
+/// Whether the server on `s` is process `pid` (INFO's `process_id`).
+fn serves(mut s: TcpStream, pid: u32) -> bool {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(&encode(&["INFO", "server"])).is_err() {
+        return false;
+    }
+    let mut r = BufReader::new(s);
+    let mut head = String::new();
+    if r.read_line(&mut head).is_err() {
+        return false;
+    }
+    let n: usize = head.get(1..).unwrap_or("").trim_end().parse().unwrap_or(0);
+    let mut body = vec![0u8; n];
+    r.read_exact(&mut body).is_ok()
+        && String::from_utf8_lossy(&body).contains(&format!("process_id:{pid}\r\n"))
 }
 
 impl Drop for Server {
