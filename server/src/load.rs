@@ -68,16 +68,15 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
     st.aof.ready = true;
     read_manifest(st);
     let path = rdb_path(st);
-    let mut file = match File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f))) {
-        Ok((len, f)) => {
-            st.loading = Some(Loading::new(len));
-            f
-        }
+    let (mut file, len) = match File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f))) {
+        Ok((len, f)) => (f, len),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
     };
     let start = Instant::now();
-    let progress = st.loading.as_ref().map(|l| l.progress.clone()).unwrap();
+    let loading = Loading::new(len);
+    let progress = loading.progress.clone();
+    st.loading = Some(loading);
     match load_rdb(st, Input::file(&mut file), &progress) {
         Ok(sum) => {
             for (k, v) in &sum.aux {

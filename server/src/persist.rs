@@ -1170,10 +1170,7 @@ impl Write for ReplicaSink<'_> {
             match st.repl_rdb_push(&mut self.ids, b, crate::state::RDB_WINDOW) {
                 RdbPush::Sent => return Ok(b.len()),
                 RdbPush::Full => drop(st),
-                RdbPush::Gone => {
-                    warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
-                    return Err(io::Error::other("no replica left"));
-                }
+                RdbPush::Gone => return Err(no_replica_left()),
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -1186,20 +1183,19 @@ impl Write for ReplicaSink<'_> {
 
 impl Dest for ReplicaSink<'_> {
     fn still_there(&mut self) -> io::Result<()> {
-        match self
-            .job
-            .shared
-            .state
-            .lock()
-            .rdb_replicas_left(&mut self.ids)
-        {
+        let st = self.job.shared.state.lock();
+        match st.rdb_replicas_left(&mut self.ids) {
             true => Ok(()),
-            false => {
-                warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
-                Err(io::Error::other("no replica left"))
-            }
+            false => Err(no_replica_left()),
         }
     }
+}
+
+/// A diskless snapshot's end when its replicas are all gone, logged as
+/// Redis logs killing its child then.
+fn no_replica_left() -> io::Error {
+    warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
+    io::Error::other("no replica left")
 }
 
 /// A diskless sync's completion hook.

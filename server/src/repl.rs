@@ -149,7 +149,7 @@ pub struct Master {
     pub started: bool,
     pub state: MasterState,
     /// When the master was last heard from, and when the link went down
-    /// (unix s; 0 if it has not been up).
+    /// (unix s; the latter 0 while the link has never been up).
     pub last_io_s: i64,
     pub down_since_s: i64,
     /// The database the master's stream last selected: a partial resync

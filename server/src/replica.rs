@@ -534,8 +534,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
             if matches!(into, LoadInto::Swap { .. }) {
                 info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
             }
-            let keys = loaded.1.iter().map(|d| d.len() as u64).sum();
-            crate::cmd::keys::lazy_free(loaded.1, keys);
+            free_dbs(loaded.1);
             return Err(e);
         }
         loaded
@@ -543,9 +542,8 @@ async fn full_sync<S: AsyncRead + Unpin>(
     let (res, dbs, engine) = loaded;
     let mut st = shared.lock_eventually().await;
     st.loading = None;
-    let keys = dbs.iter().map(|d| d.len() as u64).sum();
     if !current(&st, gen) {
-        crate::cmd::keys::lazy_free(dbs, keys);
+        free_dbs(dbs);
         return Ok(false);
     }
     let sum = match res {
@@ -564,7 +562,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
             if matches!(into, LoadInto::Swap { .. }) {
                 info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
             }
-            crate::cmd::keys::lazy_free(dbs, keys);
+            free_dbs(dbs);
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
         }
     };
@@ -578,8 +576,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
     if matches!(into, LoadInto::Swap { .. }) {
         info!("MASTER <-> REPLICA sync: Discarding old DB in background");
     }
-    let n = old.iter().map(|d| d.len() as u64).sum();
-    crate::cmd::keys::lazy_free(old, n);
+    free_dbs(old);
     Ok(true)
 }
 
@@ -657,9 +654,13 @@ fn rdb_size(head: &str) -> io::Result<Option<usize>> {
 /// background) and the function libraries.
 fn flush_old_data(st: &mut State) {
     info!("MASTER <-> REPLICA sync: Flushing old data");
-    let old = replace_dataset(st, Vec::new(), None);
-    let n = old.iter().map(|d| d.len() as u64).sum();
-    crate::cmd::keys::lazy_free(old, n);
+    free_dbs(replace_dataset(st, Vec::new(), None));
+}
+
+/// Frees databases in the background (counted by their keys).
+fn free_dbs(dbs: Vec<Db>) {
+    let keys = dbs.iter().map(|d| d.len() as u64).sum();
+    crate::cmd::keys::lazy_free(dbs, keys);
 }
 
 /// Puts `dbs` (empty ones if there are fewer) and the libraries of

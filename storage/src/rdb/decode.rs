@@ -590,7 +590,7 @@ pub fn function_payload(p: &[u8]) -> Option<Vec<Vec<u8>>> {
     Some(libs)
 }
 
-/// Reads a whole RDB file, handing each live key to `sink` (keys whose
+/// Reads an RDB image held in memory, handing each live key to `sink` (keys whose
 /// expiry is before `now_ms` are skipped, as a master does).
 /// `verify_checksum` follows `rdbchecksum`; a stored checksum of 0 means
 /// the writer had it disabled.
