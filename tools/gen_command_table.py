@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes server/src/cmd/meta.rs, the command metadata of Redis 7.0.15, from
-Redis's own replies recorded in server/src/cmd/command_info.resp (`COMMAND`)
-and server/src/cmd/command_docs.resp (`COMMAND DOCS`), both over RESP3.
+"""Writes server/src/core/command/meta.rs, the command metadata of Redis 7.0.15, from
+Redis's own replies recorded in server/src/core/command/command_info.resp (`COMMAND`)
+and server/src/core/command/command_docs.resp (`COMMAND DOCS`), both over RESP3.
 
     tools/gen_command_table.py                 # regenerate meta.rs
     tools/gen_command_table.py --record PORT   # re-record both files first,
@@ -16,13 +16,13 @@ bytes (the subcommands' docs are in their own rows)."""
 import os, socket, sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-CMD = os.path.join(ROOT, "server", "src", "cmd")
+CMD = os.path.join(ROOT, "server", "src", "core", "command")
 INFO = os.path.join(CMD, "command_info.resp")
 DOCS = os.path.join(CMD, "command_docs.resp")
 OUT = os.path.join(CMD, "meta.rs")
 
 # Command flags as COMMAND INFO lists them, in its order, with their Rust
-# names (server/src/cmd/mod.rs, `flags`).
+# names (server/src/core/command/mod.rs, `flags`).
 FLAGS = [("write", "WRITE"), ("readonly", "READONLY"), ("denyoom", "DENYOOM"),
          ("admin", "ADMIN"), ("pubsub", "PUBSUB"), ("noscript", "NOSCRIPT"),
          ("blocking", "BLOCKING"), ("loading", "LOADING"), ("stale", "STALE"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Probes a running real redis-server 7.0 (port in argv[1]) and prints the
-option table of server/src/config/table.rs: each option's name, type,
+option table of server/src/core/config/table.rs: each option's name, type,
 range or choices, default and mutability, read from Redis's own replies.
 Further arguments name hidden options (CONFIG GET * omits them; Redis's
 test suite sets key-load-delay, loading-process-events-interval-bytes,

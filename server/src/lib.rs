@@ -11,36 +11,10 @@
 //!   command family; handlers are plain synchronous functions.
 //! - [`config`]: redis.conf parsing and CONFIG's option table.
 
-pub mod acl;
-pub mod aof;
-pub mod clientmem;
 pub mod cmd;
-pub mod config;
-pub mod conn;
-pub mod crash;
-pub mod error;
-pub mod evict;
-pub mod load;
-pub mod log;
-pub mod migrate;
-pub mod oom;
-pub mod os;
-pub mod persist;
-pub mod proctitle;
-pub mod propagate;
-pub mod pubsub;
-pub mod repl;
-pub mod replica;
-pub mod replybuf;
-pub mod round;
-pub mod server;
-pub mod service;
-pub mod shutdown;
-pub mod spill;
+pub mod core;
+pub mod net;
 pub mod state;
 pub mod testkit;
-pub mod tls;
-pub mod tracking;
-pub mod wake;
 
-pub use error::{CmdResult, Error};
+pub use crate::core::error::{CmdResult, Error};

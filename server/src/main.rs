@@ -1,9 +1,10 @@
 //! `cinnabar-server [/path/to/redis.conf] [--name value ...]`, as redis-server.
 
-use cinnabar_server::config::{Config, Loglevel};
+use cinnabar_server::core::config::{Config, Loglevel};
 
 #[global_allocator]
-static GLOBAL: cinnabar_server::evict::CountingAlloc = cinnabar_server::evict::CountingAlloc;
+static GLOBAL: cinnabar_server::state::evict::CountingAlloc =
+    cinnabar_server::state::evict::CountingAlloc;
 
 fn usage() -> ! {
     eprintln!(
@@ -13,10 +14,10 @@ fn usage() -> ! {
 }
 
 fn main() {
-    cinnabar_server::evict::init_allocator();
+    cinnabar_server::state::evict::init_allocator();
     let args: Vec<String> = std::env::args().skip(1).collect();
     // While this is the only thread: it moves the environment.
-    cinnabar_server::proctitle::init();
+    cinnabar_server::core::proctitle::init();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
             println!(
@@ -36,18 +37,18 @@ fn main() {
         }
     };
     cinnabar_server::cmd::rename_commands(&cfg.renames);
-    use cinnabar_server::service;
+    use cinnabar_server::net::service;
     // Before the log file is opened and any thread started: the child
     // carries on alone. Under supervision the supervisor keeps the process.
     if cfg.daemonize && !service::will_supervise(&cfg.supervised) {
         service::daemonize();
     }
     // Before any thread starts: they all inherit the mask.
-    cinnabar_server::shutdown::block_signals();
+    cinnabar_server::state::shutdown::block_signals();
     init_logging(&cfg);
-    cinnabar_server::proctitle::set(&cfg);
-    cinnabar_server::crash::install_panic_hook();
-    cinnabar_server::crash::install_signal_handlers();
+    cinnabar_server::core::proctitle::set(&cfg);
+    cinnabar_server::core::crash::install_panic_hook();
+    cinnabar_server::core::crash::install_signal_handlers();
     service::supervise(&cfg.supervised);
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
     tracing::warn!(
@@ -80,11 +81,11 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .disable_lifo_slot()
-        .on_thread_park(cinnabar_server::round::end)
+        .on_thread_park(cinnabar_server::core::round::end)
         .enable_all()
         .build()
         .expect("tokio runtime");
-    if let Err(e) = rt.block_on(cinnabar_server::server::run(cfg)) {
+    if let Err(e) = rt.block_on(cinnabar_server::net::server::run(cfg)) {
         tracing::error!("{e}");
         std::process::exit(1);
     }
@@ -119,7 +120,7 @@ fn init_logging(cfg: &Config) {
     let b = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_ansi(false)
-        .event_format(cinnabar_server::log::RedisFormat);
+        .event_format(cinnabar_server::core::log::RedisFormat);
     let file = &cfg.logfile;
     if file.is_empty() {
         b.init();

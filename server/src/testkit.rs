@@ -12,7 +12,7 @@
 //! connection need the real server (tests/ in the workspace).
 
 use crate::cmd;
-use crate::config::Config;
+use crate::core::config::Config;
 use crate::state::{Client, State};
 use bytes::Bytes;
 use protocol::{parse_reply, ReplyBuf};

@@ -1,13 +1,14 @@
 //! ACL commands, and the permission check the gatekeeper and scripts run
-//! (the users and rules themselves are `crate::acl`'s). The ACL's view of
+//! (the users and rules themselves are `crate::core::acl`'s). The ACL's view of
 //! the commands — ids, categories — is built here from Redis's metadata.
 
 use super::flags::NO_AUTH;
 use super::help::help_reply;
 use super::key_flags as K;
-use super::{int_arg, is, meta, Command, Ctx, Handler};
-use crate::acl::{Catalog, CmdDesc, Denied, LogEntry, Request, CATEGORIES, READ, WRITE};
-use crate::error::{CmdResult, Error};
+use super::{int_arg, is, Command, Ctx, Handler};
+use crate::core::acl::{Catalog, CmdDesc, Denied, LogEntry, Request, CATEGORIES, READ, WRITE};
+use crate::core::command::meta;
+use crate::core::error::{CmdResult, Error};
 use crate::state::{Client, State};
 use ahash::AHashMap as HashMap;
 use bytes::Bytes;
@@ -36,7 +37,7 @@ pub fn catalog() -> &'static Catalog {
     CATALOG.get_or_init(|| {
         let cats = |acl: &[&str]| {
             acl.iter()
-                .filter_map(|c| crate::acl::category(c.trim_start_matches('@').as_bytes()))
+                .filter_map(|c| crate::core::acl::category(c.trim_start_matches('@').as_bytes()))
                 .fold(0u32, |m, i| m | 1 << i)
         };
         let mut cmds = Vec::new();
@@ -117,7 +118,7 @@ pub(super) fn reads_all_keys(st: &State, cl: &Client) -> bool {
         .is_some_and(|u| u.unrestricted || u.key_ok(b"*", READ))
 }
 
-fn check_user(u: &crate::acl::User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
+fn check_user(u: &crate::core::acl::User, cmd: &Command, args: &[Bytes]) -> Result<(), Denied> {
     let keys = keys_of(cmd, args);
     let channels = channels_of(cmd.name, args);
     u.check(&Request {
@@ -232,7 +233,7 @@ fn log_denied(
         context,
         object,
         username,
-        ctime_ms: crate::state::now_ms(),
+        ctime_ms: crate::core::clock::now_ms(),
         client_info,
     };
     let max = st.cfg.acllog_max_len as usize;
@@ -250,7 +251,7 @@ pub fn log_auth_failure(st: &mut State, cl: &mut Client, cmd: &[u8], user: &[u8]
         context: "toplevel",
         object: String::from_utf8_lossy(cmd).into_owned(),
         username: String::from_utf8_lossy(user).into_owned(),
-        ctime_ms: crate::state::now_ms(),
+        ctime_ms: crate::core::clock::now_ms(),
         client_info: info,
     };
     let max = st.cfg.acllog_max_len as usize;
@@ -267,7 +268,7 @@ pub fn authenticate(c: &mut Ctx, cmd: &[u8], user: &[u8], pass: &[u8]) -> CmdRes
     match slot {
         Some(slot) if ok => {
             let name = c.st.acl.user(slot).expect("found").name.clone();
-            c.cl.user = crate::acl::Login { slot, name };
+            c.cl.user = crate::core::acl::Login { slot, name };
             c.cl.authenticated = true;
             Ok(())
         }
@@ -433,7 +434,7 @@ fn cat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     };
-    let Some(i) = crate::acl::category(name) else {
+    let Some(i) = crate::core::acl::category(name) else {
         return Err(Error::other(format!(
             "ERR Unknown category '{}'",
             String::from_utf8_lossy(name)
@@ -459,7 +460,8 @@ fn genpass(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len() > 3 || !(1..=4096).contains(&bits) {
         return Err(Error::other("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"));
     }
-    c.out.bulk(crate::acl::genpass(bits as usize).as_bytes());
+    c.out
+        .bulk(crate::core::acl::genpass(bits as usize).as_bytes());
     Ok(())
 }
 
@@ -526,7 +528,7 @@ fn log(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         count = int_arg(x)?.max(0) as usize;
     }
-    let now = crate::state::now_ms();
+    let now = crate::core::clock::now_ms();
     let n = c.st.acl.log.len().min(count);
     c.out.array(n);
     for e in c.st.acl.log.iter().take(n) {
@@ -600,7 +602,7 @@ pub fn at_startup(st: &mut State) -> Result<(), String> {
         if st.cfg.users.is_empty() {
             return Ok(());
         }
-        crate::acl::parse_users(catalog(), &st.cfg.users, pubsub_all(st))?
+        crate::core::acl::parse_users(catalog(), &st.cfg.users, pubsub_all(st))?
     } else {
         read_aclfile(st, &file)?
     };
@@ -609,7 +611,7 @@ pub fn at_startup(st: &mut State) -> Result<(), String> {
 }
 
 /// The users of the aclfile; the error as ACL LOAD reports it.
-fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::acl::User>, String> {
+fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::core::acl::User>, String> {
     let text = std::fs::read(file)
         .map_err(|e| format!("Error loading ACLs, opening file '{file}': {}", os_text(&e)))?;
     let mut lines = Vec::new();
@@ -636,7 +638,7 @@ fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::acl::User>, String>
     }
     let cat = catalog();
     let all = pubsub_all(st);
-    let mut users: Vec<crate::acl::User> = Vec::new();
+    let mut users: Vec<crate::core::acl::User> = Vec::new();
     for (words, n) in lines.iter().zip(numbers) {
         let name = String::from_utf8_lossy(&words[0]).into_owned();
         if users.iter().any(|u| *u.name == *name) {
@@ -644,8 +646,8 @@ fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::acl::User>, String>
                 "WARNING: Duplicate user '{name}' found on line {n}. "
             ));
         }
-        let mut one =
-            crate::acl::parse_users(cat, std::slice::from_ref(words), all).map_err(|e| {
+        let mut one = crate::core::acl::parse_users(cat, std::slice::from_ref(words), all)
+            .map_err(|e| {
                 let why = e.rsplit(": ").next().unwrap_or(&e).to_string();
                 format!("{file}:{n}: {why}. ")
             })?;
@@ -656,7 +658,7 @@ fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::acl::User>, String>
 
 /// Replaces the users; the slots whose clients must be disconnected: all
 /// but `default`'s, whose clients keep it with its new rules (Redis 7.0).
-fn install(st: &mut State, users: Vec<crate::acl::User>) -> Vec<usize> {
+fn install(st: &mut State, users: Vec<crate::core::acl::User>) -> Vec<usize> {
     let mut dropped = st.acl.replace(users);
     dropped.retain(|&s| s != st.acl.default_slot());
     dropped

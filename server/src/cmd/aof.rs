@@ -1,8 +1,8 @@
 //! BGREWRITEAOF.
 
 use super::{Ctx, Handler};
-use crate::aof::Start;
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
+use crate::state::aof::Start;
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[("bgrewriteaof", bgrewriteaof)];
@@ -18,7 +18,7 @@ fn bgrewriteaof(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             "ERR Background append only file rewriting already in progress",
         ));
     }
-    match crate::aof::bgrewriteaof(c.st, c.cl.deny_blocking) {
+    match crate::state::aof::bgrewriteaof(c.st, c.cl.deny_blocking) {
         Ok(Start::Started) => c
             .out
             .simple("Background append only file rewriting started"),

@@ -5,10 +5,10 @@
 //! Redis. Reads past the end see zeros; writes grow the string with zeros
 //! and turn it into the `raw` encoding.
 
-use super::keyspace::GENERIC;
 use super::string::{clamp_range, norm_range, CLASS};
 use super::{is, Ctx, Handler};
-use crate::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
+use crate::core::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
+use crate::state::keyspace::GENERIC;
 use bytes::Bytes;
 use storage::{num::parse_i64, StrValue, Value};
 

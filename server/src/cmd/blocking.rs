@@ -2,7 +2,7 @@
 //! waiting on a key when a write gives it data (see docs/ARCHITECTURE.md).
 
 use super::{resolve, Ctx};
-use crate::error::Error;
+use crate::core::error::Error;
 use crate::state::{BlockKind, Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -83,7 +83,7 @@ impl State {
                     };
                     let mut out = ReplyBuf::new(cl.resp3);
                     let cmd = resolve(&b.args).expect("blocked command is in the table");
-                    let now = crate::state::now_ms();
+                    let now = crate::core::clock::now_ms();
                     // The handler runs again, so it propagates what it
                     // pops now (LPOP for BLPOP, …).
                     let prop = self.command_start(cl.db);

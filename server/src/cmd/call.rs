@@ -58,7 +58,7 @@ pub(super) fn call(
         && !st.cfg.replica_read_only
         && !cl.peer.master
     {
-        crate::replica::remember_own_expires(st, cl.db, args);
+        crate::net::replica::remember_own_expires(st, cl.db, args);
     }
     cl.woff = st.repl.offset;
     if !st.pubsub.self_out.is_empty() {
@@ -193,7 +193,7 @@ fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], secret: &[usize], d
     st.slowlog_next_id += 1;
     st.slowlog.push_front(SlowEntry {
         id,
-        time: crate::state::now_ms() / 1000,
+        time: crate::core::clock::now_ms() / 1000,
         duration_us: dur,
         args: logged,
         addr: cl.addr.clone(),
@@ -206,7 +206,7 @@ fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], secret: &[usize], d
 /// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`, a script's commands from
 /// `lua`, passwords shown as `(redacted)`.
 fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
-    let us = crate::state::now_us();
+    let us = crate::core::clock::now_us();
     let addr = if cl.id == 0 { "lua" } else { &cl.addr };
     let mut line = format!(
         "+{}.{:06} [{} {addr}]",

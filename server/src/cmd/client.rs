@@ -3,9 +3,9 @@
 use super::flags::*;
 use super::help::help_reply;
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
+use crate::state::tracking::{prefix_collision, Mode};
 use crate::state::{Client, Pause, ReplyMode, State};
-use crate::tracking::{prefix_collision, Mode};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -28,9 +28,9 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 ];
 
 /// Client names may not contain spaces or newlines.
-pub fn validate_client_name(n: &[u8]) -> crate::error::CmdResult {
+pub fn validate_client_name(n: &[u8]) -> crate::core::error::CmdResult {
     if n.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-        return Err(crate::error::Error::other(
+        return Err(crate::core::error::Error::other(
             "ERR Client names cannot contain spaces, newlines or special characters.",
         ));
     }

@@ -5,7 +5,7 @@
 //! CLUSTER INFO to tell a cluster from a single server.
 
 use super::{Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[

@@ -14,7 +14,7 @@ use super::key_flags::{self, ACCESS, INCOMPLETE, NOT_KEY, OW, RO, RW, UPDATE, VA
 use super::{
     callable, flags, is, lookup, lookup_sub, table, Begin, Command, Ctx, Find, Handler, Meta,
 };
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use protocol::{Frame, ReplyBuf};
 
@@ -623,7 +623,9 @@ mod tests {
             }
         }
         let mut m = HashMap::new();
-        let Some((Frame::Array(all), _)) = parse_reply(include_bytes!("command_info.resp")) else {
+        let Some((Frame::Array(all), _)) =
+            parse_reply(include_bytes!("../core/command/command_info.resp"))
+        else {
             panic!("recording parses");
         };
         all.iter().for_each(|f| add(&mut m, f));

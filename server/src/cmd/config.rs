@@ -2,8 +2,8 @@
 
 use super::help::help_reply;
 use super::{Ctx, Handler};
-use crate::config::{self, Followup};
-use crate::error::{CmdResult, Error};
+use crate::core::config::{self, Followup};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -38,7 +38,8 @@ fn get(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.map(out.len());
     for (n, v) in &out {
         c.out.bulk(n.as_bytes());
-        c.out.bulk(crate::config::display_value(n, v).as_bytes());
+        c.out
+            .bulk(crate::core::config::display_value(n, v).as_bytes());
     }
     Ok(())
 }
@@ -116,8 +117,8 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // stored, and turning it on again keeps a context built before.
     let old_tls = c.st.tls.get();
     let rebuild = followups.contains(&Followup::Tls) || old_tls.is_none();
-    if rebuild && crate::tls::wanted(&c.st.cfg) {
-        match crate::tls::context(&c.st.cfg) {
+    if rebuild && crate::core::tls::wanted(&c.st.cfg) {
+        match crate::core::tls::context(&c.st.cfg) {
             Ok(ctx) => c.st.tls.set(Some(ctx)),
             Err(e) => {
                 let (opt, name, _) = opts
@@ -162,7 +163,7 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if followups.contains(&Followup::Appendonly) {
-        crate::aof::follow_appendonly(c.st, c.cl.deny_blocking);
+        crate::state::aof::follow_appendonly(c.st, c.cl.deny_blocking);
     }
     // A lower limit evicts at once, as in Redis; in EXEC or a script, once
     // it is over (Redis's eviction timer runs between commands). Without
@@ -171,7 +172,7 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if opts.iter().any(|(o, _, _)| o.name == "maxmemory") && !c.cl.deny_blocking {
         c.st.perform_evictions();
     }
-    crate::proctitle::set(&c.st.cfg);
+    crate::core::proctitle::set(&c.st.cfg);
     c.out.ok();
     Ok(())
 }

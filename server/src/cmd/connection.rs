@@ -1,7 +1,7 @@
 //! Connection commands: PING ECHO QUIT RESET SELECT AUTH HELLO.
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use crate::state::ReplyMode;
 use bytes::Bytes;
 

@@ -3,7 +3,7 @@
 
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[("debug", debug)];
@@ -22,7 +22,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // The process ends here (crash.rs): abort, or exit(1) under
         // `use-exit-on-panic`.
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", c.now / 1000),
-        ("segfault", 2) => crate::crash::segfault(),
+        ("segfault", 2) => crate::core::crash::segfault(),
         ("set-skip-checksum-validation", 3) => {
             // atoi, as Redis.
             let on = std::str::from_utf8(&a[2])
@@ -79,13 +79,13 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("change-repl-id", 2) => {
-            c.st.replid = crate::state::random_hex40();
+            c.st.replid = crate::core::clock::random_hex40();
             c.out.ok();
         }
         ("quicklist-packed-threshold", 3) => {
             let t = std::str::from_utf8(&a[2])
                 .ok()
-                .and_then(crate::config::parse_memory_u64)
+                .and_then(crate::core::config::parse_memory_u64)
                 .filter(|&t| t < 1 << 32)
                 .ok_or_else(|| {
                     Error::other(
@@ -96,14 +96,14 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("loadaof", 2) => {
-            crate::load::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
+            crate::net::load::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
             c.out.ok();
         }
         ("replybuffer", 4) if is(&a[2], "peak-reset-time") => {
             c.st.rbuf_peak_reset_ms = if is(&a[3], "never") {
                 -1
             } else if is(&a[3], "reset") {
-                crate::replybuf::DEFAULT_PEAK_RESET_MS
+                crate::core::replybuf::DEFAULT_PEAK_RESET_MS
             } else {
                 int_arg(&a[3])?
             };

@@ -6,7 +6,7 @@
 //! discards it when the refused command is EXEC.
 
 use super::{flags, pubsub, resolve, Command};
-use crate::error::Error;
+use crate::core::error::Error;
 use crate::state::{Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -89,7 +89,7 @@ fn check(
         return Err((Some(cmd), Error::other(OOM_ERR)));
     }
     if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
-        return Err((Some(cmd), Error::other(crate::persist::MISCONF)));
+        return Err((Some(cmd), Error::other(crate::state::persist::MISCONF)));
     }
     // A script's own commands are checked by the script (`cmd::scripting`).
     if cl.id != 0 && too_few_replicas(st) && may_write(st, cl, cmd, args) {
@@ -146,10 +146,10 @@ pub fn too_few_replicas(st: &State) -> bool {
     st.cfg.min_replicas_to_write > 0
         && st.cfg.min_replicas_max_lag > 0
         && st.repl.master.is_none()
-        && st
-            .repl
-            .good_replicas(crate::state::now_ms() / 1000, st.cfg.min_replicas_max_lag)
-            < st.cfg.min_replicas_to_write
+        && st.repl.good_replicas(
+            crate::core::clock::now_ms() / 1000,
+            st.cfg.min_replicas_max_lag,
+        ) < st.cfg.min_replicas_to_write
 }
 
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
@@ -188,8 +188,8 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
         return false;
     }
     let res = st.perform_evictions();
-    st.peak_memory = st.peak_memory.max(crate::evict::used_memory());
-    if res != crate::evict::Evict::Fail {
+    st.peak_memory = st.peak_memory.max(crate::state::evict::used_memory());
+    if res != crate::state::evict::Evict::Fail {
         return false;
     }
     if cmd.has(flags::DENYOOM) {
@@ -208,7 +208,7 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
 /// Whether `cmd` is refused with MISCONF now: a write (see `writes`) or
 /// PING (as Redis).
 fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
-    (writes(cl, cmd) || cmd.name == "ping") && crate::persist::writes_denied(st)
+    (writes(cl, cmd) || cmd.name == "ping") && crate::state::persist::writes_denied(st)
 }
 
 /// Whether `cmd` runs a script or function whose shebang does not say
@@ -260,7 +260,7 @@ impl State {
                 .repl
                 .master
                 .as_ref()
-                .is_some_and(|m| m.state != crate::repl::MasterState::Connected)
+                .is_some_and(|m| m.state != crate::state::repl::MasterState::Connected)
     }
 
     /// A command from the master (`aof`: from the AOF being loaded) that

@@ -9,8 +9,8 @@
 
 use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::{int_arg, is, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error};
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
@@ -218,7 +218,7 @@ fn hincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// HINCRBYFLOAT key field increment
 fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let by = LDouble::parse(&a[3]).ok_or(crate::error::NOT_FLOAT)?;
+    let by = LDouble::parse(&a[3]).ok_or(crate::core::error::NOT_FLOAT)?;
     if by.is_infinite() {
         return Err(Error::other("ERR value is NaN or Infinity"));
     }

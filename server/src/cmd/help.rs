@@ -2,7 +2,7 @@
 //! subcommand error.
 
 use super::Ctx;
-use crate::error::Error;
+use crate::core::error::Error;
 
 /// A HELP reply as Redis builds it: a header naming the command, `lines`,
 /// then the HELP entry, each a status reply.

@@ -7,7 +7,7 @@
 
 use super::string::CLASS;
 use super::{is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use storage::hll::{self, REGISTERS};
 use storage::{StrValue, Value};

@@ -1,8 +1,8 @@
 //! INFO: every section Redis 7.0 prints, rendered as `name:value` lines.
 
 use super::{Ctx, Handler};
-use crate::error::CmdResult;
-use crate::os::{rusage, total_system_memory, uname};
+use crate::core::error::CmdResult;
+use crate::core::os::{rusage, total_system_memory, uname};
 use crate::state::State;
 use bytes::Bytes;
 use std::fmt::Write as _;
@@ -80,7 +80,7 @@ pub fn info_string(c: &mut Ctx, sections: &[&str]) -> String {
 
 /// The server part of a crash's bug report: INFO and CLIENT LIST.
 pub fn crash_report(st: &mut State) -> String {
-    let now = crate::state::now_ms();
+    let now = crate::core::clock::now_ms();
     let mut cl = crate::state::Client::new(0, String::new(), String::new(), -1, true);
     let mut out = protocol::ReplyBuf::new(false);
     let mut c = Ctx {
@@ -140,7 +140,7 @@ fn rate(st: &State, f: impl Fn(&crate::state::Sample) -> u64) -> f64 {
 
 fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
     let st = &mut *c.st;
-    let now_us = crate::state::now_us();
+    let now_us = crate::core::clock::now_us();
     macro_rules! f {
         ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
     }
@@ -179,7 +179,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                     .unwrap_or_default()
             );
             f!("io_threads_active:0");
-            if let Some(ms) = crate::shutdown::remaining_ms(st) {
+            if let Some(ms) = crate::state::shutdown::remaining_ms(st) {
                 f!("shutdown_in_milliseconds:{ms}");
             }
         }
@@ -243,7 +243,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("total_system_memory_human:{}", human(sys));
             // One interpreter serves EVAL and functions (Redis has one
             // each): its memory is reported as the EVAL one's.
-            let vm = crate::evict::vm_memory();
+            let vm = crate::state::evict::vm_memory();
             let e = st.engine.as_ref();
             let scripts = e.map_or(0, |e| e.script_count());
             let scripts_mem = e.map_or(0, |e| e.scripts_memory());
@@ -299,7 +299,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("loading:{}", (asynchronous == Some(false)) as u8);
             f!("async_loading:{}", (asynchronous == Some(true)) as u8);
             // No fork, so no copy-on-write; the save's progress is real.
-            let (done, total) = crate::persist::bgsave_progress(st);
+            let (done, total) = crate::state::persist::bgsave_progress(st);
             let rdb = &st.rdb;
             f!("current_cow_peak:0");
             f!("current_cow_size:0");
@@ -325,7 +325,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("rdb_last_cow_size:0");
             f!("rdb_last_load_keys_expired:{}", rdb.last_load_keys_expired);
             f!("rdb_last_load_keys_loaded:{}", rdb.last_load_keys_loaded);
-            for line in crate::aof::info(st) {
+            for line in crate::state::aof::info(st) {
                 f!("{line}");
             }
             f!("module_fork_in_progress:0");
@@ -405,7 +405,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "replication" => {
             f!("# Replication");
-            o.push_str(&super::replication::info(st, crate::state::now_ms()));
+            o.push_str(&super::replication::info(st, crate::core::clock::now_ms()));
         }
         "cpu" => {
             let (ss, su) = rusage(libc::RUSAGE_SELF);

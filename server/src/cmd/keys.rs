@@ -2,11 +2,11 @@
 //! MOVE EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
 //! PERSIST TOUCH KEYS SCAN RANDOMKEY OBJECT DBSIZE FLUSHDB FLUSHALL SWAPDB.
 
-use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::propagate::int;
+use crate::core::error::{CmdResult, Error};
+use crate::core::propagate::int;
+use crate::state::keyspace::GENERIC;
 use crate::state::State;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -67,7 +67,7 @@ impl State {
         } else {
             self.stats.keyspace_misses += 1;
             if notify {
-                self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+                self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
             }
             return None;
         }
@@ -749,10 +749,10 @@ fn flushdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let lazy = flush_async(c, a)?;
     let save = !c.st.cfg.save.is_empty();
-    if save && crate::persist::bgsave_in_progress(c.st) {
+    if save && crate::state::persist::bgsave_in_progress(c.st) {
         // Its image of the old data is abandoned, as Redis kills its
         // child; replicas waiting for it fail their sync.
-        crate::persist::abort_bgsave(c.st);
+        crate::state::persist::abort_bgsave(c.st);
         c.st.repl_bgsave_done(false, None);
     }
     for db in 0..c.st.dbs.len() {
@@ -763,7 +763,7 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         // fires for the flush (Redis's flushAllDataAndResetRDB); this save
         // is not one of INFO's rdb_saves.
         let saves = c.st.rdb.saves;
-        let _ = crate::persist::save(c.st);
+        let _ = crate::state::persist::save(c.st);
         c.st.rdb.saves = saves;
     }
     c.st.force_propagate();
@@ -876,7 +876,7 @@ mod tests {
             "lfu-log-factor",
             "lfu-decay-time",
         ] {
-            assert!(crate::config::find(name).is_some(), "{name}");
+            assert!(crate::core::config::find(name).is_some(), "{name}");
         }
     }
 

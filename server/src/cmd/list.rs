@@ -11,9 +11,9 @@
 //! served), so serving and replying live here in one place.
 
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error};
-use crate::propagate::int;
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error};
+use crate::core::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::{LpVal, Quicklist, Value};

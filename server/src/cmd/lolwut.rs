@@ -4,7 +4,7 @@
 //! any other version (7 by default) prints only the version line.
 
 use super::{int_arg, is, Ctx};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use rand::Rng;
 use std::f64::consts::{FRAC_PI_2, FRAC_PI_4};

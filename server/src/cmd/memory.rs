@@ -7,8 +7,8 @@
 //! (see `evict`).
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::evict::used_memory;
+use crate::core::error::{CmdResult, Error};
+use crate::state::evict::used_memory;
 use bytes::Bytes;
 use std::fmt::Write;
 use storage::listpack::{entry_size, LpVal};
@@ -217,7 +217,7 @@ pub struct MemSummary {
 /// 48 per TTL, 8 per bucket.
 pub fn summary(st: &mut crate::state::State) -> MemSummary {
     let used = used_memory();
-    let rss = crate::os::rss_bytes();
+    let rss = crate::core::os::rss_bytes();
     st.peak_memory = st.peak_memory.max(used);
     let startup = st.startup_memory.min(used);
     let mut dbs = Vec::new();
@@ -373,14 +373,14 @@ fn doctor(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// MEMORY PURGE
 fn purge(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    crate::evict::purge();
+    crate::state::evict::purge();
     c.out.ok();
     Ok(())
 }
 
 /// MEMORY MALLOC-STATS
 fn malloc_stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let s = crate::evict::malloc_stats();
+    let s = crate::state::evict::malloc_stats();
     let s = if s.is_empty() {
         "Stats not supported for the current allocator".to_string()
     } else {
@@ -430,7 +430,7 @@ fn latest(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             .samples
             .back()
             .copied()
-            .unwrap_or(crate::evict::LatencySample { time: 0, ms: 0 });
+            .unwrap_or(crate::state::evict::LatencySample { time: 0, ms: 0 });
         c.out.array(4);
         c.out.bulk(name.as_bytes());
         c.out.int(last.time);
@@ -533,7 +533,7 @@ fn graph(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         s.push('\n');
     }
-    let now = crate::state::now_ms() / 1000;
+    let now = crate::core::clock::now_ms() / 1000;
     let labels: Vec<String> = e.samples.iter().map(|x| ago(now - x.time)).collect();
     let height = labels.iter().map(String::len).max().unwrap_or(0);
     for row in 0..height {

@@ -1,11 +1,11 @@
 //! MIGRATE: moves keys to another server as RESTORE commands over a plain
 //! connection, waiting for its replies. Like Redis it blocks the server
 //! for the exchange (up to `timeout` ms per step) and keeps the connection
-//! for the next MIGRATE to the same target (see `crate::migrate`).
+//! for the next MIGRATE to the same target (see `crate::core::migrate`).
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::migrate::Link;
+use crate::core::error::{CmdResult, Error};
+use crate::core::migrate::Link;
 use bytes::Bytes;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -38,7 +38,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let timeout = Duration::from_millis(timeout as u64);
     // The keys that exist, with their payloads and TTLs, taken now: the
     // exchange below cannot change them (the lock is held).
-    let opts = crate::persist::save_opts(c.st, false);
+    let opts = crate::state::persist::save_opts(c.st, false);
     let mut moving = Vec::new();
     for k in o.keys {
         let Some(v) = c.st.lookup_read(c.cl.db, k, c.now) else {
@@ -118,7 +118,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
     for k in &moved {
         c.st.dbs[db].remove(k);
-        c.st.changed(super::keyspace::GENERIC, "del", db, k);
+        c.st.changed(crate::state::keyspace::GENERIC, "del", db, k);
     }
     if moved.is_empty() {
         c.no_propagate();

@@ -31,14 +31,11 @@ pub mod help;
 pub mod hll;
 pub mod info;
 pub mod keys;
-pub mod keyspace;
 pub mod list;
 mod lolwut;
 pub mod memory;
-pub mod module;
-#[rustfmt::skip]
-pub mod meta;
 pub mod migrate;
+pub mod module;
 pub mod persist;
 pub mod pubsub;
 pub mod replication;
@@ -57,7 +54,7 @@ pub mod zsetops;
 pub use blocking::timeout_arg;
 pub use table::*;
 
-use crate::error::Error;
+use crate::core::error::Error;
 use crate::state::{BlockKind, Blocked, Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -158,7 +155,7 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
         };
         tracing::warn!(
             "Replica generated a reply to command '{name}', disconnecting it: {}",
-            cl.line(crate::state::now_ms(), None)
+            cl.line(crate::core::clock::now_ms(), None)
         );
         if out.buf[before] == b'-' {
             error_to_replica(st, &out.buf[before..], name);
@@ -244,7 +241,7 @@ fn remember_reads(st: &mut State, cl: &Client, cmd: &Command, args: &[Bytes]) {
 
 /// Parses an integer argument (`ERR value is not an integer or out of range`).
 pub fn int_arg(a: &[u8]) -> Result<i64, Error> {
-    storage::num::parse_i64(a).ok_or(crate::error::NOT_INTEGER)
+    storage::num::parse_i64(a).ok_or(crate::core::error::NOT_INTEGER)
 }
 
 /// Case-insensitive keyword test.

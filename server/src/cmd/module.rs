@@ -4,7 +4,7 @@
 
 use super::help::help_reply;
 use super::{Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[

@@ -1,11 +1,11 @@
 //! Persistence commands: SAVE BGSAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
 //! DIGEST-VALUE helpers the DEBUG dispatcher calls.
 
-use super::keyspace::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::persist;
-use crate::propagate::int;
+use crate::core::error::{CmdResult, Error};
+use crate::core::propagate::int;
+use crate::state::keyspace::GENERIC;
+use crate::state::persist;
 use bytes::Bytes;
 use storage::listpack::LpVal;
 use storage::rdb::{self, RestoreError};

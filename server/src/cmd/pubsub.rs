@@ -1,11 +1,11 @@
 //! Pub/Sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH
 //! SSUBSCRIBE SUNSUBSCRIBE SPUBLISH PUBSUB. Delivery lives in
-//! `crate::pubsub`; sharded channels have standalone semantics (one shard).
+//! `crate::state::pubsub`; sharded channels have standalone semantics (one shard).
 
 use super::help::help_reply;
 use super::{Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::pubsub::Kind;
+use crate::core::error::{CmdResult, Error};
+use crate::state::pubsub::Kind;
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -135,7 +135,7 @@ fn bad_sub(a: &[Bytes]) -> Error {
 fn list_channels(
     c: &mut Ctx,
     a: &[Bytes],
-    map: fn(&crate::pubsub::PubSub) -> &std::collections::HashMap<Bytes, Vec<u64>>,
+    map: fn(&crate::state::pubsub::PubSub) -> &std::collections::HashMap<Bytes, Vec<u64>>,
 ) -> CmdResult {
     if a.len() > 3 {
         return Err(bad_sub(a));
@@ -155,7 +155,7 @@ fn list_channels(
 fn num_subs(
     c: &mut Ctx,
     a: &[Bytes],
-    map: fn(&crate::pubsub::PubSub) -> &std::collections::HashMap<Bytes, Vec<u64>>,
+    map: fn(&crate::state::pubsub::PubSub) -> &std::collections::HashMap<Bytes, Vec<u64>>,
 ) -> CmdResult {
     c.out.array((a.len() - 2) * 2);
     for ch in &a[2..] {

@@ -1,13 +1,14 @@
 //! Replication commands, the master's side: SYNC, PSYNC, REPLCONF, WAIT,
 //! and the replication cron (full syncs waiting for the snapshot engine,
 //! keep-alives, PINGs in the stream). The stream and the replicas' state
-//! are in `crate::repl`.
+//! are in `crate::state::repl`.
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::persist;
-use crate::repl::{FailoverState, Link, Master, MasterState, Replica, Waiter};
-use crate::state::{now_ms, BlockKind, State};
+use crate::core::clock::now_ms;
+use crate::core::error::{CmdResult, Error};
+use crate::state::persist;
+use crate::state::repl::{FailoverState, Link, Master, MasterState, Replica, Waiter};
+use crate::state::{BlockKind, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -148,7 +149,7 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     let mut r = new_replica(c, psync);
     let st = &mut *c.st;
     if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
-        st.replid = crate::state::random_hex40();
+        st.replid = crate::core::clock::random_hex40();
     }
     c.cl.peer.replica = true;
     st.repl.sync_full += 1;
@@ -217,7 +218,7 @@ fn send_functions(c: &mut Ctx, psync: bool) {
         c.out.raw(fullresync(st, st.repl.offset).as_bytes());
     }
     if c.cl.peer.eof {
-        let mark = crate::state::random_hex40();
+        let mark = crate::core::clock::random_hex40();
         c.out.raw(format!("$EOF:{mark}\r\n").as_bytes());
         c.out.raw(&rdb);
         c.out.raw(mark.as_bytes());
@@ -399,7 +400,7 @@ pub fn drop_master_link(st: &mut State) -> bool {
 /// valid for PSYNC.
 fn unset_master(st: &mut State, why: &str) {
     if st.repl.master.take().is_some() {
-        let old = std::mem::replace(&mut st.replid, crate::state::random_hex40());
+        let old = std::mem::replace(&mut st.replid, crate::core::clock::random_hex40());
         st.repl.shift_id(old);
         st.repl.sel_db = None;
         st.cfg.set("replicaof", "").ok();
@@ -506,7 +507,7 @@ fn failover(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             None
         }
     };
-    st.repl.failover = crate::repl::Failover {
+    st.repl.failover = crate::state::repl::Failover {
         state: FailoverState::WaitForSync,
         target,
         end_ms: if timeout > 0 { now_ms() + timeout } else { 0 },
@@ -746,7 +747,7 @@ pub fn cron(st: &mut State) {
             st.cfg.repl_backlog_ttl
         );
         st.repl.free_backlog();
-        st.replid = crate::state::random_hex40();
+        st.replid = crate::core::clock::random_hex40();
     }
     let diskless = st.repl.bgsave_diskless;
     let ids: Vec<(u64, bool)> = st

@@ -2,7 +2,7 @@
 //! it, and the reply.
 
 use super::{int_arg, is};
-use crate::error::Error;
+use crate::core::error::Error;
 use bytes::Bytes;
 use storage::LpVal;
 

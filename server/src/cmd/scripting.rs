@@ -14,7 +14,7 @@ use super::flags::*;
 use super::help::help_reply;
 use super::transaction::BusyTx;
 use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use crate::state::{Client, LuaDebug, Shared, State};
 use bytes::{Bytes, BytesMut};
 use protocol::ReplyBuf;
@@ -91,7 +91,7 @@ fn engine(st: &mut State) -> Result<Engine, Error> {
 /// whose Lua allocates outside its counted allocator, that memory is not
 /// part of `used_memory` and does not count against `maxmemory`.
 fn put_back(st: &mut State, eng: Engine) {
-    crate::evict::set_vm_memory(eng.vm_memory());
+    crate::state::evict::set_vm_memory(eng.vm_memory());
     st.engine = Some(eng);
 }
 
@@ -232,7 +232,7 @@ impl Host for ScriptHost<'_> {
     }
 
     fn resumed(&mut self) {
-        self.start_ms = crate::state::now_ms();
+        self.start_ms = crate::core::clock::now_ms();
     }
 
     fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
@@ -258,7 +258,7 @@ enum Target<'a> {
 
 /// Over `maxmemory` (the gatekeeper has evicted what it could).
 fn out_of_memory(st: &State) -> bool {
-    st.memory.maxmemory > 0 && crate::evict::used_memory() > st.memory.maxmemory
+    st.memory.maxmemory > 0 && crate::state::evict::used_memory() > st.memory.maxmemory
 }
 
 /// A script or function declared with flags (not an EVAL in the pre-7.0

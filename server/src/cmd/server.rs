@@ -3,8 +3,8 @@
 
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error};
-use crate::shutdown::Outcome;
+use crate::core::error::{CmdResult, Error};
+use crate::state::shutdown::Outcome;
 use crate::state::{BlockKind, ShutdownFlags};
 use bytes::Bytes;
 
@@ -25,7 +25,7 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 
 /// TIME
 fn time(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let us = crate::state::now_us();
+    let us = crate::core::clock::now_us();
     c.out.array(2);
     c.out.bulk_int(us / 1_000_000);
     c.out.bulk_int(us % 1_000_000);
@@ -77,7 +77,7 @@ fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::Syntax);
     }
     if abort {
-        if !crate::shutdown::abort(c.st) {
+        if !crate::state::shutdown::abort(c.st) {
             return Err(Error::other("ERR No shutdown in progress."));
         }
         c.out.ok();
@@ -88,13 +88,13 @@ fn shutdown(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         now,
         force,
     };
-    match crate::shutdown::prepare(c.st, flags) {
+    match crate::state::shutdown::prepare(c.st, flags) {
         // Redis closes the connection without a reply when it exits.
         Outcome::Exit => c.cl.close_after_reply = true,
         // Until the replicas catch up: the process exits then, or this
         // client gets the error when the shutdown fails or is aborted.
         Outcome::Waiting => c.block(BlockKind::Shutdown, &[], None, a),
-        Outcome::Failed => return Err(Error::other(crate::shutdown::FAILED)),
+        Outcome::Failed => return Err(Error::other(crate::state::shutdown::FAILED)),
     }
     Ok(())
 }

@@ -8,11 +8,11 @@
 //! and the stored result keeps that encoding.
 
 use super::hash::{distinct_indices, rand_count};
-use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::{int_arg, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error};
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error};
+use crate::state::keyspace::GENERIC;
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
@@ -283,10 +283,10 @@ fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let Value::Set(s) = sv else {
-        return Err(crate::error::WRONGTYPE);
+        return Err(crate::core::error::WRONGTYPE);
     };
     if d.get(dst).is_some_and(|v| !matches!(v, Value::Set(_))) {
-        return Err(crate::error::WRONGTYPE);
+        return Err(crate::core::error::WRONGTYPE);
     }
     if src == dst {
         c.out.int(s.contains(m) as i64);

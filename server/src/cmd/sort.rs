@@ -22,10 +22,10 @@
 //!   SORT_RO, as Redis does (visible in OBJECT ENCODING).
 //! - `start + count - 1` in LIMIT saturates instead of overflowing.
 
-use super::keyspace::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error, WRONGTYPE};
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error, WRONGTYPE};
+use crate::state::keyspace::GENERIC;
 use crate::state::State;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -705,7 +705,7 @@ mod tests {
         );
     }
 
-    use crate::config::Config;
+    use crate::core::config::Config;
     use crate::state::{Client, State};
     use protocol::{parse_reply, Frame, ReplyBuf};
     use storage::{Hash, Set};

@@ -1,10 +1,10 @@
 //! String commands.
 
-use super::keyspace::GENERIC;
 use super::{int_arg, is, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
-use crate::propagate::int;
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
+use crate::core::propagate::int;
+use crate::state::keyspace::GENERIC;
 use bytes::Bytes;
 use storage::num::LDouble;
 use storage::{CBytes, StrValue, Value};

@@ -1,172 +1,17 @@
 //! The command table: what each command is, from Redis 7.0.15's own
-//! metadata (generated into [`super::meta`] by
+//! metadata (generated into [`crate::core::command::meta`] by
 //! `tools/gen_command_table.py`), joined with the handlers the families
 //! bind by name (`HANDLERS`, `config|get` for a subcommand). Rows left
 //! unbound are commands not implemented yet: unknown to clients and to
 //! COMMAND.
 
 use super::*;
-use crate::error::CmdResult;
+pub use crate::core::command::{flags, key_flags, Begin, Find, KeySpec, Meta};
+use crate::core::error::CmdResult;
 use ahash::AHashMap as HashMap;
 use std::sync::OnceLock;
 
 pub type Handler = fn(&mut Ctx, &[Bytes]) -> CmdResult;
-
-/// Command flags, as COMMAND INFO names them.
-pub mod flags {
-    pub const WRITE: u32 = 1 << 0;
-    pub const READONLY: u32 = 1 << 1;
-    pub const DENYOOM: u32 = 1 << 2;
-    pub const ADMIN: u32 = 1 << 3;
-    pub const PUBSUB: u32 = 1 << 4;
-    pub const NOSCRIPT: u32 = 1 << 5;
-    pub const BLOCKING: u32 = 1 << 6;
-    pub const LOADING: u32 = 1 << 7;
-    pub const STALE: u32 = 1 << 8;
-    pub const SKIP_MONITOR: u32 = 1 << 9;
-    pub const SKIP_SLOWLOG: u32 = 1 << 10;
-    pub const FAST: u32 = 1 << 11;
-    pub const NO_AUTH: u32 = 1 << 12;
-    /// Redis 7.0's COMMAND INFO does not show this flag, so no generated
-    /// row carries it.
-    pub const MAY_REPLICATE: u32 = 1 << 13;
-    pub const NO_MULTI: u32 = 1 << 14;
-    pub const MOVABLE_KEYS: u32 = 1 << 15;
-    pub const ALLOW_BUSY: u32 = 1 << 16;
-    pub const ASKING: u32 = 1 << 17;
-    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
-    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
-    /// In the order COMMAND INFO lists them.
-    pub const NAMES: &[(u32, &str)] = &[
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (PUBSUB, "pubsub"),
-        (NOSCRIPT, "noscript"),
-        (BLOCKING, "blocking"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (SKIP_MONITOR, "skip_monitor"),
-        (SKIP_SLOWLOG, "skip_slowlog"),
-        (ASKING, "asking"),
-        (FAST, "fast"),
-        (NO_AUTH, "no_auth"),
-        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
-        (NO_ASYNC_LOADING, "no_async_loading"),
-        (NO_MULTI, "no_multi"),
-        (MOVABLE_KEYS, "movablekeys"),
-        (ALLOW_BUSY, "allow_busy"),
-    ];
-}
-
-/// Key-spec flags, as COMMAND INFO names them.
-pub mod key_flags {
-    pub const RO: u32 = 1 << 0;
-    pub const RW: u32 = 1 << 1;
-    pub const OW: u32 = 1 << 2;
-    pub const RM: u32 = 1 << 3;
-    pub const ACCESS: u32 = 1 << 4;
-    pub const UPDATE: u32 = 1 << 5;
-    pub const INSERT: u32 = 1 << 6;
-    pub const DELETE: u32 = 1 << 7;
-    pub const NOT_KEY: u32 = 1 << 8;
-    pub const INCOMPLETE: u32 = 1 << 9;
-    pub const VARIABLE_FLAGS: u32 = 1 << 10;
-    /// In the order COMMAND INFO lists them.
-    pub const NAMES: &[(u32, &str)] = &[
-        (RO, "RO"),
-        (RW, "RW"),
-        (OW, "OW"),
-        (RM, "RM"),
-        (ACCESS, "access"),
-        (UPDATE, "update"),
-        (INSERT, "insert"),
-        (DELETE, "delete"),
-        (NOT_KEY, "not_key"),
-        (INCOMPLETE, "incomplete"),
-        (VARIABLE_FLAGS, "variable_flags"),
-    ];
-}
-
-/// Where a key spec starts looking: at an argument index, or after a
-/// keyword searched from `startfrom` (backwards if negative).
-pub enum Begin {
-    Index(i32),
-    Keyword(&'static str, i32),
-    Unknown,
-}
-
-/// How a key spec finds its keys from where it starts.
-pub enum Find {
-    /// Keys up to `lastkey` (relative; negative counts from the end, or with
-    /// `limit` takes 1/limit of the rest), every `keystep`.
-    Range {
-        lastkey: i32,
-        keystep: i32,
-        limit: i32,
-    },
-    /// A count at `keynumidx`, keys from `firstkey` (both relative).
-    Keynum {
-        keynumidx: i32,
-        firstkey: i32,
-        keystep: i32,
-    },
-    Unknown,
-}
-
-pub struct KeySpec {
-    pub notes: &'static str,
-    pub flags: u32,
-    pub begin: Begin,
-    pub find: Find,
-}
-
-/// A command or subcommand (`parent|sub`) as Redis 7.0.15 describes it,
-/// generated into [`meta::META`].
-pub struct Meta {
-    pub name: &'static str,
-    /// Redis's arity: exact count if positive, minimum count if negative
-    /// (the command name counts).
-    pub arity: i32,
-    pub flags: u32,
-    /// The legacy key positions COMMAND INFO shows.
-    pub first_key: i32,
-    pub last_key: i32,
-    pub step: i32,
-    /// ACL categories, `@`-prefixed.
-    pub acl: &'static [&'static str],
-    pub tips: &'static [&'static str],
-    pub specs: &'static [KeySpec],
-    /// COMMAND DOCS's map for the command (RESP3), without `subcommands`.
-    pub docs: &'static [u8],
-    pub subs: &'static [Meta],
-}
-
-impl Meta {
-    pub fn has(&self, f: u32) -> bool {
-        self.flags & f != 0
-    }
-
-    pub fn arity_ok(&self, argc: usize) -> bool {
-        let a = self.arity;
-        (a > 0 && argc == a as usize) || (a < 0 && argc >= (-a) as usize)
-    }
-
-    /// Redis's row of a command or subcommand by full name.
-    pub fn find(name: &str) -> Option<&'static Meta> {
-        let (top, sub) = match name.split_once('|') {
-            Some((p, s)) => (p, Some(s)),
-            None => (name, None),
-        };
-        let i = meta::META.binary_search_by(|m| m.name.cmp(top)).ok()?;
-        let m = &meta::META[i];
-        match sub {
-            None => Some(m),
-            Some(_) => m.subs.iter().find(|s| s.name == name),
-        }
-    }
-}
 
 /// A command cinnabar implements: Redis's row bound to its handler. Reads
 /// as its [`Meta`] (`cmd.name`, `cmd.arity`, `cmd.has(..)`).
@@ -465,7 +310,7 @@ mod tests {
                 assert!(!bound.contains(parent), "{parent} is bound, and {name}");
             }
         }
-        for m in meta::META {
+        for m in crate::core::command::meta::META {
             let implemented = bound.contains(m.name) || table().contains_key(m.name);
             assert!(
                 implemented != NOT_IMPLEMENTED.contains(&m.name),
@@ -484,7 +329,7 @@ mod tests {
 
     #[test]
     fn table_is_consistent() {
-        assert!(meta::META.windows(2).all(|w| w[0].name < w[1].name));
+        assert!(crate::core::command::meta::META.windows(2).all(|w| w[0].name < w[1].name));
         for (name, c) in table() {
             assert_eq!(*name, c.name);
             assert!(c.arity != 0, "{name}");

@@ -12,7 +12,7 @@
 //! dirty and their EXEC replies with a null array.
 
 use super::{execute, Ctx, Handler};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use crate::state::{Client, State};
 use bytes::Bytes;
 

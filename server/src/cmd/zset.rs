@@ -5,12 +5,12 @@
 //! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) are in
 //! `zsetops`.
 
-use super::keyspace::GENERIC;
 use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
-use crate::propagate::int;
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
+use crate::core::propagate::int;
+use crate::state::keyspace::GENERIC;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::num::parse_score;

@@ -3,7 +3,7 @@
 
 use super::zset::{build, limits, positive_long, store_result};
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error, WRONGTYPE};
+use crate::core::error::{CmdResult, Error, WRONGTYPE};
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::collections::HashMap;

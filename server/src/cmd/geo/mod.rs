@@ -13,7 +13,7 @@ use self::hash::{decode_score, distance, geohash, geohash_string, Search, Shape}
 use self::partial_sort::sort_first;
 use super::zset::{build, limits, store_result, zadd_generic};
 use super::{int_arg, is, Ctx, Handler};
-use crate::error::{CmdResult, Error, NOT_FLOAT};
+use crate::core::error::{CmdResult, Error, NOT_FLOAT};
 use crate::state::State;
 use bytes::Bytes;
 use protocol::ReplyBuf;

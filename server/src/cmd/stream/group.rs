@@ -10,7 +10,7 @@
 use super::{id_bytes, interval_id, parse_id, reply_entry, strict_id, CLASS};
 use crate::cmd::help::{bad_sub, help_reply};
 use crate::cmd::{int_arg, is, Ctx};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use storage::stream::{Group, ENTRIES_READ_INVALID};
 use storage::{Stream, StreamId, Value};

@@ -4,7 +4,7 @@
 use super::{reply_entry, reply_range};
 use crate::cmd::help::{bad_sub, help_reply};
 use crate::cmd::{int_arg, is, Ctx};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 use storage::stream::{Group, ENTRIES_READ_INVALID};

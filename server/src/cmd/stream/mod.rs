@@ -13,8 +13,8 @@ mod info;
 mod read;
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::config::NOTIFY_CLASSES;
-use crate::error::{CmdResult, Error};
+use crate::core::config::NOTIFY_CLASSES;
+use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use group::{group_id_propagation, xclaim_propagation};
 use protocol::ReplyBuf;

@@ -14,7 +14,7 @@
 
 use super::{group_id_propagation, reply_entry, strict_id, xclaim_propagation};
 use crate::cmd::{int_arg, is, Ctx};
-use crate::error::{CmdResult, Error};
+use crate::core::error::{CmdResult, Error};
 use crate::state::BlockKind;
 use bytes::Bytes;
 use protocol::ReplyBuf;

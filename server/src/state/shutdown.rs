@@ -8,9 +8,8 @@
 //! the clients waiting in SHUTDOWN get an error. SHUTDOWN ABORT cancels a
 //! wait or a signal not acted on yet.
 
-use crate::state::{
-    now_ms, BlockKind, Pause, Shared, ShutdownFlags, ShutdownRequest, ShutdownWait, State,
-};
+use crate::core::clock::now_ms;
+use crate::state::{BlockKind, Pause, Shared, ShutdownFlags, ShutdownRequest, ShutdownWait, State};
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::sync::Arc;
 use tracing::{info, warn};
@@ -60,10 +59,10 @@ pub fn spawn_signal_thread(shared: Arc<Shared>) -> std::io::Result<()> {
                 // Pressed twice (Ctrl+C): the user wants out now, without
                 // the final save or waiting for replicas.
                 if sig == libc::SIGINT && ASAP.load(Relaxed) != 0 {
-                    warn!(target: crate::log::SIGNAL, "You insist... exiting now.");
+                    warn!(target: crate::core::log::SIGNAL, "You insist... exiting now.");
                     // The final save's file, in `dir` (the working directory).
                     let _ = std::fs::remove_file(format!("temp-{}.rdb", std::process::id()));
-                    crate::server::stop_listening();
+                    crate::net::server::stop_listening();
                     std::process::exit(1);
                 }
                 let name = if sig == libc::SIGINT {
@@ -71,7 +70,7 @@ pub fn spawn_signal_thread(shared: Arc<Shared>) -> std::io::Result<()> {
                 } else {
                     "SIGTERM"
                 };
-                warn!(target: crate::log::SIGNAL, "Received {name} scheduling shutdown...");
+                warn!(target: crate::core::log::SIGNAL, "Received {name} scheduling shutdown...");
                 ASAP.store(sig, Relaxed);
                 shared.shutdown.notify_one();
             }
@@ -156,7 +155,7 @@ fn finish(st: &mut State, flags: ShutdownFlags) -> Outcome {
     for r in &st.repl.replicas {
         if r.ack_offset != st.repl.offset {
             lagging += 1;
-            let online = matches!(r.link, crate::repl::Link::Online);
+            let online = matches!(r.link, crate::state::repl::Link::Online);
             warn!(
                 "Lagging replica {}:{} reported offset {} behind master, lag={}, state={}.",
                 r.ip,
@@ -174,11 +173,11 @@ fn finish(st: &mut State, flags: ShutdownFlags) -> Outcome {
             n - lagging
         );
     }
-    if !crate::persist::prepare_shutdown(st, flags.save, flags.force) {
+    if !crate::state::persist::prepare_shutdown(st, flags.save, flags.force) {
         cancel(st);
         return Outcome::Failed;
     }
-    crate::server::stop_listening();
+    crate::net::server::stop_listening();
     st.shutdown = Some(ShutdownRequest);
     st.shutdown_notify.notify_one();
     Outcome::Exit
@@ -277,7 +276,7 @@ mod tests {
     /// Each checked with CONFIG SET/GET shutdown-on-sigint on 7.0.15.
     #[test]
     fn signal_options_as_redis_reads_them() {
-        use crate::config::shutdown_flags_canon as canon;
+        use crate::core::config::shutdown_flags_canon as canon;
         assert_eq!(canon("force nosave").unwrap(), "nosave force");
         assert_eq!(canon("default now").unwrap(), "now");
         assert_eq!(canon("default").unwrap(), "default");

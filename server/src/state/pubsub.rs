@@ -14,9 +14,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::{HashMap, HashSet};
 
 /// The `n` class: a key was created.
-pub const NOTIFY_NEW: u32 = crate::config::NOTIFY_CLASSES[11].1;
+pub const NOTIFY_NEW: u32 = crate::core::config::NOTIFY_CLASSES[11].1;
 /// The `m` class: a read found no key.
-pub const NOTIFY_KEY_MISS: u32 = crate::config::NOTIFY_CLASSES[9].1;
+pub const NOTIFY_KEY_MISS: u32 = crate::core::config::NOTIFY_CLASSES[9].1;
 
 /// One client's subscriptions.
 #[derive(Default)]
@@ -92,7 +92,7 @@ pub fn parse_limits(v: &str) -> ObufLimits {
         let [class, hard, soft, secs] = c else {
             continue;
         };
-        let n = |s: &str| crate::config::parse_memory_u64(s).unwrap_or(0);
+        let n = |s: &str| crate::core::config::parse_memory_u64(s).unwrap_or(0);
         let lim = ObufLimit {
             hard: n(hard),
             soft: n(soft),
@@ -413,12 +413,12 @@ impl State {
         if flags & class == 0 || self.pubsub.idle() {
             return;
         }
-        if flags & crate::config::NOTIFY_KEYSPACE != 0 {
+        if flags & crate::core::config::NOTIFY_KEYSPACE != 0 {
             let mut ch = format!("__keyspace@{db}__:").into_bytes();
             ch.extend_from_slice(key);
             self.publish(false, &ch, event.as_bytes());
         }
-        if flags & crate::config::NOTIFY_KEYEVENT != 0 {
+        if flags & crate::core::config::NOTIFY_KEYEVENT != 0 {
             let ch = format!("__keyevent@{db}__:{event}");
             self.publish(false, ch.as_bytes(), key);
         }
@@ -439,7 +439,7 @@ pub(crate) fn close_if_over_limit(cl: &mut Client, limits: &ObufLimits, extra: u
     }
     tracing::warn!(
         "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-        cl.line(crate::state::now_ms(), None)
+        cl.line(crate::core::clock::now_ms(), None)
     );
     cl.killed = true;
     cl.pending = BytesMut::new();
@@ -470,7 +470,7 @@ fn over_limit(cl: &mut Client, limits: &ObufLimits, extra: usize) -> bool {
     let hard = lim.hard > 0 && used >= lim.hard;
     let mut soft = lim.soft > 0 && used >= lim.soft;
     if soft {
-        let now = crate::state::now_ms();
+        let now = crate::core::clock::now_ms();
         match cl.obuf_soft_since {
             None => {
                 cl.obuf_soft_since = Some(now);

@@ -11,49 +11,7 @@
 use crate::state::{State, Tuning};
 use bytes::Bytes;
 
-/// What changing an option does beyond storing it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    /// A value cached in `State::tun`.
-    Tune,
-    /// `port`, `bind`, `tls-port`: new listeners.
-    Listen,
-    /// `maxclients`: enough file descriptors, or the value is refused.
-    FdLimit,
-    /// `dir`: the working directory, kept absolute.
-    Dir,
-    /// An eviction setting (`evict::Memory`).
-    Memory,
-    /// `maxmemory-policy`: eviction, and whether keys keep LFU counters.
-    Eviction,
-    /// The LFU counter's parameters.
-    Lfu,
-    /// `slowlog-max-len`: the log is trimmed at once.
-    Slowlog,
-    /// The AOF's fsync policy.
-    AofFsync,
-    /// `appendonly`: the AOF starts (with a rewrite) or stops.
-    Appendonly,
-    /// `oom-score-adj`: the process's OOM score.
-    Oom,
-    /// `use-exit-on-panic`, `watchdog-period`.
-    Crash,
-    /// `repl-backlog-size`: the backlog is trimmed at once.
-    ReplBacklog,
-    /// A `tls-*` option: a new TLS context, built once all are stored.
-    Tls,
-}
-
-/// Work a hook leaves to the caller of [`State::apply`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Followup {
-    /// Listen anew (`State::relisten`).
-    Listen,
-    /// Start or stop the AOF (`aof::follow_appendonly`).
-    Appendonly,
-    /// Build the TLS context anew (`tls::context`).
-    Tls,
-}
+use crate::core::config::{Followup, Hook};
 
 impl State {
     /// Runs the hook of an option whose new value was just stored. An error
@@ -91,7 +49,7 @@ impl State {
             Hook::Appendonly => return Ok(Some(Followup::Appendonly)),
             Hook::Oom => self.apply_oom()?,
             Hook::Crash => {
-                crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
+                crate::core::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
             }
             Hook::ReplBacklog => {
                 self.retune();
@@ -112,7 +70,7 @@ impl State {
         if let Err(e) = self.apply_oom() {
             tracing::warn!("{e}");
         }
-        crate::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period);
+        crate::core::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period);
     }
 
     fn retune(&mut self) {
@@ -142,8 +100,8 @@ impl State {
             },
             list_fill: c.list_max_listpack_size as i32,
             set_max_intset: c.set_max_intset_entries as usize,
-            obuf_limits: crate::repl::replica_limit_floor(
-                crate::pubsub::parse_limits(&c.client_output_buffer_limit),
+            obuf_limits: crate::state::repl::replica_limit_floor(
+                crate::state::pubsub::parse_limits(&c.client_output_buffer_limit),
                 c.repl_backlog_size,
             ),
             latency_tracking: c.latency_tracking,
@@ -171,7 +129,7 @@ impl State {
     fn apply_fsync(&mut self) {
         self.aof.policy = self.cfg.appendfsync;
         self.aof.timestamps = self.cfg.aof_timestamp_enabled;
-        crate::aof::sync_policy(self);
+        crate::state::aof::sync_policy(self);
     }
 }
 

@@ -10,8 +10,19 @@
 //! that is executing takes its own `Client` out of the map for the batch and
 //! puts it back afterwards.
 
-use crate::config::Config;
-use crate::propagate::{Consumer, Mark};
+pub mod aof;
+pub mod apply;
+pub mod evict;
+pub mod keyspace;
+pub mod persist;
+pub mod pubsub;
+pub mod repl;
+pub mod shutdown;
+pub mod tracking;
+
+use crate::core::clock::{now_ms, now_us, random_hex40};
+use crate::core::config::Config;
+use crate::core::propagate::{Consumer, Mark};
 use ahash::AHashMap as HashMap;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -20,29 +31,6 @@ use std::sync::Arc;
 use std::time::Instant;
 use storage::Db;
 use tokio::sync::Notify;
-
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-pub fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
-}
-
-/// 40 random hex digits, the form of Redis's run and replication IDs.
-pub fn random_hex40() -> String {
-    use rand::Rng;
-    let mut r = rand::thread_rng();
-    (0..40)
-        .map(|_| char::from_digit(r.gen_range(0..16), 16).unwrap_or('0'))
-        .collect()
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyMode {
@@ -76,7 +64,7 @@ pub struct Client {
     pub resp3: bool,
     pub authenticated: bool,
     /// The ACL user the client acts as.
-    pub user: crate::acl::Login,
+    pub user: crate::core::acl::Login,
     pub created_ms: i64,
     pub last_interaction_ms: i64,
     pub last_cmd: &'static str,
@@ -94,7 +82,7 @@ pub struct Client {
     /// Output produced for this client by other clients (MONITOR, later
     /// pub/sub and unblocking), flushed by its connection task on wake.
     pub pending: BytesMut,
-    pub wake: Arc<crate::wake::Wake>,
+    pub wake: Arc<crate::core::wake::Wake>,
     /// Input buffer size, for CLIENT LIST's qbuf.
     pub qbuf: usize,
     /// Room reserved for a large argument arriving, and the arguments of a
@@ -102,7 +90,7 @@ pub struct Client {
     pub qbuf_alloc: usize,
     pub argv_pending: usize,
     /// CLIENT LIST's rbs and rbp.
-    pub rbuf: crate::replybuf::ReplyBufSize,
+    pub rbuf: crate::core::replybuf::ReplyBufSize,
     /// Set while the client waits in a blocking command.
     pub blocked: Option<Blocked>,
     /// Set while CLIENT PAUSE holds back the client's next request (counted
@@ -121,21 +109,21 @@ pub struct Client {
     /// Connected through the Unix socket (flag `U`).
     pub unix: bool,
     /// Pub/Sub subscriptions.
-    pub subs: crate::pubsub::Subs,
+    pub subs: crate::state::pubsub::Subs,
     /// Output the connection task holds but the socket has not taken yet,
     /// counted with `pending` against `client-output-buffer-limit`.
     pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
     /// Large output the connection holds beyond that (`spill`).
-    pub spill: Arc<crate::spill::Spill>,
+    pub spill: Arc<crate::core::spill::Spill>,
     /// A replica's stream bytes the shared replication buffer holds for
     /// it (`repl`), counted as its output too.
     pub repl_unsent: usize,
     /// When the output first exceeded the soft limit (ms), if it still does.
     pub obuf_soft_since: Option<i64>,
     /// CLIENT TRACKING (see `tracking`).
-    pub tracking: crate::tracking::Mode,
+    pub tracking: crate::state::tracking::Mode,
     /// What it announced with REPLCONF; whether it is a replica.
-    pub peer: crate::repl::Peer,
+    pub peer: crate::state::repl::Peer,
     /// The master replication offset after its last command (what its
     /// WAIT waits for).
     pub woff: u64,
@@ -228,11 +216,11 @@ impl Client {
             killed: false,
             monitor: false,
             pending: BytesMut::new(),
-            wake: Arc::new(crate::wake::Wake::new()),
+            wake: Arc::new(crate::core::wake::Wake::new()),
             qbuf: 0,
             qbuf_alloc: 0,
             argv_pending: 0,
-            rbuf: crate::replybuf::ReplyBufSize::new(now),
+            rbuf: crate::core::replybuf::ReplyBufSize::new(now),
             blocked: None,
             deny_blocking: false,
             unix: false,
@@ -351,7 +339,7 @@ pub struct Tuning {
     /// class if negative.
     pub list_fill: i32,
     pub set_max_intset: usize,
-    pub obuf_limits: crate::pubsub::ObufLimits,
+    pub obuf_limits: crate::state::pubsub::ObufLimits,
     pub latency_tracking: bool,
 }
 
@@ -396,7 +384,7 @@ pub struct State {
     /// The state's owner, for commands that start tasks (rebinding).
     pub shared: std::sync::Weak<Shared>,
     /// The TLS context the `tls-port` listeners hand new connections.
-    pub tls: Arc<crate::tls::Current>,
+    pub tls: Arc<crate::core::tls::Current>,
     pub run_id: String,
     pub slowlog: VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -443,8 +431,8 @@ pub struct State {
     /// script runs.
     pub engine: Option<scripting::Engine>,
     /// MIGRATE's cached connections.
-    pub migrate: crate::migrate::Links,
-    pub oom: crate::oom::OomScore,
+    pub migrate: crate::core::migrate::Links,
+    pub oom: crate::core::oom::OomScore,
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: DUMP payloads and RDB files
     /// load without their CRC checked.
     pub skip_checksum_validation: bool,
@@ -455,26 +443,26 @@ pub struct State {
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call NOSCRIPT commands.
     pub scripts_may_call_any: bool,
     /// Pub/Sub subscriptions of all clients (see `pubsub`).
-    pub pubsub: crate::pubsub::PubSub,
+    pub pubsub: crate::state::pubsub::PubSub,
     /// The append-only file (see `aof`).
-    pub aof: crate::aof::Aof,
+    pub aof: crate::state::aof::Aof,
     /// What commands propagate, on its way to the AOF (see `propagate`).
-    pub prop: crate::propagate::Stream,
+    pub prop: crate::core::propagate::Stream,
     /// maxmemory eviction settings and pool, latency monitor (see `evict`).
-    pub memory: crate::evict::Memory,
+    pub memory: crate::state::evict::Memory,
     /// RDB status and the running BGSAVE (see `persist`).
-    pub rdb: crate::persist::RdbState,
+    pub rdb: crate::state::persist::RdbState,
     /// The dataset is being loaded at start-up: commands without the
     /// `loading` flag are refused.
-    pub loading: Option<crate::persist::Loading>,
+    pub loading: Option<crate::state::persist::Loading>,
     /// Client-side caching (see `tracking`).
-    pub tracking: crate::tracking::Tracking,
+    pub tracking: crate::state::tracking::Tracking,
     /// The replication stream and the replicas (see `repl`).
-    pub repl: crate::repl::Repl,
+    pub repl: crate::state::repl::Repl,
     /// A writable replica's own keys with a TTL (see `replica`).
     pub replica_keys_with_expire: storage::Dict<u64>,
     /// ACL users and log (see `acl`).
-    pub acl: crate::acl::Acl,
+    pub acl: crate::core::acl::Acl,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -529,7 +517,7 @@ impl State {
             slowlog_next_id: 0,
             pause: None,
             active_expire: true,
-            rbuf_peak_reset_ms: crate::replybuf::DEFAULT_PEAK_RESET_MS,
+            rbuf_peak_reset_ms: crate::core::replybuf::DEFAULT_PEAK_RESET_MS,
             rbuf_resizing: true,
             cron_paused: false,
             shutdown: None,
@@ -548,7 +536,7 @@ impl State {
             shutdown_notify: Arc::new(Notify::new()),
             replid: random_hex40(),
             peak_memory: 0,
-            startup_memory: crate::evict::used_memory(),
+            startup_memory: crate::state::evict::used_memory(),
             engine: None,
             migrate: Default::default(),
             oom: Default::default(),
@@ -605,7 +593,7 @@ impl State {
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
         }
-        self.notify(crate::config::NOTIFY_CLASSES[6].1, "expired", db, key);
+        self.notify(crate::core::config::NOTIFY_CLASSES[6].1, "expired", db, key);
         self.propagate_del(db, key);
         if self.tracking.armed {
             self.invalidate_key(key, 0);
@@ -700,7 +688,7 @@ impl State {
             .filter(|c| !c.no_evict && !c.monitor && !c.killed && !c.peer.master)
             .map(|c| (c.usage().total(), c.id))
             .collect();
-        let victims = crate::clientmem::victims(evictable, limit);
+        let victims = crate::core::clientmem::victims(evictable, limit);
         let now = now_ms();
         let mut hit = false;
         for &id in &victims {
@@ -802,7 +790,7 @@ impl Client {
         }
         let omem = cl.output_bytes();
         let multi = cl.multi.as_ref().map_or(-1, |q| q.len() as i64);
-        let usage = crate::clientmem::Usage {
+        let usage = crate::core::clientmem::Usage {
             qbuf,
             argv: argv_mem,
             ..cl.usage()
@@ -856,8 +844,8 @@ impl Client {
     }
 
     /// What the client holds between commands (`clientmem`).
-    pub fn usage(&self) -> crate::clientmem::Usage {
-        crate::clientmem::Usage {
+    pub fn usage(&self) -> crate::core::clientmem::Usage {
+        crate::core::clientmem::Usage {
             qbuf: self.qbuf,
             qbuf_alloc: self.qbuf_alloc,
             argv: self.argv_pending,
@@ -889,11 +877,11 @@ impl Client {
     }
 }
 
-/// The propagation stream (`crate::propagate`) wired to the server: the
+/// The propagation stream (`crate::core::propagate`) wired to the server: the
 /// dirty counter says whether a command changed data, and the AOF reads
 /// the stream, and so does the replication stream (`repl`).
 impl State {
-    fn consumers(&mut self) -> (&mut crate::propagate::Stream, [&mut dyn Consumer; 2]) {
+    fn consumers(&mut self) -> (&mut crate::core::propagate::Stream, [&mut dyn Consumer; 2]) {
         (&mut self.prop, [&mut self.aof, &mut self.repl])
     }
 
@@ -1032,7 +1020,7 @@ impl Shared {
     }
 }
 
-/// The replication stream (`crate::repl`) wired to the clients: what the
+/// The replication stream (`crate::state::repl`) wired to the clients: what the
 /// replicas' connections send.
 impl State {
     /// Tells the replicas of the stream's new bytes: each one that holds
@@ -1052,11 +1040,11 @@ impl State {
                 continue;
             };
             cl.repl_unsent = (end - cursor) as usize;
-            if matches!(r.link, crate::repl::Link::Online) && !r.woken {
+            if matches!(r.link, crate::state::repl::Link::Online) && !r.woken {
                 r.woken = true;
                 cl.wake.notify_one();
             }
-            if crate::pubsub::close_if_over_limit(cl, &limits, 0) {
+            if crate::state::pubsub::close_if_over_limit(cl, &limits, 0) {
                 cl.wake.notify_one();
             }
         }
@@ -1089,7 +1077,7 @@ impl State {
         };
         out.extend_from_slice(&std::mem::take(&mut r.held));
         r.woken = false;
-        if let crate::repl::Link::SendBulk(bulk) = &mut r.link {
+        if let crate::state::repl::Link::SendBulk(bulk) = &mut r.link {
             let direct = out.is_empty() && cl.socket_is_next();
             match bulk.next(out, direct.then_some(cl.fd), cl.tls) {
                 Ok(true) => {
@@ -1119,7 +1107,7 @@ impl State {
         if cl.pending.is_empty() && cl.pending.capacity() > 16 * 1024 {
             cl.pending = BytesMut::new();
         }
-        let (Some(cursor), crate::repl::Link::Online) = (r.cursor, &r.link) else {
+        let (Some(cursor), crate::state::repl::Link::Online) = (r.cursor, &r.link) else {
             return;
         };
         let room = WRITE.saturating_sub(out.len());
@@ -1206,7 +1194,7 @@ impl State {
         let file = file.map(Arc::new);
         let mut failed = Vec::new();
         for r in self.repl.replicas.iter_mut() {
-            if !matches!(r.link, crate::repl::Link::WaitBgsaveEnd) {
+            if !matches!(r.link, crate::state::repl::Link::WaitBgsaveEnd) {
                 continue;
             }
             if diskless && ok {
@@ -1215,7 +1203,7 @@ impl State {
                     r.ip,
                     r.port
                 );
-                r.link = crate::repl::Link::WaitAck;
+                r.link = crate::state::repl::Link::WaitAck;
                 if r.rdb_only {
                     if let Some(cl) = self.clients.get_mut(&r.id) {
                         cl.close_after_reply = true;
@@ -1228,7 +1216,7 @@ impl State {
                 failed.push(r.id);
                 continue;
             };
-            r.link = crate::repl::Link::SendBulk(crate::repl::Bulk {
+            r.link = crate::state::repl::Link::SendBulk(crate::state::repl::Bulk {
                 file: file.clone(),
                 sent: 0,
                 len,
@@ -1249,7 +1237,7 @@ impl State {
         let Some(r) = self.repl.replica_mut(id) else {
             return;
         };
-        r.link = crate::repl::Link::Online;
+        r.link = crate::state::repl::Link::Online;
         r.ack_time_s = now_s;
         if r.rdb_only {
             if let Some(cl) = self.clients.get_mut(&id) {
@@ -1285,7 +1273,11 @@ pub const RDB_WINDOW: usize = 16 * 1024;
 /// a forked child writes it (if the socket is next), and what the socket
 /// does not take onto the connection's list; else it queues as other
 /// output.
-fn send_piece(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Replica, piece: &[u8]) {
+fn send_piece(
+    clients: &mut HashMap<u64, Box<Client>>,
+    r: &mut crate::state::repl::Replica,
+    piece: &[u8],
+) {
     match clients.get_mut(&r.id) {
         Some(cl)
             if r.held.is_empty()
@@ -1293,7 +1285,7 @@ fn send_piece(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Repl
                 && cl.out_unsent.load(std::sync::atomic::Ordering::Relaxed) == 0 =>
         {
             let sent = match cl.socket_is_next() {
-                true => crate::os::send_nowait(cl.fd, piece),
+                true => crate::core::os::send_nowait(cl.fd, piece),
                 false => 0,
             };
             if sent < piece.len() {
@@ -1307,7 +1299,11 @@ fn send_piece(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Repl
 
 /// Queues `bytes` on replica `r`'s connection, or holds them while the
 /// connection runs (its client is out of the map).
-fn send_to(clients: &mut HashMap<u64, Box<Client>>, r: &mut crate::repl::Replica, bytes: &[u8]) {
+fn send_to(
+    clients: &mut HashMap<u64, Box<Client>>,
+    r: &mut crate::state::repl::Replica,
+    bytes: &[u8],
+) {
     match clients.get_mut(&r.id) {
         Some(cl) => {
             if !r.held.is_empty() {

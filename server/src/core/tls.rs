@@ -9,8 +9,8 @@
 //! cannot honour leaves nothing to serve and is refused, as Redis refuses a
 //! bad value.
 
-use crate::config::Config;
-use crate::config::TlsAuth;
+use crate::core::config::Config;
+use crate::core::config::TlsAuth;
 use bytes::BytesMut;
 use rustls::crypto::ring::{cipher_suite as cs, default_provider};
 use rustls::pki_types::pem::PemObject;
@@ -554,7 +554,7 @@ pub struct TlsStream {
     /// The socket reached its end.
     eof: bool,
     /// Where `seal`ed records wait for the round's end (conn.rs).
-    outbox: Option<Arc<crate::round::Outbox>>,
+    outbox: Option<Arc<crate::core::round::Outbox>>,
     /// Records taken back from the outbox unsent: they go before any
     /// later record, as TLS needs them in order.
     raw: BytesMut,
@@ -697,12 +697,12 @@ impl TlsStream {
     }
 
     /// The connection's outbox, which sealed records are put in.
-    pub fn attach(&mut self, ob: Arc<crate::round::Outbox>) {
+    pub fn attach(&mut self, ob: Arc<crate::core::round::Outbox>) {
         self.outbox = Some(ob);
     }
 
     /// Takes back what the outbox has not written (see `send`).
-    pub fn reclaim(&mut self, ob: &crate::round::Outbox) -> bool {
+    pub fn reclaim(&mut self, ob: &crate::core::round::Outbox) -> bool {
         ob.take(&mut self.raw)
     }
 

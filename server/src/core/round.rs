@@ -86,7 +86,7 @@ pub struct Outbox {
     inner: Mutex<Held>,
     /// The task's wake-up call and unsent-bytes gauge (`Client::wake`,
     /// `Client::out_unsent`).
-    wake: Arc<crate::wake::Wake>,
+    wake: Arc<crate::core::wake::Wake>,
     unsent: Arc<AtomicUsize>,
 }
 
@@ -109,7 +109,11 @@ pub const OUTBOX_MAX: usize = 64 * 1024;
 const KEEP: usize = 4096;
 
 impl Outbox {
-    pub fn new(fd: RawFd, wake: Arc<crate::wake::Wake>, unsent: Arc<AtomicUsize>) -> Arc<Self> {
+    pub fn new(
+        fd: RawFd,
+        wake: Arc<crate::core::wake::Wake>,
+        unsent: Arc<AtomicUsize>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             inner: Mutex::new(Held {
                 fd,

@@ -1,12 +1,12 @@
 //! Keyspace access for command handlers: lazy expiry, hit/miss statistics,
 //! typed lookups (WRONGTYPE), and the bookkeeping of a change.
 
-use crate::error::{Error, WRONGTYPE};
+use crate::core::error::{Error, WRONGTYPE};
 use crate::state::State;
 use storage::{StrValue, Typed, Value};
 
 /// The `g` (generic) keyspace event class: DEL, EXPIRE, RENAME, … of any type.
-pub const GENERIC: u32 = crate::config::NOTIFY_CLASSES[0].1;
+pub const GENERIC: u32 = crate::core::config::NOTIFY_CLASSES[0].1;
 
 /// Keyspace access with lazy expiry and the hit/miss statistics.
 impl State {
@@ -50,7 +50,7 @@ impl State {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
-            self.notify(crate::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+            self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
             return None;
         }
         self.dbs[db].get(key)

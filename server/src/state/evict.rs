@@ -96,7 +96,7 @@ pub fn vm_memory() -> u64 {
 /// interpreter's: Redis's Lua allocates outside its counted allocator.
 pub fn used_memory() -> u64 {
     match ALLOCATED.load(Relaxed) {
-        0 => crate::os::rss_bytes(),
+        0 => crate::core::os::rss_bytes(),
         n => n.saturating_sub(VM_MEMORY.load(Relaxed)) as u64,
     }
 }
@@ -150,7 +150,7 @@ pub fn malloc_stats() -> String {
     s
 }
 
-use crate::config::Policy;
+use crate::core::config::Policy;
 
 impl Policy {
     fn volatile(self) -> bool {
@@ -238,7 +238,7 @@ fn table_may_grow(bytes: usize) -> bool {
 
 impl Memory {
     /// Refreshes the settings from the configuration.
-    pub fn configure(&mut self, cfg: &crate::config::Config) {
+    pub fn configure(&mut self, cfg: &crate::core::config::Config) {
         self.maxmemory = cfg.maxmemory;
         MAXMEMORY.store(cfg.maxmemory, Relaxed);
         storage::set_grow_guard(table_may_grow);
@@ -255,7 +255,7 @@ impl Memory {
     /// Records `ms` for `event` if it reaches `latency-monitor-threshold`.
     pub fn latency_sample_if_needed(&mut self, event: &str, ms: u64) {
         if self.latency_threshold_ms > 0 && ms >= self.latency_threshold_ms {
-            self.add_latency_sample(event, ms, crate::state::now_ms() / 1000);
+            self.add_latency_sample(event, ms, crate::core::clock::now_ms() / 1000);
         }
     }
 
@@ -395,7 +395,7 @@ impl State {
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
         }
-        self.notify(crate::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
+        self.notify(crate::core::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
         self.propagate_del(db, key);
         if self.tracking.armed {
             self.invalidate_key(key, 0);

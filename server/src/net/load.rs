@@ -7,9 +7,9 @@
 //! which is let go every `loading-process-events-interval-bytes`. Clients
 //! meanwhile get -LOADING for what cannot run (`State::loading`, the gate).
 
-use crate::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
-use crate::persist::{describe, load_dbs, load_opts, rdb_path, LoadProgress, Loading};
-use crate::propagate::Consumer;
+use crate::core::propagate::Consumer;
+use crate::state::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
+use crate::state::persist::{describe, load_dbs, load_opts, rdb_path, LoadProgress, Loading};
 use crate::state::{Client, Shared, State};
 use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
@@ -116,7 +116,7 @@ fn rdb_at_startup(st: &mut MutexGuard<'_, State>) -> Result<(), String> {
 /// it; a master keeps it as its second ID, with a backlog, so its replicas
 /// resync partially. The keys found expired are deleted in that backlog.
 fn resume_replication(st: &mut State, aux: &[(Vec<u8>, Vec<u8>)], expired: &[(usize, Vec<u8>)]) {
-    let Some(r) = crate::repl::Repl::loaded_info(aux) else {
+    let Some(r) = crate::state::repl::Repl::loaded_info(aux) else {
         return;
     };
     let id = String::from_utf8_lossy(&r.id).into_owned();
@@ -130,7 +130,7 @@ fn resume_replication(st: &mut State, aux: &[(Vec<u8>, Vec<u8>)], expired: &[(us
     st.repl.second_offset = r.offset as i64 + 1;
     let size = st.cfg.repl_backlog_size;
     st.repl.ensure_backlog(size);
-    st.repl.no_replicas_since_s = crate::state::now_ms() / 1000;
+    st.repl.no_replicas_since_s = crate::core::clock::now_ms() / 1000;
     let verb: &'static [u8] = if st.cfg.lazyfree_lazy_expire {
         b"UNLINK"
     } else {
@@ -186,7 +186,7 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
     let incr_seq = next_incr_seq(&m);
     let commands = !st.cfg.aof_use_rdb_preamble;
-    let base = crate::aof::base_name(&name, base_seq, commands);
+    let base = crate::state::aof::base_name(&name, base_seq, commands);
     let incr = format!("{name}.{incr_seq}.incr.aof");
     info!("Creating AOF base file {base} on server start");
     info!("Creating AOF incr file {incr} on server start");
@@ -194,12 +194,12 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let res = (|| {
         let w = io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
         let w = if commands {
-            let image = crate::persist::write_snapshot(st, Vec::new(), true)?;
+            let image = crate::state::persist::write_snapshot(st, Vec::new(), true)?;
             let ts = st.cfg.aof_timestamp_enabled;
-            storage::aofcmd::from_rdb(&image, crate::state::now_ms(), ts, w)
+            storage::aofcmd::from_rdb(&image, crate::core::clock::now_ms(), ts, w)
                 .map_err(io::Error::other)?
         } else {
-            crate::persist::write_snapshot(st, w, true)?
+            crate::state::persist::write_snapshot(st, w, true)?
         };
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
@@ -464,7 +464,7 @@ fn upgrade_old_aof(st: &State, dir: &Path, name: &str) -> Result<(), String> {
         _ => return Ok(()),
     }
     std::fs::rename(&old, &moved).map_err(fail)?;
-    crate::aof::fsync_dir(dir);
+    crate::state::aof::fsync_dir(dir);
     info!(
         "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
         st.cfg.appenddirname

@@ -6,7 +6,7 @@
 //! (`file <name> seq <n> type b|i` lines).
 //!
 //! # What is written
-//! The AOF is a consumer of the propagation stream (`crate::propagate`):
+//! The AOF is a consumer of the propagation stream (`crate::core::propagate`):
 //! each finished unit (a top-level command with what it ran, in the forms
 //! the commands chose) is written as it comes, a unit of more than one op
 //! wrapped in MULTI/EXEC. `SELECT` is written when the database differs
@@ -26,11 +26,12 @@
 //!
 //! # Rewrites
 //! BGREWRITEAOF writes the new base with the BGSAVE snapshot engine
-//! (`crate::persist`, serialize-before-overwrite, on the saver thread):
+//! (`crate::state::persist`, serialize-before-overwrite, on the saver thread):
 //! see [`rewrite_start`] and [`rewrite_done`].
 
-use crate::config::Fsync;
-use crate::state::{now_ms, State};
+use crate::core::clock::now_ms;
+use crate::core::config::Fsync;
+use crate::state::State;
 use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, Write};
@@ -110,7 +111,7 @@ pub struct Aof {
 /// A background rewrite in progress.
 pub struct Rewrite {
     started: Instant,
-    child: crate::persist::Child,
+    child: crate::state::persist::Child,
     /// Writes go to `temp-<appendfilename>.incr`, which the manifest
     /// lists only once the base is there (the AOF is being turned on).
     temp_incr: bool,
@@ -146,7 +147,7 @@ impl Aof {
     }
 
     fn annotate_time(&mut self) {
-        let now = crate::state::now_ms() / 1000;
+        let now = crate::core::clock::now_ms() / 1000;
         if !self.timestamps || now == self.cur_ts {
             return;
         }
@@ -306,14 +307,14 @@ impl Aof {
 
 /// The AOF reads the propagation stream while it is appending (not while
 /// it loads: replayed commands are not logged again).
-impl crate::propagate::Consumer for Aof {
+impl crate::core::propagate::Consumer for Aof {
     fn wants(&self) -> bool {
         self.on && !self.loading
     }
 
     /// Writes a unit, wrapped in MULTI/EXEC if it has more than one op.
-    fn feed(&mut self, ops: &crate::propagate::Unit) {
-        let ops = crate::propagate::only(ops, crate::propagate::REPL_ONLY);
+    fn feed(&mut self, ops: &crate::core::propagate::Unit) {
+        let ops = crate::core::propagate::only(ops, crate::core::propagate::REPL_ONLY);
         if ops.is_empty() {
             return;
         }
@@ -344,7 +345,7 @@ pub struct Durable {
 /// the log durable.
 pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
     for _ in 0..d.rounds {
-        crate::round::after().await;
+        crate::core::round::after().await;
     }
     shared.lock_eventually().await.aof.make_durable(d.offset);
 }
@@ -392,7 +393,7 @@ pub fn follow_appendonly(st: &mut State, in_exec: bool) {
         // As Redis: appending starts with a rewrite, whose base holds
         // the data written so far.
         st.aof.wait_rewrite = true;
-        if crate::persist::child_active(st) {
+        if crate::state::persist::child_active(st) {
             warn!("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
             st.aof.rewrite_scheduled = true;
         } else if in_exec || st.prop.pending() {
@@ -411,7 +412,7 @@ pub fn follow_appendonly(st: &mut State, in_exec: bool) {
 /// rewrite and checks the automatic one.
 pub fn cron(st: &mut State) {
     st.aof.flush_buf();
-    if crate::persist::child_active(st) || st.prop.pending() {
+    if crate::state::persist::child_active(st) || st.prop.pending() {
         return;
     }
     let now_s = now_ms() / 1000;
@@ -498,7 +499,7 @@ mod tests {
     /// database changes.
     #[test]
     fn units_as_written() {
-        use crate::propagate::Consumer;
+        use crate::core::propagate::Consumer;
         let mut a = Aof {
             on: true,
             ..Default::default()
@@ -519,7 +520,7 @@ mod tests {
     /// One `#TS:` line per second, before the unit (and its SELECT).
     #[test]
     fn timestamp_annotation_once_a_second() {
-        use crate::propagate::Consumer;
+        use crate::core::propagate::Consumer;
         let mut a = Aof {
             on: true,
             timestamps: true,

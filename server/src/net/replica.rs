@@ -10,9 +10,10 @@
 //! expires the keys with a TTL it wrote itself (Redis's
 //! `slaveKeysWithExpire`): its master never sends DELs for them.
 
-use crate::persist::{LoadOpts, LoadProgress, Loading};
-use crate::repl::{MasterState, Received, Transfer};
-use crate::state::{now_ms, Client, Shared, State};
+use crate::core::clock::now_ms;
+use crate::state::persist::{LoadOpts, LoadProgress, Loading};
+use crate::state::repl::{MasterState, Received, Transfer};
+use crate::state::{Client, Shared, State};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::io::{self, Read, Write};
@@ -189,7 +190,7 @@ async fn session(
         let st = shared.lock_eventually().await;
         st.cfg
             .tls_replication
-            .then(|| crate::tls::client_context(&st.cfg))
+            .then(|| crate::core::tls::client_context(&st.cfg))
     };
     match tls {
         None => sync(shared, sock, ends, gen, ended).await,
@@ -241,7 +242,7 @@ struct Ends {
 }
 
 /// Closes when this link's master is replaced or removed (its sender is
-/// dropped with [`crate::repl::Master`]; nothing is ever sent).
+/// dropped with [`crate::state::repl::Master`]; nothing is ever sent).
 type Ended = tokio::sync::watch::Receiver<()>;
 
 /// The handshake, the RDB or the backlog, then the stream, over plain TCP
@@ -297,7 +298,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
             },
             st.replid.clone(),
             st.repl.offset,
-            st.repl.failover.state == crate::repl::FailoverState::InProgress,
+            st.repl.failover.state == crate::state::repl::FailoverState::InProgress,
         )
     };
     let pong = ask(sock, buf, &["PING"]).await?;
@@ -457,8 +458,8 @@ async fn full_sync<S: AsyncRead + Unpin>(
             t.total = size.map_or(0, |n| n as i64);
             t.received.clone()
         });
-        let opts = crate::persist::load_opts(&st, false).apart();
-        let path = crate::persist::rdb_path(&st);
+        let opts = crate::state::persist::load_opts(&st, false).apart();
+        let path = crate::state::persist::rdb_path(&st);
         (into, progress, received, opts, st.dbs.len(), path)
     };
     let (tx, rx) = mpsc::channel(16);
@@ -566,7 +567,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
         }
     };
-    crate::load::log_done(&sum);
+    crate::net::load::log_done(&sum);
     st.rdb.last_load_keys_loaded = sum.keys as u64;
     st.rdb.last_load_keys_expired = sum.expired as u64;
     if matches!(into, LoadInto::Swap { .. }) {
@@ -591,7 +592,7 @@ type Parsed = (
 fn load_apart(n: usize, input: Input, opts: &LoadOpts, progress: &LoadProgress) -> Parsed {
     let mut dbs: Vec<Db> = (0..n).map(|_| Db::default()).collect();
     let mut engine = None;
-    let res = crate::persist::load_dbs(&mut dbs, &mut engine, input, opts, Some(progress));
+    let res = crate::state::persist::load_dbs(&mut dbs, &mut engine, input, opts, Some(progress));
     (res, dbs, engine)
 }
 
@@ -696,7 +697,7 @@ fn replace_dataset(st: &mut State, dbs: Vec<Db>, engine: Option<scripting::Engin
                 warn!("Failed loading the master's function library: {err}");
             }
         }
-        crate::evict::set_vm_memory(e.vm_memory());
+        crate::state::evict::set_vm_memory(e.vm_memory());
     }
     old
 }
@@ -783,7 +784,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
     mut buf: BytesMut,
     gen: u64,
     id: u64,
-    wake: &crate::wake::Wake,
+    wake: &crate::core::wake::Wake,
 ) -> io::Result<()> {
     let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
     // The start of a command the decoder has taken but not completed: it
@@ -895,7 +896,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
         // ends), between two batches, however much of the stream is waiting
         // (a master's backlog after a full sync): a batch is at most one
         // bounded read.
-        crate::round::batch_ran();
+        crate::core::round::batch_ran();
         tokio::task::yield_now().await;
         // The decoder's room for a large argument is all it needs: more
         // would double the buffer the stored value keeps.

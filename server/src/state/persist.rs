@@ -5,7 +5,8 @@
 //! Files are written to a temporary name in `dir`, fsynced and renamed over
 //! `dir/dbfilename`, so a crash mid-save leaves the previous snapshot.
 
-use crate::state::{now_ms, Shared, State};
+use crate::core::clock::now_ms;
+use crate::state::{Shared, State};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -119,7 +120,7 @@ fn write_snapshot_delayed<W: Write>(
     key_delay: i64,
 ) -> io::Result<W> {
     let mut w = rdb::Writer::new(out, save_opts(st, aof_base));
-    let used = crate::os::rss_bytes();
+    let used = crate::core::os::rss_bytes();
     w.header(REDIS_VER, now_ms() / 1000, used)?;
     for code in function_codes(st) {
         w.function(code)?;
@@ -134,7 +135,7 @@ fn write_snapshot_delayed<W: Write>(
 /// An RDB of the function libraries alone (`redis-cli --functions-rdb`).
 pub fn write_functions<W: Write>(st: &State, out: W) -> io::Result<W> {
     let mut w = rdb::Writer::new(out, save_opts(st, false));
-    w.header(REDIS_VER, now_ms() / 1000, crate::os::rss_bytes())?;
+    w.header(REDIS_VER, now_ms() / 1000, crate::core::os::rss_bytes())?;
     for code in function_codes(st) {
         w.function(code)?;
     }
@@ -432,7 +433,7 @@ impl rdb::Sink for Loader<'_> {
             ),
         };
         eng.load_library(&bytes::Bytes::from(code), self.merge)?;
-        crate::evict::set_vm_memory(eng.vm_memory());
+        crate::state::evict::set_vm_memory(eng.vm_memory());
         Ok(())
     }
 
@@ -695,7 +696,7 @@ pub fn bgsave_start(st: &mut State) {
 /// (their sockets are its target, as Redis's). False if it cannot start.
 pub fn bgsave_start_replicas(st: &mut State, ids: Vec<u64>) -> bool {
     debug_assert!(!child_active(st));
-    let mark = crate::state::random_hex40();
+    let mark = crate::core::clock::random_hex40();
     let dirty_before = st.dirty;
     let tmp = PathBuf::new();
     match snapshot_start(st, tmp, Target::Replicas { ids, mark }) {
@@ -736,7 +737,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
     let opts = save_opts(st, matches!(target, Target::AofBase { .. }));
     let mut head = rdb::Writer::new(Vec::new(), opts);
     let header = head
-        .header(REDIS_VER, now_ms() / 1000, crate::os::rss_bytes())
+        .header(REDIS_VER, now_ms() / 1000, crate::core::os::rss_bytes())
         .and_then(|_| function_codes(st).try_for_each(|code| head.function(code)))
         .and_then(|_| head.finish())
         .map(|mut v| {
@@ -1243,7 +1244,7 @@ pub fn cron(st: &mut State) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::core::config::Config;
     use storage::Value;
 
     /// Runs a snapshot of `st` slice by slice (one walk step each), calling

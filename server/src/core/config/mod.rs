@@ -18,11 +18,11 @@
 //! rollback). Effects that need the layers above the state (listeners, AOF
 //! start/stop) come back as a [`Followup`] for cmd/config.rs to carry out.
 
-mod apply;
+mod hooks;
 mod table;
 mod values;
 
-pub use apply::{Followup, Hook};
+pub use hooks::{Followup, Hook};
 use protocol::split_args;
 use std::collections::HashMap;
 pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, TlsAuth, Values};
@@ -442,7 +442,7 @@ impl Config {
                 }
                 "proc-title-template"
                     if !valid_title_template(value)
-                        || crate::proctitle::expand(value, "", self).is_empty() =>
+                        || crate::core::proctitle::expand(value, "", self).is_empty() =>
                 {
                     Err("template format is invalid or contains unknown variables".into())
                 }

@@ -5,7 +5,7 @@
 //! background child) has no process to apply to here: snapshots are
 //! written by a thread of this process.
 
-use crate::config::OomMode;
+use crate::core::config::OomMode;
 
 const PATH: &str = "/proc/self/oom_score_adj";
 

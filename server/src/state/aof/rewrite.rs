@@ -1,5 +1,5 @@
 //! BGREWRITEAOF: a new base written by the snapshot engine
-//! (`crate::persist`, serialize-before-overwrite, on the saver thread)
+//! (`crate::state::persist`, serialize-before-overwrite, on the saver thread)
 //! while writes go to a new incr file; see [`rewrite_start`] and
 //! [`rewrite_done`].
 
@@ -19,7 +19,7 @@ pub enum Start {
 /// BGREWRITEAOF: starts a background rewrite, or schedules it while
 /// another job (a BGSAVE) uses the snapshot engine or a transaction runs.
 pub fn bgrewriteaof(st: &mut State, in_exec: bool) -> io::Result<Start> {
-    if crate::persist::child_active(st) || in_exec || st.prop.pending() {
+    if crate::state::persist::child_active(st) || in_exec || st.prop.pending() {
         st.aof.rewrite_scheduled = true;
         return Ok(Start::Scheduled);
     }
@@ -37,7 +37,7 @@ pub fn bgrewriteaof(st: &mut State, in_exec: bool) -> io::Result<Start> {
 /// temporary one the manifest names only at the end; with the AOF off,
 /// the rewrite writes a base and no incr file.
 pub fn rewrite_start(st: &mut State) -> io::Result<()> {
-    debug_assert!(!crate::persist::child_active(st));
+    debug_assert!(!crate::state::persist::child_active(st));
     st.aof.rewrite_scheduled = false;
     let res = rewrite_start_inner(st);
     if let Err(e) = &res {
@@ -72,12 +72,12 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
     }
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let commands = !st.cfg.aof_use_rdb_preamble;
-    let target = crate::persist::Target::AofBase {
+    let target = crate::state::persist::Target::AofBase {
         done: rewrite_done,
         commands,
         timestamps: st.cfg.aof_timestamp_enabled,
     };
-    match crate::persist::snapshot_start(st, tmp, target) {
+    match crate::state::persist::snapshot_start(st, tmp, target) {
         Ok(child) => {
             st.aof.rewrite = Some(Rewrite {
                 started: Instant::now(),
@@ -102,7 +102,11 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
 
 /// The completion hook of the rewrite's snapshot (run by the saver thread
 /// under the lock): the base is complete and fsynced at `tmp`.
-pub fn rewrite_done(st: &mut State, res: io::Result<()>, tmp: &Path) -> crate::persist::AfterDone {
+pub fn rewrite_done(
+    st: &mut State,
+    res: io::Result<()>,
+    tmp: &Path,
+) -> crate::state::persist::AfterDone {
     let Some(rw) = st.aof.rewrite.take() else {
         return Default::default();
     };
@@ -117,7 +121,7 @@ pub fn rewrite_done(st: &mut State, res: io::Result<()>, tmp: &Path) -> crate::p
             st.aof.rewrite_failures = 0;
             st.aof.wait_rewrite = false;
             info!("Background AOF rewrite finished successfully");
-            crate::persist::AfterDone {
+            crate::state::persist::AfterDone {
                 sync_dir: Some(dir),
                 remove,
             }

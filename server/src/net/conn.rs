@@ -11,7 +11,8 @@
 
 use crate::cmd::execute_owned;
 use crate::cmd::transaction::BusyTx;
-use crate::state::{now_ms, Client, Shared};
+use crate::core::clock::now_ms;
+use crate::state::{Client, Shared};
 use bytes::{Buf, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -125,7 +126,7 @@ where
         }
     };
 
-    let outbox = crate::round::Outbox::new(fd, wake.clone(), unsent.clone());
+    let outbox = crate::core::round::Outbox::new(fd, wake.clone(), unsent.clone());
     sock.attach(&outbox);
     let mut dec = Decoder::new(max_bulk);
     dec.unauthenticated = !authenticated;
@@ -248,7 +249,7 @@ where
             if blocked.is_none() {
                 let mut done = 0;
                 paused = false;
-                out.cap = crate::pubsub::hard_limit(&cl, &st.tun.obuf_limits);
+                out.cap = crate::state::pubsub::hard_limit(&cl, &st.tun.obuf_limits);
                 let weigh = st.cfg.maxmemory_clients.bytes(st.cfg.maxmemory) > 0;
                 let mut weighed = out.len() + spill.len();
                 for args in batch.iter_mut() {
@@ -269,7 +270,11 @@ where
                     }
                     // Past its output limit the client gets nothing more and
                     // the rest of its pipeline is not run, as in Redis.
-                    if crate::pubsub::close_if_over_limit(&mut cl, &st.tun.obuf_limits, out.len()) {
+                    if crate::state::pubsub::close_if_over_limit(
+                        &mut cl,
+                        &st.tun.obuf_limits,
+                        out.len(),
+                    ) {
                         out.buf.clear();
                         spill.clear();
                         cl.close_after_reply = true;
@@ -365,16 +370,16 @@ where
             }
             false
         };
-        crate::round::batch_ran();
+        crate::core::round::batch_ran();
         if let Some(d) = aof_wait {
             // It waits for the end of the round too.
-            crate::aof::wait_durable(&shared, d).await;
+            crate::state::aof::wait_durable(&shared, d).await;
             defer = false;
         }
         // Only when the task will next wait for input: otherwise it would
         // run on, and its output wait, until the round ends.
         let idle = batch.is_empty() && !wake.is_set();
-        let small = (1..=crate::round::OUTBOX_MAX).contains(&out.len());
+        let small = (1..=crate::core::round::OUTBOX_MAX).contains(&out.len());
         let queued = !spill.is_empty();
         if defer
             && idle
@@ -390,7 +395,7 @@ where
         // (Records a TLS stream took back may wait with no new output.)
         if !out.is_empty() || queued || sock.buffered() {
             if defer {
-                crate::round::after().await;
+                crate::core::round::after().await;
             }
             // While the socket takes nothing, the client's next requests
             // are read and run, as Redis does: its output keeps growing
@@ -521,7 +526,7 @@ async fn busy_replies(
             continue;
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
-            crate::server::stop_listening();
+            crate::net::server::stop_listening();
             std::process::exit(0);
         } else if let Some(id) = id.filter(|_| crate::cmd::scripting::runs_while_busy(&args)) {
             let reply = crate::cmd::scripting::busy_call(shared, id, args, tx).await;
@@ -556,10 +561,10 @@ pub trait Duplex {
         false
     }
     /// Gives the socket the connection's outbox (TLS writes through it).
-    fn attach(&mut self, _ob: &Arc<crate::round::Outbox>) {}
+    fn attach(&mut self, _ob: &Arc<crate::core::round::Outbox>) {}
     /// Takes back what the outbox has not written, ahead of `out`; true if
     /// the socket stalled (see `round::Outbox::take`).
-    fn reclaim(&mut self, ob: &crate::round::Outbox, out: &mut BytesMut) -> bool {
+    fn reclaim(&mut self, ob: &crate::core::round::Outbox, out: &mut BytesMut) -> bool {
         ob.take(out)
     }
     /// Turns `out` into the bytes for the wire, if it can be now.
@@ -589,33 +594,33 @@ macro_rules! duplex {
 duplex!(tokio::net::TcpStream);
 duplex!(tokio::net::UnixStream);
 
-impl Duplex for crate::tls::TlsStream {
+impl Duplex for crate::core::tls::TlsStream {
     fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        crate::tls::TlsStream::readable(self)
+        crate::core::tls::TlsStream::readable(self)
     }
     fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        crate::tls::TlsStream::writable(self)
+        crate::core::tls::TlsStream::writable(self)
     }
     fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
-        crate::tls::TlsStream::try_read_buf(self, buf)
+        crate::core::tls::TlsStream::try_read_buf(self, buf)
     }
     fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        crate::tls::TlsStream::try_write(self, buf)
+        crate::core::tls::TlsStream::try_write(self, buf)
     }
     fn buffered(&self) -> bool {
-        crate::tls::TlsStream::buffered(self)
+        crate::core::tls::TlsStream::buffered(self)
     }
     fn is_tls(&self) -> bool {
         true
     }
-    fn attach(&mut self, ob: &Arc<crate::round::Outbox>) {
-        crate::tls::TlsStream::attach(self, ob.clone())
+    fn attach(&mut self, ob: &Arc<crate::core::round::Outbox>) {
+        crate::core::tls::TlsStream::attach(self, ob.clone())
     }
-    fn reclaim(&mut self, ob: &crate::round::Outbox, _out: &mut BytesMut) -> bool {
-        crate::tls::TlsStream::reclaim(self, ob)
+    fn reclaim(&mut self, ob: &crate::core::round::Outbox, _out: &mut BytesMut) -> bool {
+        crate::core::tls::TlsStream::reclaim(self, ob)
     }
     fn seal(&mut self, out: &mut BytesMut) -> bool {
-        crate::tls::TlsStream::seal(self, out)
+        crate::core::tls::TlsStream::seal(self, out)
     }
 }
 
@@ -639,7 +644,7 @@ enum Written {
 /// and the gauge of the buffer's unsent bytes (`Client::out_unsent`).
 struct Held<'a> {
     buf: &'a mut BytesMut,
-    spill: &'a crate::spill::Spill,
+    spill: &'a crate::core::spill::Spill,
     unsent: &'a AtomicUsize,
 }
 
@@ -653,7 +658,7 @@ async fn write_out<S: Duplex>(
     out: Held<'_>,
     shared: &Shared,
     id: u64,
-    wake: &crate::wake::Wake,
+    wake: &crate::core::wake::Wake,
     mut input: Option<Input<'_>>,
 ) -> Written {
     let Held { buf, spill, unsent } = out;
@@ -752,7 +757,7 @@ async fn write_out<S: Duplex>(
 
 /// Moves what `buf` holds past `off` to the end of `spill`, and lets the
 /// buffer go.
-fn spill_unsent(spill: &crate::spill::Spill, buf: &mut BytesMut, off: &mut usize) {
+fn spill_unsent(spill: &crate::core::spill::Spill, buf: &mut BytesMut, off: &mut usize) {
     spill.push(Bytes::copy_from_slice(&buf[*off..]));
     *buf = BytesMut::new();
     *off = 0;

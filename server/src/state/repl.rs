@@ -3,7 +3,7 @@
 //! announced and acknowledged).
 //!
 //! [`Repl`] is the second consumer of the propagation stream
-//! (`crate::propagate`), beside the AOF. Each finished unit is serialized
+//! (`crate::core::propagate`), beside the AOF. Each finished unit is serialized
 //! as Redis sends it to its replicas: `SELECT` when the database differs
 //! from the last one sent, a unit of more than one op wrapped in
 //! MULTI/EXEC. The bytes go to one buffer shared by the backlog and the
@@ -21,7 +21,7 @@
 //! has attached (Redis creates its backlog then), and nothing is collected
 //! before.
 
-use crate::propagate::Consumer;
+use crate::core::propagate::Consumer;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64};
@@ -83,7 +83,7 @@ impl Bulk {
         let mut want = left.min(if tls { Self::PIECE } else { Self::TAIL });
         if let Some(fd) = sock {
             let piece = left.min(Self::PIECE);
-            let n = crate::os::sendfile_nowait(fd, &self.file, self.sent, piece as usize);
+            let n = crate::core::os::sendfile_nowait(fd, &self.file, self.sent, piece as usize);
             self.sent += n as u64;
             if n as u64 == piece {
                 return Ok(true);
@@ -279,9 +279,9 @@ pub struct Waiter {
 /// counts as that size, as Redis 7.0 has it: the bytes it holds are the
 /// backlog's anyway, and a partial resync must not close it at once.
 pub fn replica_limit_floor(
-    mut limits: crate::pubsub::ObufLimits,
+    mut limits: crate::state::pubsub::ObufLimits,
     backlog_size: i64,
-) -> crate::pubsub::ObufLimits {
+) -> crate::state::pubsub::ObufLimits {
     let backlog = backlog_size.max(0) as u64;
     if limits.replica.hard > 0 && limits.replica.hard < backlog {
         limits.replica.hard = backlog;
@@ -817,8 +817,8 @@ impl Consumer for Repl {
         self.backlog.is_some() && self.master.is_none()
     }
 
-    fn feed(&mut self, unit: &crate::propagate::Unit) {
-        let unit = crate::propagate::only(unit, crate::propagate::AOF_ONLY);
+    fn feed(&mut self, unit: &crate::core::propagate::Unit) {
+        let unit = crate::core::propagate::only(unit, crate::core::propagate::AOF_ONLY);
         if unit.len() > 1 {
             self.emit(Some(unit[0].0), &[Bytes::from_static(b"MULTI")]);
             for (db, a) in unit.iter() {
@@ -836,7 +836,7 @@ impl Consumer for Repl {
 mod tests {
     use super::*;
 
-    fn op(s: &str) -> crate::propagate::Op {
+    fn op(s: &str) -> crate::core::propagate::Op {
         s.split(' ')
             .map(|w| Bytes::copy_from_slice(w.as_bytes()))
             .collect()

@@ -54,7 +54,7 @@ where
                 w,
                 "{}:signal-handler ({}) ",
                 std::process::id(),
-                crate::state::now_ms() / 1000
+                crate::core::clock::now_ms() / 1000
             )?;
             ctx.field_format().format_fields(w.by_ref(), event)?;
             return writeln!(w);
@@ -69,7 +69,7 @@ where
             w,
             "{}:M {} {} ",
             std::process::id(),
-            timestamp(crate::state::now_ms()),
+            timestamp(crate::core::clock::now_ms()),
             mark
         )?;
         ctx.field_format().format_fields(w.by_ref(), event)?;

@@ -34,7 +34,7 @@ impl FromCanon for u64 {
 }
 
 /// `maxmemory-clients`.
-impl FromCanon for crate::clientmem::Limit {
+impl FromCanon for crate::core::clientmem::Limit {
     fn from_canon(s: &str) -> Self {
         Self::parse(s)
     }
@@ -305,7 +305,7 @@ values! {
     maxmemory_policy: Policy = "maxmemory-policy" => Eviction,
     maxmemory_samples: i64 = "maxmemory-samples" => Memory,
     maxmemory_eviction_tenacity: i64 = "maxmemory-eviction-tenacity" => Memory,
-    maxmemory_clients: crate::clientmem::Limit = "maxmemory-clients",
+    maxmemory_clients: crate::core::clientmem::Limit = "maxmemory-clients",
     lfu_log_factor: i64 = "lfu-log-factor" => Lfu,
     lfu_decay_time: i64 = "lfu-decay-time" => Lfu,
     lazyfree_lazy_user_del: bool = "lazyfree-lazy-user-del",

@@ -7,7 +7,7 @@
 //! loop has not come round for longer than the period, with the stack
 //! trace of the worker thread where it is stuck.
 
-use crate::log::RAW;
+use crate::core::log::RAW;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::OnceLock;
@@ -35,7 +35,7 @@ pub fn configure(exit_on_panic: bool, watchdog_ms: i64) {
 
 /// Called by the cron each time round.
 pub fn beat() {
-    HEARTBEAT.store(crate::state::now_ms() as u64, Relaxed);
+    HEARTBEAT.store(crate::core::clock::now_ms() as u64, Relaxed);
     if WATCHDOG_MS.load(Relaxed) > 0 {
         // SAFETY: gettid has no arguments and cannot fail.
         WORKER_TID.store(unsafe { libc::gettid() }, Relaxed);
@@ -167,7 +167,7 @@ fn watchdog() {
         }
         std::thread::sleep(Duration::from_millis((period as u64 / 4).clamp(10, 1000)));
         let last = HEARTBEAT.load(Relaxed);
-        let now = crate::state::now_ms() as u64;
+        let now = crate::core::clock::now_ms() as u64;
         if now.saturating_sub(last) > period as u64 && last != reported {
             reported = last;
             tracing::warn!("--- WATCHDOG TIMER EXPIRED ---");
@@ -253,7 +253,7 @@ fn log_worker_stack() {
         .position(|l| l.contains("on_watchdog_signal"))
         .map_or(0, |i| i + 2);
     let pid = std::process::id();
-    let time = crate::state::now_ms() / 1000;
+    let time = crate::core::clock::now_ms() / 1000;
     warn!(
         target: RAW,
         "\n------ STACK TRACE ------\n\nBacktrace:\n{}\n{pid}:signal-handler ({time}) --------",

@@ -6,7 +6,7 @@
 //! [`init`] runs first thing in `main`, before any thread; [`set`] at
 //! start-up and after each CONFIG SET. Any failure leaves the title alone.
 
-use crate::config::Config;
+use crate::core::config::Config;
 use std::sync::Mutex;
 
 /// The writable argument (and environment) strings of this process.

@@ -1,8 +1,9 @@
 //! Start-up, listeners, the cron task and shutdown.
 
-use crate::config::Config;
-use crate::conn::Peer;
-use crate::state::{now_ms, Shared, State};
+use crate::core::clock::now_ms;
+use crate::core::config::Config;
+use crate::net::conn::Peer;
+use crate::state::{Shared, State};
 use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
@@ -145,7 +146,7 @@ async fn accept_unix(shared: Arc<Shared>, l: tokio::net::UnixListener, path: Str
                     local: true,
                     unix: true,
                 };
-                tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
+                tokio::spawn(crate::net::conn::serve(shared.clone(), sock, peer));
             }
             // Shut by `stop_listening`: the server is exiting.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
@@ -172,8 +173,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         .resize_with(slots.unwrap_or(0), Default::default);
     crate::cmd::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
-    if crate::tls::wanted(&state.cfg) {
-        let ctx = crate::tls::context(&state.cfg).map_err(|e| {
+    if crate::core::tls::wanted(&state.cfg) {
+        let ctx = crate::core::tls::context(&state.cfg).map_err(|e| {
             warn!("{e}");
             std::io::Error::other("Failed to configure TLS. Check logs for more info.")
         })?;
@@ -183,7 +184,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     let unix = listen_unix(&state.cfg)?;
     let show_logo = state.cfg.always_show_logo
         || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    crate::log::startup_banner(show_logo, state.cfg.port);
+    crate::core::log::startup_banner(show_logo, state.cfg.port);
     let shared = Arc::new(Shared::new(state));
     {
         let mut st = shared.state.lock();
@@ -196,7 +197,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     {
         // Until the loader has its figures: nobody connecting may see the
         // dataset before it is loaded.
-        shared.state.lock().loading = Some(crate::persist::Loading::new(0));
+        shared.state.lock().loading = Some(crate::state::persist::Loading::new(0));
         let tls_ctx = shared.state.lock().tls.clone();
         let tasks = spawn_accept(&shared, &tls_ctx, listeners);
         let mut st = shared.state.lock();
@@ -209,8 +210,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         tokio::spawn(accept_unix(shared.clone(), l, unix_path.clone()));
     }
     let shutdown_cmd = shared.state.lock().shutdown_notify.clone();
-    crate::shutdown::spawn_signal_thread(shared.clone())?;
-    crate::crash::set_report({
+    crate::state::shutdown::spawn_signal_thread(shared.clone())?;
+    crate::core::crash::set_report({
         let shared = Arc::downgrade(&shared);
         move || {
             let shared = shared.upgrade()?;
@@ -221,10 +222,10 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     });
     // Clients connecting meanwhile are answered, with -LOADING for what
     // cannot run yet, as Redis does.
-    crate::service::loading();
+    crate::net::service::loading();
     let mut loader = tokio::task::spawn_blocking({
         let shared = shared.clone();
-        move || crate::load::at_startup(&shared)
+        move || crate::net::load::at_startup(&shared)
     });
     let mut loading = true;
 
@@ -236,12 +237,12 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
                     .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
                 tokio::spawn(cron(shared.clone()));
                 info!("Ready to accept connections tcp");
-                crate::service::ready();
+                crate::net::service::ready();
                 continue;
             }
             // A signal: the cron acts on it once the dataset is loaded.
             _ = shared.shutdown.notified() => {
-                if !loading || !crate::shutdown::while_loading(&mut shared.state.lock()) {
+                if !loading || !crate::state::shutdown::while_loading(&mut shared.state.lock()) {
                     continue;
                 }
             }
@@ -253,9 +254,9 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         }
         break;
     }
-    crate::service::stopping();
+    crate::net::service::stopping();
     let mut st = shared.state.lock();
-    crate::aof::shutdown(&mut st);
+    crate::state::aof::shutdown(&mut st);
     if !unix_path.is_empty() {
         info!("Removing the unix socket file.");
         let _ = std::fs::remove_file(&unix_path);
@@ -298,7 +299,7 @@ fn relisten(st: &mut State, tcp: bool, tls: bool) -> std::io::Result<()> {
 /// them once new listeners are up.
 fn spawn_accept(
     shared: &Arc<Shared>,
-    tls_ctx: &Arc<crate::tls::Current>,
+    tls_ctx: &Arc<crate::core::tls::Current>,
     listeners: Vec<(TcpListener, bool)>,
 ) -> Vec<(tokio::task::AbortHandle, bool, RawFd)> {
     listeners
@@ -325,7 +326,11 @@ fn spawn_accept(
                                     tokio::spawn(serve_tls(shared.clone(), ctx, sock, peer));
                                 }
                                 None => {
-                                    tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
+                                    tokio::spawn(crate::net::conn::serve(
+                                        shared.clone(),
+                                        sock,
+                                        peer,
+                                    ));
                                 }
                             }
                         }
@@ -351,8 +356,8 @@ async fn serve_tls(
     sock: tokio::net::TcpStream,
     peer: Peer,
 ) {
-    match crate::tls::accept(ctx, sock).await {
-        Ok(s) => crate::conn::serve(shared, s, peer).await,
+    match crate::core::tls::accept(ctx, sock).await {
+        Ok(s) => crate::net::conn::serve(shared, s, peer).await,
         Err(e) => warn!("Error accepting a client connection: {e}"),
     }
 }
@@ -375,21 +380,21 @@ async fn cron(shared: Arc<Shared>) {
         if st.cron_paused {
             continue;
         }
-        if crate::shutdown::cron(&mut st) {
+        if crate::state::shutdown::cron(&mut st) {
             return;
         }
         let now = now_ms();
-        crate::crash::beat();
+        crate::core::crash::beat();
         st.clock_base = (
             st.since_start_us(std::time::Instant::now()),
-            crate::state::now_us(),
+            crate::core::clock::now_us(),
         );
         // A replica's keys expire through its master's DELs, but for those
         // a writable replica wrote itself.
         if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         } else if st.active_expire && st.repl.master.is_some() {
-            crate::replica::expire_own_keys(&mut st, now);
+            crate::net::replica::expire_own_keys(&mut st, now);
         }
         st.tracking_cron();
         st.migrate.close_idle(now);
@@ -401,7 +406,7 @@ async fn cron(shared: Arc<Shared>) {
         for cl in st.clients.values_mut() {
             if cl.obuf_soft_since.is_some()
                 && !cl.killed
-                && crate::pubsub::close_if_over_limit(cl, &limits, 0)
+                && crate::state::pubsub::close_if_over_limit(cl, &limits, 0)
             {
                 cl.wake.notify_one();
             }
@@ -424,17 +429,17 @@ async fn cron(shared: Arc<Shared>) {
         if st.stats.samples.len() > 16 {
             st.stats.samples.pop_front();
         }
-        crate::aof::cron(&mut st);
+        crate::state::aof::cron(&mut st);
         if st.pause.as_ref().is_some_and(|p| p.until_ms <= now) {
             st.pause = None;
         }
-        crate::persist::cron(&mut st);
+        crate::state::persist::cron(&mut st);
         crate::cmd::replication::cron(&mut st);
-        crate::replica::cron(&shared, &mut st);
+        crate::net::replica::cron(&shared, &mut st);
         drop(st);
         if now / 1000 != last_release / 1000 {
             last_release = now;
-            crate::evict::release_idle();
+            crate::state::evict::release_idle();
         }
     }
 }

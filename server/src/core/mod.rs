@@ -1,0 +1,19 @@
+//! The ground floor: what every other floor uses and that takes no `State`.
+pub mod acl;
+pub mod clientmem;
+pub mod clock;
+pub mod command;
+pub mod config;
+pub mod crash;
+pub mod error;
+pub mod log;
+pub mod migrate;
+pub mod oom;
+pub mod os;
+pub mod proctitle;
+pub mod propagate;
+pub mod replybuf;
+pub mod round;
+pub mod spill;
+pub mod tls;
+pub mod wake;
