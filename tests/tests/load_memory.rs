@@ -67,6 +67,9 @@ fn a_restart_and_debug_reload_do_not_hold_the_file() {
         return;
     }
     let before = status_kb(&s, "VmRSS:");
+    // A debug build reloading 40 MB on a loaded machine may take longer
+    // than a reply's usual wait; this is a bound on liveness, not a timing.
+    c.set_timeout(std::time::Duration::from_secs(120));
     c.cmd(&["DEBUG", "RELOAD"]);
     assert_eq!(c.cmd(&["DBSIZE"]), int(VALUES as i64));
     let peak = status_kb(&s, "VmHWM:");

@@ -329,7 +329,9 @@ mod tests {
 
     #[test]
     fn table_is_consistent() {
-        assert!(crate::core::command::meta::META.windows(2).all(|w| w[0].name < w[1].name));
+        assert!(crate::core::command::meta::META
+            .windows(2)
+            .all(|w| w[0].name < w[1].name));
         for (name, c) in table() {
             assert_eq!(*name, c.name);
             assert!(c.arity != 0, "{name}");

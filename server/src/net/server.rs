@@ -196,8 +196,14 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     }
     {
         // Until the loader has its figures: nobody connecting may see the
-        // dataset before it is loaded.
-        shared.state.lock().loading = Some(crate::state::persist::Loading::new(0));
+        // dataset before it is loaded. With nothing on disk there is nothing
+        // to wait for: Redis then never answers -LOADING, and a client that
+        // connects before the loader's thread has run must not see it.
+        let mut st = shared.state.lock();
+        if st.cfg.appendonly || crate::state::persist::rdb_path(&st).exists() {
+            st.loading = Some(crate::state::persist::Loading::new(0));
+        }
+        drop(st);
         let tls_ctx = shared.state.lock().tls.clone();
         let tasks = spawn_accept(&shared, &tls_ctx, listeners);
         let mut st = shared.state.lock();
