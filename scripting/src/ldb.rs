@@ -1012,7 +1012,7 @@ unsafe fn hook_body(l: *mut lua_State, ar: *mut lua_Debug, d: &mut Debugger) -> 
     d.send_logs();
     let r = repl(l, d);
     d.restart_clock();
-    crate::engine::with_host(|h| h.map(|h| h.resumed()));
+    crate::host::with_host(|h| h.map(|h| h.resumed()));
     match r {
         Repl::Raise(m) => Some(m),
         Repl::Gone if timeout => {
