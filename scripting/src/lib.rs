@@ -6,6 +6,7 @@
 //! dispatcher, so scripts see exactly the command semantics clients see.
 
 pub mod engine;
+mod host;
 mod ldb;
 pub mod libs;
 mod raw;

@@ -11,7 +11,7 @@
 //! otherwise only allocation failures can, which at worst leak a buffer
 //! (as in `libs`).
 
-use crate::engine::{lua_number_to_int, no_crlf, with_host, RunError};
+use crate::host::{with_host, RunError};
 use bytes::{BufMut, Bytes, BytesMut};
 use mlua::ffi::{self, lua_State};
 use protocol::{format_double, ReplyBuf};
@@ -455,6 +455,20 @@ unsafe fn push_aggregate(
     ffi::lua_rawset(l, -3);
     ffi::lua_remove(l, -2);
     Some(pos)
+}
+
+/// C's `(long long)` cast as Redis does it on x86-64: out of range and NaN
+/// give the minimum.
+fn lua_number_to_int(n: f64) -> i64 {
+    if !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+fn no_crlf(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
 }
 
 /// Pushes `t[k]` for the table at `t` (absolute index) and returns its type.

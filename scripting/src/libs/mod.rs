@@ -123,10 +123,11 @@ pub(crate) unsafe fn run(
     raise(l, e)
 }
 
-/// Declares `extern "C-unwind" fn $name` running `$body` through [`run`].
+/// Declares `extern "C-unwind" fn $name` running `$body` through [`run`];
+/// `$vis` lets a module table elsewhere name it.
 macro_rules! lua_cfn {
-    ($name:ident => $body:path) => {
-        unsafe extern "C-unwind" fn $name(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    ($vis:vis $name:ident => $body:path) => {
+        $vis unsafe extern "C-unwind" fn $name(l: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
             $crate::libs::run(l, $body)
         }
     };
