@@ -5,10 +5,10 @@
 //! Redis. Reads past the end see zeros; writes grow the string with zeros
 //! and turn it into the `raw` encoding.
 
-use super::string::{clamp_range, norm_range, CLASS};
+use super::string::{clamp_range, norm_range};
 use super::{is, Ctx, Handler};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
-use crate::state::keyspace::GENERIC;
 use bytes::Bytes;
 use storage::{num::parse_i64, StrValue, Value};
 
@@ -102,7 +102,7 @@ fn setbit(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     set_bit(v, off, on);
     // Rewriting a bit with its own value changes nothing Redis counts.
     if grown || old != on {
-        c.st.changed(CLASS, "setbit", c.cl.db, &a[1]);
+        c.st.changed(class::STRING, "setbit", c.cl.db, &a[1]);
     }
     c.out.int(old as i64);
     Ok(())
@@ -329,9 +329,9 @@ fn bitop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.st.expire_if_needed(db, &a[2], c.now);
     if maxlen > 0 {
         c.st.dbs[db].set(&a[2], Value::Str(StrValue::raw(res)), false);
-        c.st.changed(CLASS, "set", db, &a[2]);
+        c.st.changed(class::STRING, "set", db, &a[2]);
     } else if c.st.dbs[db].remove(&a[2]).is_some() {
-        c.st.changed(GENERIC, "del", db, &a[2]);
+        c.st.changed(class::GENERIC, "del", db, &a[2]);
     }
     c.out.int(maxlen as i64);
     Ok(())
@@ -593,7 +593,7 @@ fn bitfield_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
         }
     }
     if changes > 0 {
-        c.st.changed(CLASS, "setbit", db, &a[1]);
+        c.st.changed(class::STRING, "setbit", db, &a[1]);
         c.st.dirty += changes - 1;
     }
     c.out.array(replies.len());

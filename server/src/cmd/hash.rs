@@ -9,16 +9,13 @@
 
 use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::{int_arg, is, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
 use storage::num::LDouble;
 use storage::{CBytes, Hash, LpVal, Value};
-
-/// The `h` keyspace event class.
-pub const CLASS: u32 = NOTIFY_CLASSES[4].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("hset", hset),
@@ -72,7 +69,7 @@ fn hset_generic(c: &mut Ctx, a: &[Bytes], name: &str) -> Result<i64, Error> {
     for p in a[2..].chunks_exact(2) {
         added += h.set(&p[0], &p[1], &lim) as i64;
     }
-    c.st.changed_n(CLASS, "hset", db, &a[1], (a.len() as u64 - 2) / 2);
+    c.st.changed_n(class::HASH, "hset", db, &a[1], (a.len() as u64 - 2) / 2);
     Ok(added)
 }
 
@@ -85,7 +82,7 @@ fn hsetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     h.set(&a[2], &a[3], &lim);
-    c.st.changed(CLASS, "hset", db, &a[1]);
+    c.st.changed(class::HASH, "hset", db, &a[1]);
     c.out.int(1);
     Ok(())
 }
@@ -167,7 +164,7 @@ fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed_n(CLASS, "hdel", db, &a[1], n as u64);
+        c.st.changed_n(class::HASH, "hdel", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -211,7 +208,7 @@ fn hincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .ok_or(Error::Storage(storage::Error::Overflow))?;
     let text = itoa::Buffer::new().format(new).as_bytes().to_vec();
     h.set(&a[2], &text, &lim);
-    c.st.changed(CLASS, "hincrby", db, &a[1]);
+    c.st.changed(class::HASH, "hincrby", db, &a[1]);
     c.out.int(new);
     Ok(())
 }
@@ -235,7 +232,7 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let text = sum.to_human();
     h.set(&a[2], text.as_bytes(), &lim);
-    c.st.changed(CLASS, "hincrbyfloat", db, &a[1]);
+    c.st.changed(class::HASH, "hincrbyfloat", db, &a[1]);
     c.out.bulk(text.as_bytes());
     // The result, not the increment: a replay adds no rounding of its own.
     if c.propagating() {

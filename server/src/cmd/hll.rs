@@ -5,8 +5,8 @@
 //! it is a change Redis counts and propagates (dirty, WATCH, tracking), but
 //! with no keyspace event.
 
-use super::string::CLASS;
 use super::{is, Ctx, Handler};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use storage::hll::{self, REGISTERS};
@@ -97,7 +97,7 @@ fn pfadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     if updated > 0 {
         hll::invalidate_cache(v);
-        c.st.changed_n(CLASS, "pfadd", c.cl.db, &a[1], updated);
+        c.st.changed_n(class::STRING, "pfadd", c.cl.db, &a[1], updated);
     }
     c.out.int((updated > 0) as i64);
     Ok(())
@@ -152,7 +152,7 @@ fn pfmerge(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     hll::store_registers(v, &max, max_bytes).map_err(|_| corrupt())?;
     hll::invalidate_cache(v);
-    c.st.changed(CLASS, "pfadd", c.cl.db, &a[1]);
+    c.st.changed(class::STRING, "pfadd", c.cl.db, &a[1]);
     c.out.ok();
     Ok(())
 }

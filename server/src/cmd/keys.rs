@@ -4,9 +4,9 @@
 
 use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::{int_arg, is, Ctx, Handler};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::propagate::int;
-use crate::state::keyspace::GENERIC;
 use crate::state::State;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -148,7 +148,7 @@ fn del_generic(c: &mut Ctx, a: &[Bytes], lazy: bool) -> CmdResult {
         c.st.expire_if_needed(db, k, c.now);
         if let Some(v) = c.st.dbs[db].remove(k) {
             drop_value(v, lazy);
-            c.st.changed(GENERIC, "del", db, k);
+            c.st.changed(class::GENERIC, "del", db, k);
             n += 1;
         }
     }
@@ -217,8 +217,8 @@ fn rename_generic(c: &mut Ctx, a: &[Bytes], nx: bool) -> CmdResult {
     if let Some((_, v, access, exp)) = d.take_entry(src) {
         d.put_entry(CBytes::new(dst), v, access, exp);
     }
-    c.st.changed(GENERIC, "rename_from", db, src);
-    c.st.changed_again(GENERIC, "rename_to", db, dst);
+    c.st.changed(class::GENERIC, "rename_from", db, src);
+    c.st.changed_again(class::GENERIC, "rename_to", db, dst);
     if nx {
         c.out.int(1);
     } else {
@@ -295,7 +295,7 @@ fn copy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if let Some(t) = exp {
         d.set_expire(dst, t);
     }
-    c.st.changed(GENERIC, "copy_to", dst_db, dst);
+    c.st.changed(class::GENERIC, "copy_to", dst_db, dst);
     c.out.int(1);
     Ok(())
 }
@@ -319,8 +319,8 @@ fn move_cmd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if let Some((k, v, access, exp)) = c.st.dbs[src_db].take_entry(key) {
         c.st.dbs[dst_db].put_entry(k, v, access, exp);
     }
-    c.st.changed(GENERIC, "move_from", src_db, key);
-    c.st.changed_again(GENERIC, "move_to", dst_db, key);
+    c.st.changed(class::GENERIC, "move_from", src_db, key);
+    c.st.changed_again(class::GENERIC, "move_to", dst_db, key);
     c.out.int(1);
     Ok(())
 }
@@ -395,10 +395,10 @@ fn expire_generic(
         if let Some(v) = c.st.dbs[db].remove(key) {
             drop_value(v, c.st.cfg.lazyfree_lazy_expire);
         }
-        c.st.changed(GENERIC, "del", db, key);
+        c.st.changed(class::GENERIC, "del", db, key);
     } else {
         c.st.dbs[db].set_expire(key, when);
-        c.st.changed(GENERIC, "expire", db, key);
+        c.st.changed(class::GENERIC, "expire", db, key);
     }
     propagate_expiry(c, key, &a[3..]);
     c.out.int(1);
@@ -487,7 +487,7 @@ fn persist(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
     let done = c.st.lookup_write(db, &a[1], c.now).is_some() && c.st.dbs[db].persist(&a[1]);
     if done {
-        c.st.changed(GENERIC, "persist", db, &a[1]);
+        c.st.changed(class::GENERIC, "persist", db, &a[1]);
     }
     c.out.int(done as i64);
     Ok(())

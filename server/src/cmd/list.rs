@@ -11,15 +11,12 @@
 //! served), so serving and replying live here in one place.
 
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::{LpVal, Quicklist, Value};
-
-/// The `l` (list) keyspace event class.
-pub const CLASS: u32 = NOTIFY_CLASSES[2].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("lpush", lpush),
@@ -75,7 +72,7 @@ fn push_event(front: bool) -> &'static str {
 /// counter (INFO's rdb_changes_since_last_save), as Redis counts them:
 /// one per element pushed, popped, removed or trimmed.
 fn changed_n(c: &mut Ctx, event: &str, db: usize, key: &[u8], n: usize) {
-    c.st.changed(CLASS, event, db, key);
+    c.st.changed(class::LIST, event, db, key);
     c.st.dirty = (c.st.dirty - 1).saturating_add(n as u64);
 }
 
@@ -259,7 +256,7 @@ fn lset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if !list.set(index, &a[3]) {
         return Err(Error::OutOfRange);
     }
-    c.st.changed(CLASS, "lset", db, &a[1]);
+    c.st.changed(class::LIST, "lset", db, &a[1]);
     c.out.ok();
     Ok(())
 }
@@ -283,7 +280,7 @@ fn linsert(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     let len = list.len();
-    c.st.changed(CLASS, "linsert", db, &a[1]);
+    c.st.changed(class::LIST, "linsert", db, &a[1]);
     c.out.int(len as i64);
     Ok(())
 }
@@ -451,7 +448,7 @@ fn move_one(c: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool) -> CmdRes
         dl.push_back(&v);
     }
     // One change in all for the dirty counter.
-    c.st.changed(CLASS, push_event(to), db, dst);
+    c.st.changed(class::LIST, push_event(to), db, dst);
     changed_n(c, pop_event(from), db, src, 0);
     c.st.delete_if_empty(db, src);
     c.out.bulk(&v);
@@ -482,7 +479,7 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
             list.pop_back()
         };
         let Some(v) = v else { continue };
-        c.st.changed(CLASS, pop_event(front), db, k);
+        c.st.changed(class::LIST, pop_event(front), db, k);
         c.st.delete_if_empty(db, k);
         c.out.array(2);
         c.out.bulk(k);

@@ -4,6 +4,7 @@
 //! for the next MIGRATE to the same target (see `crate::core::migrate`).
 
 use super::{int_arg, is, Ctx, Handler};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::migrate::Link;
 use bytes::Bytes;
@@ -118,7 +119,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
     for k in &moved {
         c.st.dbs[db].remove(k);
-        c.st.changed(crate::state::keyspace::GENERIC, "del", db, k);
+        c.st.changed(class::GENERIC, "del", db, k);
     }
     if moved.is_empty() {
         c.no_propagate();

@@ -2,9 +2,9 @@
 //! DIGEST-VALUE helpers the DEBUG dispatcher calls.
 
 use super::{int_arg, is, Ctx, Handler};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::propagate::int;
-use crate::state::keyspace::GENERIC;
 use crate::state::persist;
 use bytes::Bytes;
 use storage::listpack::LpVal;
@@ -132,7 +132,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if ttl > 0 && c.st.already_expired(ttl, c.now) {
         // Already expired: the key is gone (a replaced one deleted).
         if deleted {
-            c.st.changed(GENERIC, "del", db, key);
+            c.st.changed(class::GENERIC, "del", db, key);
             c.propagate_as([Bytes::from_static(b"DEL"), key.clone()]);
         }
         c.out.ok();
@@ -151,7 +151,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         (idle.map(|i| i as u64), None)
     };
     c.st.dbs[db].set_access(key, idle, freq);
-    c.st.changed(GENERIC, "restore", db, key);
+    c.st.changed(class::GENERIC, "restore", db, key);
     if ttl > 0 && !absttl {
         // The absolute time, so a replay expires the key at the same moment.
         let args = a.iter().enumerate();

@@ -10,16 +10,12 @@
 use super::hash::{distinct_indices, rand_count};
 use super::scan::{cursor_arg, scan_opts, scan_reply};
 use super::{int_arg, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
-use crate::state::keyspace::GENERIC;
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
 use storage::{CBytes, Intset, LpVal, Set, Value};
-
-/// The `s` keyspace event class.
-pub const CLASS: u32 = NOTIFY_CLASSES[3].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("sadd", sadd),
@@ -56,7 +52,7 @@ fn sadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         added += s.add(m, max) as i64;
     }
     if added > 0 {
-        c.st.changed_n(CLASS, "sadd", db, &a[1], added as u64);
+        c.st.changed_n(class::SET, "sadd", db, &a[1], added as u64);
     }
     c.out.int(added);
     Ok(())
@@ -79,7 +75,7 @@ fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed_n(CLASS, "srem", db, &a[1], n as u64);
+        c.st.changed_n(class::SET, "srem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -219,7 +215,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         };
         let m = s.pop_random(&mut rand::thread_rng()).unwrap_or_default();
         c.out.bulk(&m);
-        c.st.changed(CLASS, "spop", db, &a[1]);
+        c.st.changed(class::SET, "spop", db, &a[1]);
         c.st.delete_if_empty(db, &a[1]);
         // As Redis 7.0: SREM even when the set is gone with it.
         c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), Bytes::from(m)]);
@@ -246,8 +242,8 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             bulk_val(c.out, v);
         }
         c.st.dbs[db].remove(&a[1]);
-        c.st.changed_n(CLASS, "spop", db, &a[1], n as u64);
-        c.st.notify(GENERIC, "del", db, &a[1]);
+        c.st.changed_n(class::SET, "spop", db, &a[1], n as u64);
+        c.st.notify(class::GENERIC, "del", db, &a[1]);
         c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
         return Ok(());
     }
@@ -263,7 +259,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             }
         }
     }
-    c.st.changed_n(CLASS, "spop", db, &a[1], k as u64);
+    c.st.changed_n(class::SET, "spop", db, &a[1], k as u64);
     // As Redis 7.0: one SREM per member, in one unit.
     for m in popped {
         c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), m]);
@@ -299,12 +295,12 @@ fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.int(0);
         return Ok(());
     }
-    c.st.changed(CLASS, "srem", db, src);
+    c.st.changed(class::SET, "srem", db, src);
     c.st.delete_if_empty(db, src);
     let s =
         c.st.write_or_create::<Set>(db, dst, now, || Value::Set(Set::new_for(m)))?;
     if s.add(m, max) {
-        c.st.changed(CLASS, "sadd", db, dst);
+        c.st.changed(class::SET, "sadd", db, dst);
     }
     c.out.int(1);
     Ok(())
@@ -354,13 +350,13 @@ fn store(c: &mut Ctx, dst: &[u8], set: Set, event: &str) {
     if set.is_empty() {
         c.st.expire_if_needed(db, dst, c.now);
         if c.st.dbs[db].remove(dst).is_some() {
-            c.st.changed(GENERIC, "del", db, dst);
+            c.st.changed(class::GENERIC, "del", db, dst);
         }
         c.out.int(0);
     } else {
         let n = set.len();
         c.st.dbs[db].set(dst, Value::Set(set), false);
-        c.st.changed(CLASS, event, db, dst);
+        c.st.changed(class::SET, event, db, dst);
         c.out.int(n as i64);
     }
 }

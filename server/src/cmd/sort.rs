@@ -23,17 +23,13 @@
 //! - `start + count - 1` in LIMIT saturates instead of overflowing.
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, WRONGTYPE};
-use crate::state::keyspace::GENERIC;
 use crate::state::State;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use storage::num::parse_sort_score;
 use storage::{LpVal, Quicklist, SortedSet, Value};
-
-/// The `l` (list) keyspace event class: `sortstore`.
-const LIST: u32 = NOTIFY_CLASSES[2].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[("sort", sort), ("sort_ro", sort_ro)];
 
@@ -417,11 +413,11 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
     if outputlen > 0 {
         c.st.expire_if_needed(db, dest, now);
         c.st.dbs[db].set(dest, Value::List(Box::new(list)), false);
-        c.st.changed(LIST, "sortstore", db, dest);
+        c.st.changed(class::LIST, "sortstore", db, dest);
         // Redis counts one change per stored element.
         c.st.dirty += outputlen as u64 - 1;
     } else if c.st.dbs[db].remove(dest).is_some() {
-        c.st.changed(GENERIC, "del", db, dest);
+        c.st.changed(class::GENERIC, "del", db, dest);
     }
     c.out.int(outputlen as i64);
     Ok(())

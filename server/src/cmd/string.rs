@@ -1,16 +1,12 @@
 //! String commands.
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use crate::core::propagate::int;
-use crate::state::keyspace::GENERIC;
 use bytes::Bytes;
 use storage::num::LDouble;
 use storage::{CBytes, StrValue, Value};
-
-/// The `$` (string) keyspace event class.
-pub const CLASS: u32 = NOTIFY_CLASSES[1].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("get", get),
@@ -202,9 +198,9 @@ fn set_generic(
     if let Ttl::At(t) = ttl {
         c.st.dbs[db].set_expire(key, t);
     }
-    c.st.changed(CLASS, "set", db, key);
+    c.st.changed(class::STRING, "set", db, key);
     if let Ttl::At(_) = ttl {
-        c.st.notify(GENERIC, "expire", db, key);
+        c.st.notify(class::GENERIC, "expire", db, key);
     }
     match (get, old) {
         (true, Some(v)) => c.out.bulk(&v),
@@ -222,7 +218,7 @@ fn setnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     c.st.dbs[db].add(&a[1], Value::str(&a[2]));
-    c.st.changed(CLASS, "set", db, &a[1]);
+    c.st.changed(class::STRING, "set", db, &a[1]);
     c.out.int(1);
     Ok(())
 }
@@ -259,7 +255,7 @@ fn getdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
     c.st.dbs[db].remove(&a[1]);
-    c.st.changed(GENERIC, "del", db, &a[1]);
+    c.st.changed(class::GENERIC, "del", db, &a[1]);
     c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
     Ok(())
 }
@@ -283,13 +279,13 @@ fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if let Some(at) = at {
         if c.st.already_expired(at, c.now) {
             c.st.dbs[db].remove(&a[1]);
-            c.st.changed(GENERIC, "del", db, &a[1]);
+            c.st.changed(class::GENERIC, "del", db, &a[1]);
         } else {
             c.st.dbs[db].set_expire(&a[1], at);
-            c.st.changed(GENERIC, "expire", db, &a[1]);
+            c.st.changed(class::GENERIC, "expire", db, &a[1]);
         }
     } else if e.persist && c.st.dbs[db].persist(&a[1]) {
-        c.st.changed(GENERIC, "persist", db, &a[1]);
+        c.st.changed(class::GENERIC, "persist", db, &a[1]);
     }
     super::keys::propagate_expiry(c, &a[1], &[]);
     Ok(())
@@ -324,7 +320,7 @@ fn mset_all(c: &mut Ctx, a: &[Bytes]) {
     for kv in a[1..].chunks_exact(2) {
         c.st.expire_if_needed(db, &kv[0], c.now);
         c.st.dbs[db].set(&kv[0], Value::str(&kv[1]), false);
-        c.st.changed(CLASS, "set", db, &kv[0]);
+        c.st.changed(class::STRING, "set", db, &kv[0]);
     }
 }
 
@@ -363,7 +359,7 @@ fn append(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             v.len()
         }
     };
-    c.st.changed(CLASS, "append", db, &a[1]);
+    c.st.changed(class::STRING, "append", db, &a[1]);
     c.out.int(len as i64);
     Ok(())
 }
@@ -448,7 +444,7 @@ fn setrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     v[off..off + val.len()].copy_from_slice(val);
     let n = v.len();
-    c.st.changed(CLASS, "setrange", db, &a[1]);
+    c.st.changed(class::STRING, "setrange", db, &a[1]);
     c.out.int(n as i64);
     Ok(())
 }
@@ -470,7 +466,7 @@ fn incr_by(c: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     if !c.st.dbs[db].contains(key) {
         c.st.dbs[db].add(key, Value::Str(StrValue::Int(n)));
     }
-    c.st.changed(CLASS, "incrby", db, key);
+    c.st.changed(class::STRING, "incrby", db, key);
     c.out.int(n);
     Ok(())
 }
@@ -520,7 +516,7 @@ fn incrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         Value::Str(StrValue::Emb(CBytes::new(text.as_bytes()))),
         true,
     );
-    c.st.changed(CLASS, "incrbyfloat", db, &a[1]);
+    c.st.changed(class::STRING, "incrbyfloat", db, &a[1]);
     c.out.bulk(text.as_bytes());
     // The result, not the increment: a replay adds no rounding of its own.
     if c.propagating() {

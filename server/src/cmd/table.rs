@@ -130,32 +130,22 @@ const NAME_HASH_SEED: u32 = 0x811c_9dc5;
 static RENAMES: OnceLock<Vec<(String, String)>> = OnceLock::new();
 
 /// The names clients call the commands of [`table`] by, once `renames`
-/// applied in order as Redis applies them at start-up: the old name must
-/// be callable at that point, the new one must not be.
-pub fn rename(
-    renames: &[(String, String)],
-) -> Result<Vec<(String, &'static Command)>, &'static str> {
-    let mut names: Vec<(String, &'static Command)> =
-        table().iter().map(|(n, &c)| (n.to_string(), c)).collect();
-    for (old, new) in renames {
-        let i = names
-            .iter()
-            .position(|(n, _)| n.eq_ignore_ascii_case(old))
-            .ok_or("No such command in rename-command")?;
-        let (_, cmd) = names.swap_remove(i);
-        if new.is_empty() {
-            continue;
-        }
-        if names.iter().any(|(n, _)| n.eq_ignore_ascii_case(new)) {
-            return Err("Target command name already exists");
-        }
-        names.push((new.to_ascii_lowercase(), cmd));
-    }
-    Ok(names)
+/// applied ([`crate::core::command::apply_renames`]). Every row of Redis's
+/// takes part, bound or not, as the configuration's check saw them.
+fn rename(renames: &[(String, String)]) -> Result<Vec<(String, &'static Command)>, &'static str> {
+    let mut names: Vec<(String, Option<&'static Command>)> = crate::core::command::meta::META
+        .iter()
+        .map(|m| (m.name.to_string(), table().get(m.name).copied()))
+        .collect();
+    crate::core::command::apply_renames(&mut names, renames)?;
+    Ok(names
+        .into_iter()
+        .filter_map(|(n, c)| Some((n, c?)))
+        .collect())
 }
 
 /// Installs the `rename-command` lines of the configuration (checked by
-/// [`rename`] when it was read). Called at start-up, before the first
+/// [`crate::core::command::check_renames`] when it was read). Called at start-up, before the first
 /// request is looked up.
 pub fn rename_commands(renames: &[(String, String)]) {
     assert!(BY_HASH.get().is_none(), "commands renamed after a lookup");

@@ -7,18 +7,14 @@
 
 use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
 use super::{int_arg, is, timeout_arg, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use crate::core::propagate::int;
-use crate::state::keyspace::GENERIC;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::num::parse_score;
 use storage::zset::ZEntry;
 use storage::{LexRange, ScoreRange, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
-
-/// The `z` (sorted set) keyspace event class.
-pub const CLASS: u32 = NOTIFY_CLASSES[5].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("zadd", zadd),
@@ -128,11 +124,11 @@ pub(super) fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
     if n > 0 {
         c.st.expire_if_needed(db, dst, c.now);
         c.st.dbs[db].set(dst, Value::ZSet(z), false);
-        c.st.changed(CLASS, event, db, dst);
+        c.st.changed(class::ZSET, event, db, dst);
     } else {
         c.st.expire_if_needed(db, dst, c.now);
         if c.st.dbs[db].remove(dst).is_some() {
-            c.st.changed(GENERIC, "del", db, dst);
+            c.st.changed(class::GENERIC, "del", db, dst);
         }
     }
     c.out.int(n as i64);
@@ -248,7 +244,7 @@ pub(super) fn zadd_generic(
     }
     if added + updated > 0 {
         let event = if f.incr { "zincr" } else { "zadd" };
-        c.st.changed_n(CLASS, event, db, key, (added + updated) as u64);
+        c.st.changed_n(class::ZSET, event, db, key, (added + updated) as u64);
     }
     if nan {
         c.st.delete_if_empty(db, key);
@@ -485,7 +481,7 @@ fn zrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     if n > 0 {
-        c.st.changed_n(CLASS, "zrem", db, &a[1], n as u64);
+        c.st.changed_n(class::ZSET, "zrem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
@@ -518,7 +514,7 @@ fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
             RangeType::Score => "zremrangebyscore",
             RangeType::Lex => "zremrangebylex",
         };
-        c.st.changed_n(CLASS, event, db, &a[1], n as u64);
+        c.st.changed_n(class::ZSET, event, db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n as i64);
@@ -609,7 +605,7 @@ fn zpop_generic(
     }
     if n > 0 {
         let event = if max { "zpopmax" } else { "zpopmin" };
-        c.st.changed_n(CLASS, event, db, key, n as u64);
+        c.st.changed_n(class::ZSET, event, db, key, n as u64);
         c.st.delete_if_empty(db, key);
     }
     // The multi-key and blocking forms propagate the plain pop of the key

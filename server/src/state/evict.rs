@@ -395,7 +395,7 @@ impl State {
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
         }
-        self.notify(crate::core::config::NOTIFY_CLASSES[7].1, "evicted", db, key);
+        self.notify(crate::core::config::class::EVICTED, "evicted", db, key);
         self.propagate_del(db, key);
         if self.tracking.armed {
             self.invalidate_key(key, 0);

@@ -1,12 +1,10 @@
 //! Keyspace access for command handlers: lazy expiry, hit/miss statistics,
 //! typed lookups (WRONGTYPE), and the bookkeeping of a change.
 
+use crate::core::config::class;
 use crate::core::error::{Error, WRONGTYPE};
 use crate::state::State;
 use storage::{StrValue, Typed, Value};
-
-/// The `g` (generic) keyspace event class: DEL, EXPIRE, RENAME, … of any type.
-pub const GENERIC: u32 = crate::core::config::NOTIFY_CLASSES[0].1;
 
 /// Keyspace access with lazy expiry and the hit/miss statistics.
 impl State {
@@ -131,7 +129,7 @@ impl State {
     pub fn delete_if_empty(&mut self, db: usize, key: &[u8]) -> bool {
         if self.dbs[db].get(key).is_some_and(Value::is_empty_aggregate) {
             self.dbs[db].remove(key);
-            self.notify(GENERIC, "del", db, key);
+            self.notify(class::GENERIC, "del", db, key);
             true
         } else {
             false

@@ -593,7 +593,7 @@ impl State {
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
         }
-        self.notify(crate::core::config::NOTIFY_CLASSES[6].1, "expired", db, key);
+        self.notify(crate::core::config::class::EXPIRED, "expired", db, key);
         self.propagate_del(db, key);
         if self.tracking.armed {
             self.invalidate_key(key, 0);

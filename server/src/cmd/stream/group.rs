@@ -7,9 +7,10 @@
 //! group's last ID moved (XCLAIM's LASTID). What Redis 7.0.15 writes to
 //! its AOF for each was checked against it.
 
-use super::{id_bytes, interval_id, parse_id, reply_entry, strict_id, CLASS};
+use super::{id_bytes, interval_id, parse_id, reply_entry, strict_id};
 use crate::cmd::help::{bad_sub, help_reply};
 use crate::cmd::{int_arg, is, Ctx};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use storage::stream::{Group, ENTRIES_READ_INVALID};
@@ -155,7 +156,7 @@ pub fn xgroup_create(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::other("BUSYGROUP Consumer Group name already exists"));
     }
     s.groups.insert(a[3].to_vec(), Group::new(id, entries_read));
-    c.st.changed(CLASS, "xgroup-create", db, &a[2]);
+    c.st.changed(class::STREAM, "xgroup-create", db, &a[2]);
     c.out.ok();
     Ok(())
 }
@@ -195,7 +196,7 @@ pub fn xgroup_setid(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let g = s.groups.get_mut(&a[3][..]).expect("checked");
     g.last_id = id;
     g.entries_read = entries_read;
-    c.st.changed(CLASS, "xgroup-setid", c.cl.db, &a[2]);
+    c.st.changed(class::STREAM, "xgroup-setid", c.cl.db, &a[2]);
     c.out.ok();
     Ok(())
 }
@@ -208,7 +209,7 @@ pub fn xgroup_destroy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     // Also wakes the group's blocked readers, which then fail.
-    c.st.changed(CLASS, "xgroup-destroy", c.cl.db, &a[2]);
+    c.st.changed(class::STREAM, "xgroup-destroy", c.cl.db, &a[2]);
     c.out.int(1);
     Ok(())
 }
@@ -220,7 +221,7 @@ pub fn xgroup_createconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let g = s.groups.get_mut(&a[3][..]).expect("checked");
     let created = g.consumer(&a[4], now).1;
     if created {
-        c.st.changed(CLASS, "xgroup-createconsumer", c.cl.db, &a[2]);
+        c.st.changed(class::STREAM, "xgroup-createconsumer", c.cl.db, &a[2]);
     }
     c.out.int(created as i64);
     Ok(())
@@ -232,7 +233,7 @@ pub fn xgroup_delconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let g = s.groups.get_mut(&a[3][..]).expect("checked");
     let pending = g.delete_consumer(&a[4]);
     if pending.is_some() {
-        c.st.changed(CLASS, "xgroup-delconsumer", c.cl.db, &a[2]);
+        c.st.changed(class::STREAM, "xgroup-delconsumer", c.cl.db, &a[2]);
     }
     c.out.int(pending.unwrap_or(0) as i64);
     Ok(())
@@ -511,7 +512,7 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.no_propagate();
     // Replaying the XCLAIMs recreates a new consumer.
     if created {
-        c.st.changed(CLASS, "xgroup-createconsumer", db, key);
+        c.st.changed(class::STREAM, "xgroup-createconsumer", db, key);
     }
     c.st.dirty += changes;
     for p in props {
@@ -612,7 +613,7 @@ pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.no_propagate();
     // Replaying the XCLAIMs recreates a new consumer.
     if created {
-        c.st.changed(CLASS, "xgroup-createconsumer", db, key);
+        c.st.changed(class::STREAM, "xgroup-createconsumer", db, key);
     }
     c.st.dirty += changes;
     for p in props {

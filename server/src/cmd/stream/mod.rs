@@ -13,16 +13,13 @@ mod info;
 mod read;
 
 use super::{int_arg, is, Ctx, Handler};
-use crate::core::config::NOTIFY_CLASSES;
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use group::{group_id_propagation, xclaim_propagation};
 use protocol::ReplyBuf;
 use storage::stream::{Entry, NodeLimits, Trim};
 use storage::{LpVal, Stream, StreamId, Value};
-
-/// The `t` keyspace event class.
-pub const CLASS: u32 = NOTIFY_CLASSES[8].1;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("xadd", xadd),
@@ -371,9 +368,9 @@ fn xadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             prop = Some(exact_trim_args(a, &t, s));
         }
     }
-    c.st.changed(CLASS, "xadd", db, &a[1]);
+    c.st.changed(class::STREAM, "xadd", db, &a[1]);
     if trimmed > 0 {
-        c.st.notify(CLASS, "xtrim", db, &a[1]);
+        c.st.notify(class::STREAM, "xtrim", db, &a[1]);
     }
     if prop_on && (prop.is_some() || !matches!(t.id, Some((_, true)))) {
         let mut v = prop.unwrap_or_else(|| a.to_vec());
@@ -452,7 +449,7 @@ fn xdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let s = c.st.write::<Stream>(db, &a[1], c.now)?.expect("checked");
     let n = s.delete_ids(&ids);
     if n > 0 {
-        c.st.changed(CLASS, "xdel", db, &a[1]);
+        c.st.changed(class::STREAM, "xdel", db, &a[1]);
     }
     c.out.int(n as i64);
     Ok(())
@@ -469,7 +466,7 @@ fn xtrim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let n = s.trim(t.how.expect("checked"), t.approx, t.limit);
     if n > 0 {
         let prop = t.approx.then(|| exact_trim_args(a, &t, s));
-        c.st.changed(CLASS, "xtrim", db, &a[1]);
+        c.st.changed(class::STREAM, "xtrim", db, &a[1]);
         if let Some(p) = prop {
             c.propagate_as(p);
         }
@@ -527,7 +524,7 @@ fn xsetid(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if let Some(m) = max_del.filter(|m| !m.is_zero()) {
         s.max_deleted_id = m;
     }
-    c.st.changed(CLASS, "xsetid", db, &a[1]);
+    c.st.changed(class::STREAM, "xsetid", db, &a[1]);
     c.out.ok();
     Ok(())
 }

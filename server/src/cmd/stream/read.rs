@@ -14,6 +14,7 @@
 
 use super::{group_id_propagation, reply_entry, strict_id, xclaim_propagation};
 use crate::cmd::{int_arg, is, Ctx};
+use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::state::BlockKind;
 use bytes::Bytes;
@@ -314,7 +315,7 @@ fn read_group(
     }
     s.groups.insert(gname.to_vec(), g);
     if created {
-        c.st.changed(super::CLASS, "xgroup-createconsumer", db, key);
+        c.st.changed(class::STREAM, "xgroup-createconsumer", db, key);
         if noack {
             c.propagate_as(super::group::consumer_propagation(key, gname, cname));
         }

@@ -159,3 +159,37 @@ impl Meta {
         }
     }
 }
+
+/// `rename-command` lines applied in order to `names`, as Redis applies them
+/// at start-up: the old name must be there at that point, the new one must
+/// not be; an empty new name removes the command.
+pub fn apply_renames<T>(
+    names: &mut Vec<(String, T)>,
+    renames: &[(String, String)],
+) -> Result<(), &'static str> {
+    for (old, new) in renames {
+        let i = names
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(old))
+            .ok_or("No such command in rename-command")?;
+        let (_, what) = names.swap_remove(i);
+        if new.is_empty() {
+            continue;
+        }
+        if names.iter().any(|(n, _)| n.eq_ignore_ascii_case(new)) {
+            return Err("Target command name already exists");
+        }
+        names.push((new.to_ascii_lowercase(), what));
+    }
+    Ok(())
+}
+
+/// Whether `renames` apply to Redis's commands: the check made as each
+/// `rename-command` line is read.
+pub fn check_renames(renames: &[(String, String)]) -> Result<(), &'static str> {
+    let mut names: Vec<(String, ())> = meta::META
+        .iter()
+        .map(|m| (m.name.to_string(), ()))
+        .collect();
+    apply_renames(&mut names, renames)
+}

@@ -162,7 +162,7 @@ pub struct Config {
     /// The words after `user` of each `user` line (see `acl`).
     pub users: Vec<Vec<Vec<u8>>>,
     /// `rename-command` lines (old name, new name), checked against the
-    /// command table as read; installed by `cmd::rename_commands`.
+    /// commands' metadata as read; installed by `cmd::rename_commands`.
     pub renames: Vec<(String, String)>,
 }
 
@@ -252,17 +252,31 @@ fn bool_of(s: &str) -> Option<bool> {
     }
 }
 
+/// The keyspace event classes a command's events belong to.
+pub mod class {
+    /// DEL, EXPIRE, RENAME, … of any type.
+    pub const GENERIC: u32 = 1 << 2;
+    pub const STRING: u32 = 1 << 3;
+    pub const LIST: u32 = 1 << 4;
+    pub const SET: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const ZSET: u32 = 1 << 7;
+    pub const EXPIRED: u32 = 1 << 8;
+    pub const EVICTED: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 10;
+}
+
 /// Notification class letters and their bits, shared with the notifier.
 pub const NOTIFY_CLASSES: &[(char, u32)] = &[
-    ('g', 1 << 2),
-    ('$', 1 << 3),
-    ('l', 1 << 4),
-    ('s', 1 << 5),
-    ('h', 1 << 6),
-    ('z', 1 << 7),
-    ('x', 1 << 8),
-    ('e', 1 << 9),
-    ('t', 1 << 10),
+    ('g', class::GENERIC),
+    ('$', class::STRING),
+    ('l', class::LIST),
+    ('s', class::SET),
+    ('h', class::HASH),
+    ('z', class::ZSET),
+    ('x', class::EXPIRED),
+    ('e', class::EVICTED),
+    ('t', class::STREAM),
     ('m', 1 << 12),
     ('d', 1 << 13),
     ('n', 1 << 14),
@@ -694,7 +708,7 @@ impl Config {
                     self.modules.push(path.clone());
                 } else if let ("rename-command", [old, new]) = (name.as_str(), args) {
                     self.renames.push((old.clone(), new.clone()));
-                    crate::cmd::rename(&self.renames).map_err(fatal)?;
+                    crate::core::command::check_renames(&self.renames).map_err(fatal)?;
                 } else {
                     return Err(fatal(match name.as_str() {
                         "rename-command" => "Bad directive or wrong number of arguments",
