@@ -5,8 +5,7 @@
 //! Redis. Reads past the end see zeros; writes grow the string with zeros
 //! and turn it into the `raw` encoding.
 
-use super::string::{clamp_range, norm_range};
-use super::{is, Ctx, Handler};
+use super::{clamp_range, is, norm_range, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_INTEGER, WRONGTYPE};
 use bytes::Bytes;

@@ -79,7 +79,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("change-repl-id", 2) => {
-            c.st.replid = crate::core::clock::random_hex40();
+            c.st.replid = crate::core::random::random_hex40();
             c.out.ok();
         }
         ("quicklist-packed-threshold", 3) => {

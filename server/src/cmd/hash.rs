@@ -8,9 +8,10 @@
 //! and so converts nothing.
 
 use super::scan::{cursor_arg, scan_opts, scan_reply};
-use super::{int_arg, is, Ctx, Handler};
+use super::{int_arg, is, rand_count, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
+use crate::core::random::distinct_indices;
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
@@ -240,42 +241,6 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.propagate_as([Bytes::from_static(b"HSET"), a[1].clone(), a[2].clone(), v]);
     }
     Ok(())
-}
-
-/// Parses the count of HRANDFIELD / SRANDMEMBER: any i64 but i64::MIN.
-pub fn rand_count(a: &[u8]) -> Result<i64, Error> {
-    let n = int_arg(a)?;
-    if n == i64::MIN {
-        return Err(Error::other(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
-    }
-    Ok(n)
-}
-
-/// Distinct indices below `n`, `k` of them (k < n), uniformly chosen.
-pub fn distinct_indices<R: Rng>(rng: &mut R, n: usize, k: usize) -> Vec<usize> {
-    if k * 3 > n {
-        // Many of them: a partial shuffle of all indices.
-        let mut all: Vec<usize> = (0..n).collect();
-        for i in 0..k {
-            let j = rng.gen_range(i..n);
-            all.swap(i, j);
-        }
-        all.truncate(k);
-        all
-    } else {
-        // Few of them: draw until enough are distinct.
-        let mut seen = HashSet::with_capacity(k);
-        let mut out = Vec::with_capacity(k);
-        while out.len() < k {
-            let i = rng.gen_range(0..n);
-            if seen.insert(i) {
-                out.push(i);
-            }
-        }
-        out
-    }
 }
 
 /// HRANDFIELD key [count [WITHVALUES]]

@@ -6,7 +6,6 @@ use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
-use crate::core::propagate::int;
 use crate::state::State;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -400,29 +399,9 @@ fn expire_generic(
         c.st.dbs[db].set_expire(key, when);
         c.st.changed(class::GENERIC, "expire", db, key);
     }
-    propagate_expiry(c, key, &a[3..]);
+    c.propagate_expiry(key, &a[3..]);
     c.out.int(1);
     Ok(())
-}
-
-/// Propagates what a command left of `key`'s expiry, as Redis 7.0 does:
-/// the absolute time (`PEXPIREAT`, followed by `extra` options),
-/// `PERSIST` when it has none, `DEL` when the key is gone.
-pub(super) fn propagate_expiry(c: &mut Ctx, key: &Bytes, extra: &[Bytes]) {
-    if !c.propagating() {
-        return;
-    }
-    let d = &c.st.dbs[c.cl.db];
-    let op = if !d.contains(key) {
-        vec![Bytes::from_static(b"DEL"), key.clone()]
-    } else if let Some(t) = d.expire_at(key) {
-        let mut op = vec![Bytes::from_static(b"PEXPIREAT"), key.clone(), int(t)];
-        op.extend_from_slice(extra);
-        op
-    } else {
-        vec![Bytes::from_static(b"PERSIST"), key.clone()]
-    };
-    c.propagate_as(op);
 }
 
 /// EXPIRE key seconds [NX | XX | GT | LT]

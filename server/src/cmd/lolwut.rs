@@ -3,16 +3,18 @@
 //! every row) in Braille dots; VERSION 6 a skyline in four ANSI greys;
 //! any other version (7 by default) prints only the version line.
 
-use super::{int_arg, is, Ctx};
+use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use rand::Rng;
 use std::f64::consts::{FRAC_PI_2, FRAC_PI_4};
 
+pub static HANDLERS: &[(&str, Handler)] = &[("lolwut", lolwut)];
+
 const VERSION_LINE: &str = "Redis ver. 7.0.15\n";
 
 /// LOLWUT [VERSION version [args…]]
-pub fn lolwut(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn lolwut(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (version, args) = if a.len() >= 3 && is(&a[1], "version") {
         (int_arg(&a[2])?, &a[3..])
     } else {

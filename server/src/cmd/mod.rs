@@ -25,14 +25,13 @@ pub mod connection;
 pub mod debug;
 mod gate;
 pub use gate::LOADING;
-pub mod geo;
 pub mod hash;
 pub mod help;
 pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod list;
-mod lolwut;
+pub mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod module;
@@ -49,7 +48,6 @@ pub mod string;
 mod table;
 pub mod transaction;
 pub mod zset;
-pub mod zsetops;
 
 pub use blocking::timeout_arg;
 pub use table::*;
@@ -106,6 +104,30 @@ impl Ctx<'_> {
     /// that costs something to build is built only then.
     pub fn propagating(&mut self) -> bool {
         self.st.propagating()
+    }
+
+    /// Propagates what a command left of `key`'s expiry, as Redis 7.0 does:
+    /// the absolute time (`PEXPIREAT`, followed by `extra` options),
+    /// `PERSIST` when it has none, `DEL` when the key is gone.
+    pub fn propagate_expiry(&mut self, key: &Bytes, extra: &[Bytes]) {
+        if !self.propagating() {
+            return;
+        }
+        let d = &self.st.dbs[self.cl.db];
+        let op = if !d.contains(key) {
+            vec![Bytes::from_static(b"DEL"), key.clone()]
+        } else if let Some(t) = d.expire_at(key) {
+            let mut op = vec![
+                Bytes::from_static(b"PEXPIREAT"),
+                key.clone(),
+                crate::core::propagate::int(t),
+            ];
+            op.extend_from_slice(extra);
+            op
+        } else {
+            vec![Bytes::from_static(b"PERSIST"), key.clone()]
+        };
+        self.propagate_as(op);
     }
 
     /// This command, if it changed data, propagates `op` instead of its
@@ -247,4 +269,52 @@ pub fn int_arg(a: &[u8]) -> Result<i64, Error> {
 /// Case-insensitive keyword test.
 pub fn is(a: &[u8], kw: &str) -> bool {
     a.eq_ignore_ascii_case(kw.as_bytes())
+}
+
+/// Parses the count of HRANDFIELD / SRANDMEMBER: any i64 but i64::MIN.
+pub fn rand_count(a: &[u8]) -> Result<i64, Error> {
+    let n = int_arg(a)?;
+    if n == i64::MIN {
+        return Err(Error::other(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
+/// Redis's index normalization for GETRANGE (and BITCOUNT/BITPOS): the
+/// inclusive range `start..=end` in a string of `len`, or `None` if empty.
+pub fn norm_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
+    clamp_range(start, end, len)
+}
+
+/// `norm_range` without its first rule (BITPOS has none): negative indexes
+/// count from the end, then both are clamped into the string.
+pub fn clamp_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
+    let mut s = if start < 0 { len + start } else { start };
+    let mut e = if end < 0 { len + end } else { end };
+    s = s.max(0);
+    e = e.max(0);
+    if e >= len {
+        e = len - 1;
+    }
+    (s <= e && len > 0).then_some((s, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_as_redis() {
+        assert_eq!(norm_range(0, -100, 5), Some((0, 0)));
+        assert_eq!(norm_range(-100, -200, 5), None);
+        assert_eq!(norm_range(-3, -1, 5), Some((2, 4)));
+        assert_eq!(norm_range(0, i64::MAX, 5), Some((0, 4)));
+        assert_eq!(norm_range(i64::MIN, 2, 5), Some((0, 2)));
+        assert_eq!(norm_range(0, 0, 0), None);
+    }
 }

@@ -149,7 +149,7 @@ fn full_sync(c: &mut Ctx, psync: bool) {
     let mut r = new_replica(c, psync);
     let st = &mut *c.st;
     if st.repl.ensure_backlog(st.cfg.repl_backlog_size) {
-        st.replid = crate::core::clock::random_hex40();
+        st.replid = crate::core::random::random_hex40();
     }
     c.cl.peer.replica = true;
     st.repl.sync_full += 1;
@@ -218,7 +218,7 @@ fn send_functions(c: &mut Ctx, psync: bool) {
         c.out.raw(fullresync(st, st.repl.offset).as_bytes());
     }
     if c.cl.peer.eof {
-        let mark = crate::core::clock::random_hex40();
+        let mark = crate::core::random::random_hex40();
         c.out.raw(format!("$EOF:{mark}\r\n").as_bytes());
         c.out.raw(&rdb);
         c.out.raw(mark.as_bytes());
@@ -400,7 +400,7 @@ pub fn drop_master_link(st: &mut State) -> bool {
 /// valid for PSYNC.
 fn unset_master(st: &mut State, why: &str) {
     if st.repl.master.take().is_some() {
-        let old = std::mem::replace(&mut st.replid, crate::core::clock::random_hex40());
+        let old = std::mem::replace(&mut st.replid, crate::core::random::random_hex40());
         st.repl.shift_id(old);
         st.repl.sel_db = None;
         st.cfg.set("replicaof", "").ok();
@@ -747,7 +747,7 @@ pub fn cron(st: &mut State) {
             st.cfg.repl_backlog_ttl
         );
         st.repl.free_backlog();
-        st.replid = crate::core::clock::random_hex40();
+        st.replid = crate::core::random::random_hex40();
     }
     let diskless = st.repl.bgsave_diskless;
     let ids: Vec<(u64, bool)> = st

@@ -1,5 +1,4 @@
-//! Server commands: TIME LASTSAVE ROLE LOLWUT (drawn in lolwut.rs) MONITOR
-//! SHUTDOWN SLOWLOG.
+//! Server commands: TIME LASTSAVE ROLE MONITOR SHUTDOWN SLOWLOG.
 
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
@@ -11,7 +10,6 @@ use bytes::Bytes;
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("time", time),
     ("role", role),
-    ("lolwut", super::lolwut::lolwut),
     ("lastsave", lastsave),
     ("slowlog|get", slowlog_get),
     ("slowlog|len", slowlog_len),

@@ -7,11 +7,11 @@
 //! the second one (copy the first set, then remove) can convert on the way
 //! and the stored result keeps that encoding.
 
-use super::hash::{distinct_indices, rand_count};
 use super::scan::{cursor_arg, scan_opts, scan_reply};
-use super::{int_arg, Ctx, Handler};
+use super::{int_arg, rand_count, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
+use crate::core::random::distinct_indices;
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;

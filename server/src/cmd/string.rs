@@ -1,6 +1,6 @@
 //! String commands.
 
-use super::{int_arg, is, Ctx, Handler};
+use super::{int_arg, is, norm_range, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use crate::core::propagate::int;
@@ -287,7 +287,7 @@ fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else if e.persist && c.st.dbs[db].persist(&a[1]) {
         c.st.changed(class::GENERIC, "persist", db, &a[1]);
     }
-    super::keys::propagate_expiry(c, &a[1], &[]);
+    c.propagate_expiry(&a[1], &[]);
     Ok(())
 }
 
@@ -369,28 +369,6 @@ fn strlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let n = c.st.read_str(c.cl.db, &a[1], c.now)?.map_or(0, |s| s.len());
     c.out.int(n as i64);
     Ok(())
-}
-
-/// Redis's index normalization for GETRANGE (and BITCOUNT/BITPOS): the
-/// inclusive range `start..=end` in a string of `len`, or `None` if empty.
-pub fn norm_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
-    if start < 0 && end < 0 && start > end {
-        return None;
-    }
-    clamp_range(start, end, len)
-}
-
-/// `norm_range` without its first rule (BITPOS has none): negative indexes
-/// count from the end, then both are clamped into the string.
-pub fn clamp_range(start: i64, end: i64, len: i64) -> Option<(i64, i64)> {
-    let mut s = if start < 0 { len + start } else { start };
-    let mut e = if end < 0 { len + end } else { end };
-    s = s.max(0);
-    e = e.max(0);
-    if e >= len {
-        e = len - 1;
-    }
-    (s <= e && len > 0).then_some((s, e))
 }
 
 /// GETRANGE key start end (and SUBSTR, its old name)
@@ -686,15 +664,5 @@ mod tests {
             ]
         );
         assert_eq!(lcs_compute(b"", b"abc").0, b"");
-    }
-
-    #[test]
-    fn ranges_as_redis() {
-        assert_eq!(norm_range(0, -100, 5), Some((0, 0)));
-        assert_eq!(norm_range(-100, -200, 5), None);
-        assert_eq!(norm_range(-3, -1, 5), Some((2, 4)));
-        assert_eq!(norm_range(0, i64::MAX, 5), Some((0, 4)));
-        assert_eq!(norm_range(i64::MIN, 2, 5), Some((0, 2)));
-        assert_eq!(norm_range(0, 0, 0), None);
     }
 }

@@ -20,9 +20,10 @@ pub mod repl;
 pub mod shutdown;
 pub mod tracking;
 
-use crate::core::clock::{now_ms, now_us, random_hex40};
+use crate::core::clock::{now_ms, now_us};
 use crate::core::config::Config;
 use crate::core::propagate::{Consumer, Mark};
+use crate::core::random::random_hex40;
 use ahash::AHashMap as HashMap;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;

@@ -696,7 +696,7 @@ pub fn bgsave_start(st: &mut State) {
 /// (their sockets are its target, as Redis's). False if it cannot start.
 pub fn bgsave_start_replicas(st: &mut State, ids: Vec<u64>) -> bool {
     debug_assert!(!child_active(st));
-    let mark = crate::core::clock::random_hex40();
+    let mark = crate::core::random::random_hex40();
     let dirty_before = st.dirty;
     let tmp = PathBuf::new();
     match snapshot_start(st, tmp, Target::Replicas { ids, mark }) {

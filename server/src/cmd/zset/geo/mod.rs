@@ -7,13 +7,12 @@
 //! store them.
 
 mod hash;
-mod partial_sort;
-
 use self::hash::{decode_score, distance, geohash, geohash_string, Search, Shape};
-use self::partial_sort::sort_first;
-use super::zset::{build, limits, store_result, zadd_generic};
-use super::{int_arg, is, Ctx, Handler};
+
+use super::ops::{build, limits, store_result, zadd_generic};
+use crate::cmd::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error, NOT_FLOAT};
+use crate::core::pqsort::pqsort;
 use crate::state::State;
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -460,14 +459,14 @@ fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdRe
     } else {
         hits.len().min(q.count)
     };
-    let asc = |x: &Hit, y: &Hit| x.dist.partial_cmp(&y.dist).unwrap_or(Equal);
-    let desc = |x: &Hit, y: &Hit| y.dist.partial_cmp(&x.dist).unwrap_or(Equal);
+    let mut asc = |x: &Hit, y: &Hit| x.dist.partial_cmp(&y.dist).unwrap_or(Equal);
+    let mut desc = |x: &Hit, y: &Hit| y.dist.partial_cmp(&x.dist).unwrap_or(Equal);
     // Equal distances keep their scan order in a full sort; a partial one
     // orders them as Redis's does.
     match q.sort {
         Sort::None => {}
-        Sort::Asc if n < hits.len() => sort_first(&mut hits, n, asc),
-        Sort::Desc if n < hits.len() => sort_first(&mut hits, n, desc),
+        Sort::Asc if n < hits.len() => pqsort(&mut hits, 0, n - 1, &mut asc),
+        Sort::Desc if n < hits.len() => pqsort(&mut hits, 0, n - 1, &mut desc),
         Sort::Asc => hits.sort_by(asc),
         Sort::Desc => hits.sort_by(desc),
     }

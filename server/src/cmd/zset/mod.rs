@@ -3,18 +3,22 @@
 //! Argument checks run in Redis's order (options and numbers first, then
 //! the key's type), so the same bad request gets the same error. The set
 //! operations (ZUNION, ZINTER, ZDIFF and their STORE forms) are in
-//! `zsetops`.
+//! `combine`; the geo commands, whose positions are scores, in `geo`.
 
-use super::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
-use super::{int_arg, is, timeout_arg, Ctx, Handler};
+pub mod combine;
+pub mod geo;
+mod ops;
+
+use self::ops::{build, limits, positive_long, range_long, store_result, zadd_generic};
+use crate::cmd::scan::{cursor_arg, reply_cursor, scan_opts, scan_reply};
+use crate::cmd::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::core::config::class;
-use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
+use crate::core::error::{CmdResult, Error, NOT_INTEGER};
 use crate::core::propagate::int;
 use crate::state::BlockKind;
 use bytes::Bytes;
-use storage::num::parse_score;
 use storage::zset::ZEntry;
-use storage::{LexRange, ScoreRange, SortedSet, Value, ZaddFlags, ZaddOutcome, ZsetLimits};
+use storage::{LexRange, ScoreRange, SortedSet, ZaddFlags};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("zadd", zadd),
@@ -47,10 +51,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("bzmpop", bzmpop),
 ];
 
-fn score_arg(a: &[u8]) -> Result<f64, Error> {
-    parse_score(a).ok_or(NOT_FLOAT)
-}
-
 fn score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Error> {
     ScoreRange::parse(min, max).ok_or_else(|| Error::other("ERR min or max is not a float"))
 }
@@ -58,29 +58,6 @@ fn score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Error> {
 fn lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Error> {
     LexRange::parse(min, max)
         .ok_or_else(|| Error::other("ERR min or max not valid string range item"))
-}
-
-/// Redis's `getRangeLongFromObjectOrReply` with a custom message: the
-/// message for a non-integer too.
-fn range_long(a: &[u8], min: i64, max: i64, msg: &str) -> Result<i64, Error> {
-    match storage::num::parse_i64(a) {
-        Some(v) if (min..=max).contains(&v) => Ok(v),
-        _ => Err(Error::other(msg)),
-    }
-}
-
-/// `getPositiveLongFromObjectOrReply` without a message.
-pub(super) fn positive_long(a: &[u8]) -> Result<i64, Error> {
-    range_long(
-        a,
-        0,
-        i64::MAX,
-        "ERR value is out of range, must be positive",
-    )
-}
-
-pub(super) fn limits(c: &Ctx) -> ZsetLimits {
-    c.st.tun.zset_limits
 }
 
 /// Writes `(member, score)` results: flat in RESP2, pairs in RESP3 when
@@ -100,38 +77,6 @@ fn reply_entries(c: &mut Ctx, v: &[ZEntry], withscores: bool) {
             c.out.double(*s);
         }
     }
-}
-
-/// A new set holding `v` (any order), in the encoding Redis gives a set it
-/// builds for a store command: listpack iff it fits the limits.
-pub(super) fn build(
-    v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>,
-    lim: &ZsetLimits,
-) -> SortedSet {
-    let mut z = SortedSet::new_skiplist();
-    for (m, s) in v {
-        z.add(m.as_ref(), s, ZaddFlags::default(), lim);
-    }
-    z.convert_to_listpack_if_fits(lim);
-    z
-}
-
-/// Stores `z` at `dst` (replacing any value and TTL) and replies its size;
-/// an empty result deletes `dst` instead and replies 0.
-pub(super) fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
-    let db = c.cl.db;
-    let n = z.len();
-    if n > 0 {
-        c.st.expire_if_needed(db, dst, c.now);
-        c.st.dbs[db].set(dst, Value::ZSet(z), false);
-        c.st.changed(class::ZSET, event, db, dst);
-    } else {
-        c.st.expire_if_needed(db, dst, c.now);
-        if c.st.dbs[db].remove(dst).is_some() {
-            c.st.changed(class::GENERIC, "del", db, dst);
-        }
-    }
-    c.out.int(n as i64);
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
@@ -187,78 +132,6 @@ fn zincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         ..Default::default()
     };
     zadd_generic(c, &a[1], &a[2..], f, false)
-}
-
-pub(super) fn zadd_generic(
-    c: &mut Ctx,
-    key: &[u8],
-    pairs: &[Bytes],
-    f: ZaddFlags,
-    ch: bool,
-) -> CmdResult {
-    let scores = pairs
-        .chunks(2)
-        .map(|p| score_arg(&p[0]))
-        .collect::<Result<Vec<f64>, Error>>()?;
-    let db = c.cl.db;
-    let lim = limits(c);
-    let z = if f.xx {
-        match c.st.write::<SortedSet>(db, key, c.now)? {
-            Some(z) => z,
-            None => {
-                if f.incr {
-                    c.out.null();
-                } else {
-                    c.out.int(0);
-                }
-                return Ok(());
-            }
-        }
-    } else {
-        // Redis picks the encoding of a new set from its first member only.
-        let first = pairs[1].len();
-        c.st.write_or_create::<SortedSet>(db, key, c.now, || {
-            Value::ZSet(SortedSet::with_hint(1, first, &lim))
-        })?
-    };
-    let (mut added, mut updated) = (0i64, 0i64);
-    let mut last = None;
-    let mut nan = false;
-    for (p, &s) in pairs.chunks(2).zip(&scores) {
-        match z.add(&p[1], s, f, &lim) {
-            ZaddOutcome::Nan => {
-                nan = true;
-                break;
-            }
-            ZaddOutcome::Nop => last = None,
-            ZaddOutcome::Added(v) => {
-                added += 1;
-                last = Some(v);
-            }
-            ZaddOutcome::Updated(v) => {
-                updated += 1;
-                last = Some(v);
-            }
-            ZaddOutcome::Unchanged(v) => last = Some(v),
-        }
-    }
-    if added + updated > 0 {
-        let event = if f.incr { "zincr" } else { "zadd" };
-        c.st.changed_n(class::ZSET, event, db, key, (added + updated) as u64);
-    }
-    if nan {
-        c.st.delete_if_empty(db, key);
-        return Err(Error::other("ERR resulting score is not a number (NaN)"));
-    }
-    if f.incr {
-        match last {
-            Some(v) => c.out.double(v),
-            None => c.out.null(),
-        }
-    } else {
-        c.out.int(added + if ch { updated } else { 0 });
-    }
-    Ok(())
 }
 
 /// ZSCORE key member

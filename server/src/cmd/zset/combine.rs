@@ -1,8 +1,8 @@
 //! The sorted-set operations: ZUNION, ZINTER, ZINTERCARD, ZDIFF and their
 //! STORE forms. Their inputs may also be plain sets, whose members score 1.
 
-use super::zset::{build, limits, positive_long, store_result};
-use super::{int_arg, is, Ctx, Handler};
+use super::ops::{build, limits, positive_long, store_result};
+use crate::cmd::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error, WRONGTYPE};
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -113,7 +113,7 @@ fn setop_generic(
 ) -> CmdResult {
     let setnum = int_arg(&a[nk])?;
     if setnum < 1 {
-        let name = super::lookup(&a[0]).map_or("", |cmd| cmd.name);
+        let name = crate::cmd::lookup(&a[0]).map_or("", |cmd| cmd.name);
         return Err(Error::other(format!(
             "ERR at least 1 input key is needed for '{name}' command"
         )));
