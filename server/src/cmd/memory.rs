@@ -8,7 +8,7 @@
 
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
-use crate::state::evict::used_memory;
+use crate::state::info::summary;
 use bytes::Bytes;
 use std::fmt::Write;
 use storage::listpack::{entry_size, LpVal};
@@ -195,60 +195,6 @@ fn usage(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let size = value_size(v, samples) + sds(key.len()) + DICT_ENTRY;
     c.out.int(size as i64);
     Ok(())
-}
-
-/// Allocation totals as MEMORY STATS and INFO report them.
-pub struct MemSummary {
-    pub used: u64,
-    pub rss: u64,
-    pub peak: u64,
-    pub startup: u64,
-    pub overhead: u64,
-    pub dataset: u64,
-    pub keys: u64,
-    /// Buffers of clients other than replicas (`State::not_counted_memory`
-    /// has theirs): output not yet written and unread input.
-    pub clients: u64,
-    /// Per non-empty database: (index, main table bytes, expires table bytes).
-    pub dbs: Vec<(usize, u64, u64)>,
-}
-
-/// Bytes of the keyspace structures themselves: one 64-byte node per key,
-/// 48 per TTL, 8 per bucket.
-pub fn summary(st: &mut crate::state::State) -> MemSummary {
-    let used = used_memory();
-    let rss = crate::core::os::rss_bytes();
-    st.peak_memory = st.peak_memory.max(used);
-    let startup = st.startup_memory.min(used);
-    let mut dbs = Vec::new();
-    let mut keys = 0;
-    for (i, d) in st.dbs.iter().enumerate() {
-        if d.is_empty() {
-            continue;
-        }
-        keys += d.len() as u64;
-        let main = d.len() as u64 * 64 + d.keys().buckets() as u64 * 8;
-        let exp = d.expires.len() as u64 * 48 + d.expires.buckets() as u64 * 8;
-        dbs.push((i, main, exp));
-    }
-    let clients: u64 = st
-        .clients
-        .values()
-        .filter(|c| !c.peer.replica)
-        .map(|c| (c.pending.capacity() + c.qbuf) as u64)
-        .sum();
-    let overhead = startup + clients + dbs.iter().map(|d| d.1 + d.2).sum::<u64>();
-    MemSummary {
-        used,
-        rss,
-        peak: st.peak_memory,
-        startup,
-        overhead: overhead.min(used),
-        dataset: used.saturating_sub(overhead),
-        keys,
-        clients,
-        dbs,
-    }
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -600,7 +546,7 @@ fn histogram(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .iter()
         .map(|x| String::from_utf8_lossy(x).to_ascii_lowercase())
         .collect();
-    let rows: Vec<_> = super::info::counted(c.st)
+    let rows: Vec<_> = crate::state::info::counted(c.st)
         .into_iter()
         .filter(|(n, _)| wanted.is_empty() || wanted.iter().any(|w| names(w, n)))
         .filter_map(|(n, s)| Some((n, s.calls, s.latency.as_deref()?)))

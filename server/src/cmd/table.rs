@@ -85,13 +85,13 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
         let row = |name: &str| Meta::find(name).unwrap_or_else(|| panic!("no row for {name}"));
         let mut subs: HashMap<&str, Vec<Command>> = HashMap::new();
         let mut tops: Vec<Command> = Vec::new();
-        let mut slot = 0..;
         for &(name, handler) in bindings() {
+            let meta = row(name);
             let cmd = Command {
-                meta: row(name),
+                meta,
                 handler,
                 subcommands: &[],
-                slot: slot.next().expect("unbounded"),
+                slot: crate::core::command::slot_of(meta),
             };
             match name.split_once('|') {
                 Some((parent, _)) => subs.entry(parent).or_default().push(cmd),
@@ -99,11 +99,12 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
             }
         }
         for (parent, subcommands) in subs {
+            let meta = row(parent);
             tops.push(Command {
-                meta: row(parent),
+                meta,
                 handler: no_handler,
                 subcommands: subcommands.leak(),
-                slot: slot.next().expect("unbounded"),
+                slot: crate::core::command::slot_of(meta),
             });
         }
         let tops: &'static [Command] = tops.leak();

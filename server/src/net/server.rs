@@ -223,7 +223,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
             let shared = shared.upgrade()?;
             // Not when the crashing thread holds it (DEBUG SEGFAULT).
             let mut st = shared.state.try_lock_for(Duration::from_millis(200))?;
-            Some(crate::cmd::info::crash_report(&mut st))
+            Some(crate::state::info::crash_report(&mut st))
         }
     });
     // Clients connecting meanwhile are answered, with -LOADING for what

@@ -13,6 +13,7 @@
 pub mod aof;
 pub mod apply;
 pub mod evict;
+pub mod info;
 pub mod keyspace;
 pub mod persist;
 pub mod pubsub;

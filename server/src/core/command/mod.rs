@@ -193,3 +193,24 @@ pub fn check_renames(renames: &[(String, String)]) -> Result<(), &'static str> {
         .collect();
     apply_renames(&mut names, renames)
 }
+
+/// Every command and subcommand of Redis's, in one list: a command's place
+/// in it is where its statistics are counted (`Stats::cmd`), so that the
+/// statistics know their names without the handler table.
+pub fn rows() -> &'static [&'static Meta] {
+    static ROWS: std::sync::OnceLock<Vec<&'static Meta>> = std::sync::OnceLock::new();
+    ROWS.get_or_init(|| {
+        meta::META
+            .iter()
+            .flat_map(|m| std::iter::once(m).chain(m.subs.iter()))
+            .collect()
+    })
+}
+
+/// The place of `m` in [`rows`].
+pub fn slot_of(m: &'static Meta) -> usize {
+    rows()
+        .iter()
+        .position(|r| std::ptr::eq(*r, m))
+        .expect("a row of META")
+}
