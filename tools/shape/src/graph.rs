@@ -134,8 +134,14 @@ impl Resolver {
     /// Resolves a path written in module `m`, following re-exports until it
     /// reaches an item or runs out of modules.
     fn resolve(&self, m: usize, segs: &[String]) -> Res {
+        self.resolve_n(m, segs).0
+    }
+
+    /// As [`Self::resolve`], with how many segments the result stands for:
+    /// `State::new` is the item `State` and one more.
+    fn resolve_n(&self, m: usize, segs: &[String]) -> (Res, usize) {
         let Some(first) = segs.first() else {
-            return Res::Module(m);
+            return (Res::Module(m), 0);
         };
         let mut rest = &segs[1..];
         let mut cur = match first.as_str() {
@@ -147,34 +153,105 @@ impl Resolver {
                 while path.first().map(String::as_str) == Some("super") {
                     match self.mods[at].parent {
                         Some(p) => at = p,
-                        None => return Res::External,
+                        None => return (Res::External, 0),
                     }
                     path = &path[1..];
                 }
                 rest = path;
                 Res::Module(at)
             }
-            "Self" => return Res::External,
+            "Self" => return (Res::External, 0),
             name => match self.lookup(m, name) {
                 Some(r) => r,
                 None if name == LIB_CRATE => Res::Module(self.lib_root),
-                None => return Res::External,
+                None => return (Res::External, 0),
             },
         };
+        let mut used = segs.len() - rest.len();
         for seg in rest {
             match cur {
                 Res::Module(mm) => {
+                    used += 1;
                     cur = match self.lookup(mm, seg) {
                         Some(r) => r,
-                        None => return Res::Item(mm, seg.clone()),
+                        None => return (Res::Item(mm, seg.clone()), used),
                     }
                 }
                 // An item's associated names (variants, methods, consts) live
-                // where the item does.
+                // where the item does, but for methods: see `Types`.
                 _ => break,
             }
         }
-        cur
+        (cur, used)
+    }
+
+    /// The type a path written in `m` names, as (module, name).
+    fn type_key(&self, m: usize, segs: &[String]) -> Option<TypeKey> {
+        match self.resolve(m, segs) {
+            Res::Item(mm, n) => Some((mm, n)),
+            _ => None,
+        }
+    }
+}
+
+/// What method calls need: where each type's inherent functions are, and
+/// its fields' types. A type is (its module, its name).
+#[derive(Default)]
+struct Types {
+    /// Inherent functions by type, then name: the files of their impls.
+    fns: HashMap<TypeKey, HashMap<String, BTreeSet<usize>>>,
+    /// Named fields by struct: the struct's module and each field's type.
+    fields: HashMap<TypeKey, (usize, HashMap<String, Vec<String>>)>,
+}
+
+/// A type: the module that defines it and its name.
+type TypeKey = (usize, String);
+
+impl Types {
+    fn new(r: &Resolver, mods: &[(usize, &crate::read::ModFacts)]) -> Types {
+        let mut t = Types::default();
+        for &(id, m) in mods {
+            let Some(file) = r.mods[id].file else {
+                continue;
+            };
+            for (ty, fns) in &m.impls {
+                if let Some(key) = r.type_key(id, ty) {
+                    let by_name = t.fns.entry(key).or_default();
+                    for f in fns {
+                        by_name.entry(f.clone()).or_default().insert(file);
+                    }
+                }
+            }
+            for (name, fields) in &m.structs {
+                let fields = fields.iter().cloned().collect();
+                t.fields.insert((id, name.clone()), (id, fields));
+            }
+        }
+        t
+    }
+
+    /// The files whose impls define `method` for the receiver `root.fields..`
+    /// written in module `m`.
+    fn method_files(
+        &self,
+        r: &Resolver,
+        m: usize,
+        call: &crate::read::MethodCall,
+    ) -> Option<&BTreeSet<usize>> {
+        let mut key = r.type_key(m, &call.root)?;
+        for f in &call.fields {
+            let (sm, fields) = self.fields.get(&key)?;
+            key = r.type_key(*sm, fields.get(f)?)?;
+        }
+        self.fns.get(&key)?.get(&call.method)
+    }
+
+    /// `Type::f` when `f` is an inherent function of `Type` in some file.
+    fn assoc_files(&self, ty: &Res, f: &str) -> Option<&BTreeSet<usize>> {
+        match ty {
+            Res::Item(mm, n) => self.fns.get(&(*mm, n.clone()))?.get(f),
+            _ => None,
+        }
     }
 }
 
@@ -186,8 +263,76 @@ pub(crate) struct Graph {
 
 /// `facts` are the files of `src` (a path from the workspace root ending in
 /// `server/src`), read with their graph facts.
-pub(crate) fn build(src: &str, facts: &[&FileFacts]) -> Graph {
+pub(crate) fn build(src: &str, facts: &[&FileFacts], methods: bool) -> Graph {
     let prefix = format!("{src}/");
+    let placed: Vec<(bool, Vec<String>)> = facts
+        .iter()
+        .map(|f| module_path(f.rel.strip_prefix(&prefix).unwrap_or(&f.rel)))
+        .collect();
+    let tests = test_paths(facts, &placed);
+    let kept: Vec<Placed> = facts
+        .iter()
+        .zip(&placed)
+        .filter(|(f, (bin, path))| {
+            f.error.is_none() && !tests.iter().any(|(b, tp)| b == bin && path.starts_with(tp))
+        })
+        .map(|(f, (bin, path))| (*f, *bin, path.as_slice()))
+        .collect();
+    let (r, mod_ids) = lay_out(&kept);
+    let all_mods: Vec<(usize, &crate::read::ModFacts)> = kept
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (f, _, _))| mod_ids[i].iter().copied().zip(&f.mods))
+        .collect();
+    let types = if methods {
+        Types::new(&r, &all_mods)
+    } else {
+        Types::default()
+    };
+    let mut arrows = Arrows::new();
+    for (i, (f, _, _)) in kept.iter().enumerate() {
+        for (m, &id) in f.mods.iter().zip(&mod_ids[i]) {
+            arrows_of(&r, &types, i, id, m, &mut arrows);
+        }
+    }
+    Graph {
+        files: kept.iter().map(|(f, _, _)| f.rel.clone()).collect(),
+        arrows,
+    }
+}
+
+/// A file with its place: in `main.rs`'s crate or not, and its module path.
+type Placed<'a> = (&'a FileFacts, bool, &'a [String]);
+
+/// The module paths under `#[cfg(test)] mod x;` declarations: their files
+/// are test code.
+fn test_paths(facts: &[&FileFacts], placed: &[(bool, Vec<String>)]) -> Vec<(bool, Vec<String>)> {
+    let mut out = Vec::new();
+    for (f, (bin, path)) in facts.iter().zip(placed) {
+        let mut inline_paths: Vec<Vec<String>> = Vec::new();
+        for m in &f.mods {
+            let p = match m.parent {
+                Some(i) => {
+                    let mut p = inline_paths[i].clone();
+                    p.push(m.name.clone());
+                    p
+                }
+                None => path.clone(),
+            };
+            for t in &m.test_children {
+                let mut tp = p.clone();
+                tp.push(t.clone());
+                out.push((*bin, tp));
+            }
+            inline_paths.push(p);
+        }
+    }
+    out
+}
+
+/// Makes the modules of the kept files and fills their scopes; returns, for
+/// each file, the module id of each of its modules (by facts index).
+fn lay_out(kept: &[Placed]) -> (Resolver, Vec<Vec<usize>>) {
     let mut r = Resolver {
         mods: Vec::new(),
         lib_root: 0,
@@ -197,75 +342,20 @@ pub(crate) fn build(src: &str, facts: &[&FileFacts]) -> Graph {
     let lib_root = r.new_module(None, None, None);
     let main_root = r.new_module(None, None, None);
     r.lib_root = lib_root;
-
-    // Paths under `#[cfg(test)] mod x;` declarations: their files are test code.
-    let mut test_paths: Vec<(bool, Vec<String>)> = Vec::new();
-    let placed: Vec<(bool, Vec<String>)> = facts
-        .iter()
-        .map(|f| module_path(f.rel.strip_prefix(&prefix).unwrap_or(&f.rel)))
-        .collect();
-    for (f, (bin, path)) in facts.iter().zip(&placed) {
-        let mut inline_paths: Vec<Vec<String>> = Vec::new();
-        for m in &f.mods {
-            let mut p = match m.parent {
-                Some(i) => inline_paths[i].clone(),
-                None => path.clone(),
-            };
-            if m.parent.is_some() {
-                p.push(m.name.clone());
-            }
-            for t in &m.test_children {
-                let mut tp = p.clone();
-                tp.push(t.clone());
-                test_paths.push((*bin, tp));
-            }
-            inline_paths.push(p);
-        }
-    }
-    let is_test_file = |bin: bool, path: &[String]| {
-        test_paths
-            .iter()
-            .any(|(b, tp)| *b == bin && path.starts_with(tp))
-    };
-
-    let mut files = Vec::new();
-    let mut kept = Vec::new();
-    for (f, (bin, path)) in facts.iter().zip(&placed) {
-        if f.error.is_none() && !is_test_file(*bin, path) {
-            files.push(f.rel.clone());
-            kept.push((f, *bin, path));
-        }
-    }
-
-    // Shallow files first, so a folder's module has its `mod.rs` attached
-    // before the files below it hang from it (order does not change the
-    // result; it only keeps `ensure` from making a fileless placeholder).
-    let mut order: Vec<usize> = (0..kept.len()).collect();
-    order.sort_by_key(|&i| kept[i].2.len());
-    // For each kept file, the module id of each of its modules (by facts index).
     let mut mod_ids: Vec<Vec<usize>> = vec![Vec::new(); kept.len()];
-    for &i in &order {
-        let (f, bin, path) = kept[i];
-        let root = if bin { main_root } else { lib_root };
-        let top = r.ensure(root, path);
+    for (i, &(f, bin, path)) in kept.iter().enumerate() {
+        let top = r.ensure(if bin { main_root } else { lib_root }, path);
         r.mods[top].file = Some(i);
         let mut ids = Vec::with_capacity(f.mods.len());
         for m in &f.mods {
             let id = match m.parent {
                 None => top,
                 Some(p) => {
-                    let parent = ids[p];
-                    let id = r.ensure(parent, std::slice::from_ref(&m.name));
+                    let id = r.ensure(ids[p], std::slice::from_ref(&m.name));
                     r.mods[id].file = Some(i);
                     id
                 }
             };
-            ids.push(id);
-        }
-        mod_ids[i] = ids;
-    }
-    for (i, (f, _, _)) in kept.iter().enumerate() {
-        for (m, &id) in f.mods.iter().zip(&mod_ids[i]) {
             let md = &mut r.mods[id];
             md.defined.extend(m.defined.iter().cloned());
             for u in &m.uses {
@@ -277,42 +367,59 @@ pub(crate) fn build(src: &str, facts: &[&FileFacts]) -> Graph {
                     None => md.globs.push(u.segs.clone()),
                 }
             }
+            ids.push(id);
         }
+        mod_ids[i] = ids;
     }
+    (r, mod_ids)
+}
 
-    let mut arrows = Arrows::new();
-    let file_of = |r: &Resolver, m: usize| r.mods[m].file;
-    for (i, (f, _, _)) in kept.iter().enumerate() {
-        for (m, &id) in f.mods.iter().zip(&mod_ids[i]) {
-            let mut add = |res: Res, glob: Option<&str>| {
-                let (target, name) = match (res, glob) {
-                    (Res::Item(mm, n), None) => (mm, n),
-                    (Res::Item(mm, n), Some(_)) => (mm, format!("{n}::*")),
-                    (Res::Module(mm), Some(last)) => (mm, format!("{last}::*")),
-                    _ => return,
-                };
-                if let Some(to) = file_of(&r, target) {
-                    if to != i {
-                        arrows.entry((i, to)).or_default().insert(name);
-                    }
-                }
-            };
-            for u in &m.uses {
-                let res = r.resolve(id, &u.segs);
-                match u.alias {
-                    Some(_) => add(res, None),
-                    None => add(res, Some(u.segs.last().map_or("self", String::as_str))),
-                }
+/// The arrows out of file `from` that module `id` (read as `m`) makes.
+fn arrows_of(
+    r: &Resolver,
+    types: &Types,
+    from: usize,
+    id: usize,
+    m: &crate::read::ModFacts,
+    arrows: &mut Arrows,
+) {
+    let mut to = |file: Option<usize>, name: String| {
+        if let Some(to) = file.filter(|&to| to != from) {
+            arrows.entry((from, to)).or_default().insert(name);
+        }
+    };
+    let file_of = |m: usize| r.mods[m].file;
+    for u in &m.uses {
+        match (r.resolve(id, &u.segs), &u.alias) {
+            (Res::Item(mm, n), Some(_)) => to(file_of(mm), n),
+            (Res::Item(mm, n), None) => to(file_of(mm), format!("{n}::*")),
+            (Res::Module(mm), None) => {
+                let last = u.segs.last().map_or("self", String::as_str);
+                to(file_of(mm), format!("{last}::*"));
             }
-            for p in &m.paths {
-                if p.len() == 1 && m.locals.contains(&p[0]) {
-                    continue;
-                }
-                add(r.resolve(id, p), None);
-            }
+            // A module brought in is no arrow until something is taken from it.
+            _ => {}
         }
     }
-    Graph { files, arrows }
+    for p in &m.paths {
+        if p.len() == 1 && m.locals.contains(&p[0]) {
+            continue;
+        }
+        let (res, used) = r.resolve_n(id, p);
+        if let Some(f) = p.get(used) {
+            for &file in types.assoc_files(&res, f).into_iter().flatten() {
+                to(Some(file), f.clone());
+            }
+        }
+        if let Res::Item(mm, n) = res {
+            to(file_of(mm), n);
+        }
+    }
+    for c in &m.calls {
+        for &file in types.method_files(r, id, c).into_iter().flatten() {
+            to(Some(file), c.method.clone());
+        }
+    }
 }
 
 /// Strongly connected components of more than one file, each sorted, the
@@ -630,6 +737,64 @@ mod tests {
             [
                 "p/c.rs -> p/mod.rs: super::*, top",
                 "p/mod.rs -> p/c.rs: c::*"
+            ]
+        );
+    }
+
+    const METHODS: &[(&str, &str)] = &[
+        ("lib.rs", ""),
+        ("state.rs", "pub struct State;\nimpl State {\n    pub fn own(&mut self) { self.touch(); Self::drop_all(); }\n}"),
+        ("cmd/mod.rs", "use crate::state::State;\npub struct Ctx<'a> { pub st: &'a mut State, pub n: i64 }"),
+        (
+            "cmd/multi.rs",
+            "use crate::state::State;\nimpl State {\n    pub fn touch(&mut self) {}\n    pub fn drop_all() {}\n    pub fn by_field(&self) {}\n    pub fn by_path(&self) {}\n}",
+        ),
+        (
+            "cmd/fam.rs",
+            "use super::Ctx;\nuse crate::state::State;\n\
+             fn h(c: &mut Ctx) { c.st.by_field(); (*c.st).by_field(); State::by_path(c.st); }\n\
+             fn shadowed(c: &mut Ctx) { let c = other(c); c.st.not_seen(); }\n\
+             fn untyped(x: u8) { x.not_seen(); }",
+        ),
+    ];
+
+    #[test]
+    fn method_calls_through_self_typed_receivers_fields_and_paths() {
+        let got = arrows(METHODS);
+        assert_eq!(
+            got,
+            [
+                "cmd/fam.rs -> cmd/mod.rs: Ctx",
+                "cmd/fam.rs -> cmd/multi.rs: by_field, by_path",
+                "cmd/fam.rs -> state.rs: State",
+                "cmd/mod.rs -> state.rs: State",
+                "cmd/multi.rs -> state.rs: State",
+                "state.rs -> cmd/multi.rs: drop_all, touch",
+            ]
+        );
+    }
+
+    #[test]
+    fn method_calls_can_be_left_out() {
+        let files: Vec<(String, &str)> = METHODS
+            .iter()
+            .map(|(p, t)| (format!("server/src/{p}"), *t))
+            .collect();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        let tree = Tree::new(&refs);
+        let r = crate::check_with(tree.0.as_path(), crate::Options { methods: false });
+        let got: Vec<String> = r
+            .arrows
+            .iter()
+            .map(|a| a.to_string().replace("server/src/", ""))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "cmd/fam.rs -> cmd/mod.rs: Ctx",
+                "cmd/fam.rs -> state.rs: State",
+                "cmd/mod.rs -> state.rs: State",
+                "cmd/multi.rs -> state.rs: State",
             ]
         );
     }

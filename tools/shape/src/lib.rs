@@ -18,8 +18,17 @@
 //! its own); a name no module shows (one a macro makes) resolves to the
 //! deepest module the path reached. `mod x;` alone is no arrow; paths out of
 //! the crate are none; an arrow from a file to itself is dropped. A file
-//! under `#[cfg(test)] mod x;` is no node. Method calls (`st.f()`) are not
-//! read: that needs types.
+//! under `#[cfg(test)] mod x;` is no node.
+//!
+//! Methods: `impl State { .. }` may sit in any file, so calling one is an
+//! arrow to the file of its impl. Without type inference, a call is read
+//! only where the code spells the receiver's type out: `Type::f` and
+//! `Self::f`, `self.f()` in an impl, and `x.f()` or `x.a.b.f()` where `x` is
+//! a parameter or a `let` with a written type and `a`, `b` are fields whose
+//! struct gives their types (`ctx.st.touch()` with `ctx: &mut Ctx` and
+//! `Ctx { st: &mut State }`). Only inherent impls count; a call on anything
+//! else (a returned value, an untyped `let`) is not read.
+//! [`Options::methods`] turns this off.
 //!
 //! # The floors
 //! `server/src` is four folders, arrows pointing down only:
@@ -312,8 +321,27 @@ impl Report {
     }
 }
 
+/// How [`check_with`] reads the graph.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Read method calls (see the crate doc); off, the graph has only what
+    /// `use` and paths name.
+    pub methods: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { methods: true }
+    }
+}
+
 /// Checks the workspace at `root` (the folder of the root `Cargo.toml`).
 pub fn check(root: &Path) -> Report {
+    check_with(root, Options::default())
+}
+
+/// [`check`], reading the graph as `opts` say.
+pub fn check_with(root: &Path, opts: Options) -> Report {
     let mut rels = Vec::new();
     for dir in SIZE_ROOTS {
         collect_rs(root, &root.join(dir), &mut rels);
@@ -323,7 +351,7 @@ pub fn check(root: &Path) -> Report {
     rels.sort();
     rels.dedup();
     let facts = read_all(root, &rels);
-    rules::judge(&facts)
+    rules::judge(&facts, opts.methods)
 }
 
 fn collect_rs(root: &Path, dir: &Path, out: &mut Vec<String>) {

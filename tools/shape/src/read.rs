@@ -29,6 +29,26 @@ pub(crate) struct ModFacts {
     /// in the module: such a name written alone is taken for the local, not
     /// for what a glob brings in (`|b| b.1` beside a glob that has `fn b`).
     pub locals: HashSet<String>,
+    /// Inherent `impl T { .. }` blocks: `T` as written, and the names of
+    /// their functions.
+    pub impls: Vec<(Vec<String>, Vec<String>)>,
+    /// Structs with named fields, each field's type as written (when it is
+    /// a path, behind any references).
+    pub structs: Vec<(String, FieldTypes)>,
+    pub calls: HashSet<MethodCall>,
+}
+
+/// A struct's named fields, each with its type as a path.
+pub(crate) type FieldTypes = Vec<(String, Vec<String>)>;
+
+/// `recv.method(..)` whose receiver has a type the code spells out: a
+/// variable or parameter of type `root` (`self` in an impl of `root`), then
+/// `fields` (`ctx.st.touch(..)`: `Ctx`, `[st]`, `touch`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct MethodCall {
+    pub root: Vec<String>,
+    pub fields: Vec<String>,
+    pub method: String,
 }
 
 /// One leaf of a `use` tree.
@@ -92,6 +112,8 @@ pub(crate) fn read(rel: String, text: &str, want_graph: bool) -> FileFacts {
         let mut ex = Extract {
             mods: vec![ModFacts::default()],
             cur: 0,
+            impl_ty: Vec::new(),
+            vars: Vec::new(),
         };
         ex.visit_file(&file);
         facts.mods = ex.mods;
@@ -235,6 +257,80 @@ fn scan_tokens(ts: TokenStream, out: &mut HashSet<Vec<String>>) {
 struct Extract {
     mods: Vec<ModFacts>,
     cur: usize,
+    /// The type of each enclosing impl (`None`: one not spelled as a path).
+    impl_ty: Vec<Option<Vec<String>>>,
+    /// Per enclosing function, the variables whose type is written down.
+    vars: Vec<std::collections::HashMap<String, Vec<String>>>,
+}
+
+impl Extract {
+    /// A type as the path it names, behind references and parentheses;
+    /// `Self` is the enclosing impl's type.
+    fn type_segs(&self, ty: &syn::Type) -> Option<Vec<String>> {
+        match ty {
+            syn::Type::Reference(r) => self.type_segs(&r.elem),
+            syn::Type::Paren(p) => self.type_segs(&p.elem),
+            syn::Type::Group(g) => self.type_segs(&g.elem),
+            syn::Type::Path(p) if p.qself.is_none() && p.path.leading_colon.is_none() => {
+                let segs: Vec<String> = p.path.segments.iter().map(|s| name(&s.ident)).collect();
+                Some(self.unself(segs))
+            }
+            _ => None,
+        }
+    }
+
+    fn unself(&self, segs: Vec<String>) -> Vec<String> {
+        match (segs.first().map(String::as_str), self.impl_ty.last()) {
+            (Some("Self"), Some(Some(ty))) => ty.iter().chain(&segs[1..]).cloned().collect(),
+            _ => segs,
+        }
+    }
+
+    /// The receiver of a method call as a typed variable and fields, if the
+    /// code spells its type out.
+    fn receiver(&self, e: &syn::Expr) -> Option<(Vec<String>, Vec<String>)> {
+        match e {
+            syn::Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                let var = name(&p.path.segments[0].ident);
+                let ty = self.vars.last()?.get(&var)?;
+                Some((ty.clone(), Vec::new()))
+            }
+            syn::Expr::Field(f) => {
+                let syn::Member::Named(field) = &f.member else {
+                    return None;
+                };
+                let (root, mut fields) = self.receiver(&f.base)?;
+                fields.push(name(field));
+                Some((root, fields))
+            }
+            syn::Expr::Paren(p) => self.receiver(&p.expr),
+            syn::Expr::Reference(r) => self.receiver(&r.expr),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.receiver(&u.expr),
+            _ => None,
+        }
+    }
+
+    /// Visits a function with its typed parameters (and `self`) in scope.
+    fn in_fn(&mut self, sig: &syn::Signature, f: impl FnOnce(&mut Self)) {
+        let mut vars = std::collections::HashMap::new();
+        for arg in &sig.inputs {
+            match arg {
+                syn::FnArg::Receiver(_) => {
+                    if let Some(Some(ty)) = self.impl_ty.last() {
+                        vars.insert("self".to_string(), ty.clone());
+                    }
+                }
+                syn::FnArg::Typed(t) => {
+                    if let (syn::Pat::Ident(p), Some(ty)) = (&*t.pat, self.type_segs(&t.ty)) {
+                        vars.insert(name(&p.ident), ty);
+                    }
+                }
+            }
+        }
+        self.vars.push(vars);
+        f(self);
+        self.vars.pop();
+    }
 }
 
 impl<'ast> Visit<'ast> for Extract {
@@ -294,9 +390,87 @@ impl<'ast> Visit<'ast> for Extract {
         }
     }
 
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        // `Self` inside the impl's own header is not yet this impl's type.
+        let ty = self.type_segs(&i.self_ty);
+        if let (None, Some(ty)) = (&i.trait_, &ty) {
+            let fns = i
+                .items
+                .iter()
+                .filter(|it| !is_test(impl_item_attrs(it)))
+                .filter_map(|it| match it {
+                    ImplItem::Fn(f) => Some(name(&f.sig.ident)),
+                    _ => None,
+                })
+                .collect();
+            self.mods[self.cur].impls.push((ty.clone(), fns));
+        }
+        self.impl_ty.push(ty);
+        visit::visit_item_impl(self, i);
+        self.impl_ty.pop();
+    }
+
+    fn visit_item_trait(&mut self, t: &'ast syn::ItemTrait) {
+        // `self` in a default method has no one type.
+        self.impl_ty.push(None);
+        visit::visit_item_trait(self, t);
+        self.impl_ty.pop();
+    }
+
+    fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+        if let syn::Fields::Named(fields) = &s.fields {
+            let typed = fields
+                .named
+                .iter()
+                .filter_map(|f| Some((name(f.ident.as_ref()?), self.type_segs(&f.ty)?)))
+                .collect();
+            self.mods[self.cur].structs.push((name(&s.ident), typed));
+        }
+        visit::visit_item_struct(self, s);
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.in_fn(&f.sig, |s| visit::visit_item_fn(s, f));
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.in_fn(&f.sig, |s| visit::visit_impl_item_fn(s, f));
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        self.in_fn(&f.sig, |s| visit::visit_trait_item_fn(s, f));
+    }
+
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        let (binding, ty) = match &l.pat {
+            syn::Pat::Type(t) => (&*t.pat, self.type_segs(&t.ty)),
+            p => (p, None),
+        };
+        if let (syn::Pat::Ident(p), Some(vars)) = (binding, self.vars.last_mut()) {
+            // An untyped `let` that shadows a typed variable hides its type.
+            match ty {
+                Some(ty) => vars.insert(name(&p.ident), ty),
+                None => vars.remove(&name(&p.ident)),
+            };
+        }
+        visit::visit_local(self, l);
+    }
+
+    fn visit_expr_method_call(&mut self, c: &'ast syn::ExprMethodCall) {
+        if let Some((root, fields)) = self.receiver(&c.receiver) {
+            self.mods[self.cur].calls.insert(MethodCall {
+                root,
+                fields,
+                method: name(&c.method),
+            });
+        }
+        visit::visit_expr_method_call(self, c);
+    }
+
     fn visit_path(&mut self, p: &'ast syn::Path) {
         if p.leading_colon.is_none() {
             let segs: Vec<String> = p.segments.iter().map(|s| name(&s.ident)).collect();
+            let segs = self.unself(segs);
             self.mods[self.cur].paths.insert(segs);
         }
         visit::visit_path(self, p);

@@ -52,7 +52,7 @@ fn arrow(
     }
 }
 
-pub(crate) fn judge(facts: &[FileFacts]) -> Report {
+pub(crate) fn judge(facts: &[FileFacts], methods: bool) -> Report {
     let mut v = Vec::new();
     for f in facts {
         if let Some(e) = &f.error {
@@ -64,7 +64,7 @@ pub(crate) fn judge(facts: &[FileFacts]) -> Report {
     }
 
     let in_graph: Vec<&FileFacts> = facts.iter().filter(|f| crate::in_graph(&f.rel)).collect();
-    let g = graph::build(GRAPH_ROOT, &in_graph);
+    let g = graph::build(GRAPH_ROOT, &in_graph, methods);
     let files = &g.files;
 
     for f in files {
