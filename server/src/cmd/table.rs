@@ -82,7 +82,9 @@ fn bindings() -> impl Iterator<Item = &'static (&'static str, Handler)> {
 pub fn table() -> &'static HashMap<&'static str, &'static Command> {
     static TABLE: OnceLock<HashMap<&'static str, &'static Command>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let row = |name: &str| Meta::find(name).unwrap_or_else(|| panic!("no row for {name}"));
+        let row = |name: &str| {
+            crate::core::command::rows::find(name).unwrap_or_else(|| panic!("no row for {name}"))
+        };
         let mut subs: HashMap<&str, Vec<Command>> = HashMap::new();
         let mut tops: Vec<Command> = Vec::new();
         for &(name, handler) in bindings() {
@@ -91,7 +93,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
                 meta,
                 handler,
                 subcommands: &[],
-                slot: crate::core::command::slot_of(meta),
+                slot: crate::core::command::rows::slot_of(meta),
             };
             match name.split_once('|') {
                 Some((parent, _)) => subs.entry(parent).or_default().push(cmd),
@@ -104,7 +106,7 @@ pub fn table() -> &'static HashMap<&'static str, &'static Command> {
                 meta,
                 handler: no_handler,
                 subcommands: subcommands.leak(),
-                slot: crate::core::command::slot_of(meta),
+                slot: crate::core::command::rows::slot_of(meta),
             });
         }
         let tops: &'static [Command] = tops.leak();
@@ -132,14 +134,14 @@ const NAME_HASH_SEED: u32 = 0x811c_9dc5;
 static RENAMES: OnceLock<Vec<(String, String)>> = OnceLock::new();
 
 /// The names clients call the commands of [`table`] by, once `renames`
-/// applied ([`crate::core::command::apply_renames`]). Every row of Redis's
+/// applied ([`crate::core::command::rows::apply_renames`]). Every row of Redis's
 /// takes part, bound or not, as the configuration's check saw them.
 fn rename(renames: &[(String, String)]) -> Result<Vec<(String, &'static Command)>, &'static str> {
     let mut names: Vec<(String, Option<&'static Command>)> = crate::core::command::meta::META
         .iter()
         .map(|m| (m.name.to_string(), table().get(m.name).copied()))
         .collect();
-    crate::core::command::apply_renames(&mut names, renames)?;
+    crate::core::command::rows::apply_renames(&mut names, renames)?;
     Ok(names
         .into_iter()
         .filter_map(|(n, c)| Some((n, c?)))
@@ -147,7 +149,7 @@ fn rename(renames: &[(String, String)]) -> Result<Vec<(String, &'static Command)
 }
 
 /// Installs the `rename-command` lines of the configuration (checked by
-/// [`crate::core::command::check_renames`] when it was read). Called at start-up, before the first
+/// [`crate::core::command::rows::check_renames`] when it was read). Called at start-up, before the first
 /// request is looked up.
 pub fn rename_commands(renames: &[(String, String)]) {
     assert!(BY_HASH.get().is_none(), "commands renamed after a lookup");
@@ -295,7 +297,10 @@ mod tests {
     fn bindings_match_rows() {
         let mut bound = std::collections::HashSet::new();
         for &(name, _) in bindings() {
-            assert!(Meta::find(name).is_some(), "{name} is bound but has no row");
+            assert!(
+                crate::core::command::rows::find(name).is_some(),
+                "{name} is bound but has no row"
+            );
             assert!(bound.insert(name), "{name} is bound twice");
             assert!(!NOT_IMPLEMENTED.contains(&name), "{name} is bound");
             if let Some((parent, _)) = name.split_once('|') {

@@ -99,7 +99,7 @@ pub fn set(cfg: &Config) {
         return;
     };
     let template = cfg.get("proc-title-template").unwrap_or_default();
-    let title = expand(template, &a.argv0, cfg);
+    let title = cfg.expand_title(template, &a.argv0);
     // Redis formats the title into a 256-byte buffer: 255 bytes at most.
     let len = title.len().min(255).min(a.cap - 1);
     // SAFETY: [base, base + cap) is the area `locate` checked: the
@@ -116,49 +116,5 @@ pub fn set(cfg: &Config) {
         area[a.argv0_len] = b'.';
     } else if len == a.argv0_len && len + 1 < a.cap {
         area[len] = b' ';
-    }
-}
-
-/// The template with its variables replaced, spaces trimmed. Redis refuses
-/// a template that gives nothing when `{title}` is empty.
-pub fn expand(template: &str, argv0: &str, cfg: &Config) -> String {
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('}') else {
-            break;
-        };
-        out.push_str(&variable(&after[..close], argv0, cfg));
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    out.trim_matches(' ').to_string()
-}
-
-fn variable(name: &str, argv0: &str, cfg: &Config) -> String {
-    match name {
-        "title" => argv0.to_string(),
-        "listen-addr" if cfg.port != 0 || cfg.tls_port != 0 => {
-            let port = if cfg.port != 0 {
-                cfg.port
-            } else {
-                cfg.tls_port
-            };
-            let addr = cfg.bind.first().map_or("*", String::as_str);
-            format!("{addr}:{port}")
-        }
-        "listen-addr" if !cfg.unixsocket.is_empty() => format!("unixsocket:{}", cfg.unixsocket),
-        "port" => cfg.port.to_string(),
-        "tls-port" => cfg.tls_port.to_string(),
-        "unixsocket" => cfg.unixsocket.clone(),
-        "config-file" => cfg
-            .file
-            .as_ref()
-            .map_or("-".into(), |p| p.display().to_string()),
-        // Neither cluster nor sentinel mode exists here: `{server-mode}`
-        // is always empty.
-        _ => String::new(),
     }
 }

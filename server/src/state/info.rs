@@ -564,7 +564,7 @@ pub fn summary(st: &mut State) -> MemSummary {
 
 /// The statistics of the commands counted so far, by name.
 pub fn counted(st: &State) -> Vec<(&'static str, &crate::state::CmdStat)> {
-    let rows = crate::core::command::rows();
+    let rows = crate::core::command::rows::rows();
     let mut v: Vec<_> = st
         .stats
         .cmd

@@ -18,35 +18,21 @@
 //! rollback). Effects that need the layers above the state (listeners, AOF
 //! start/stop) come back as a [`Followup`] for cmd/config.rs to carry out.
 
+pub mod events;
 mod hooks;
+mod opt;
 mod table;
 mod values;
 
+pub use events::{
+    class, notify_display, notify_flags, notify_string, NOTIFY_ALL, NOTIFY_CLASSES,
+    NOTIFY_KEYEVENT, NOTIFY_KEYSPACE,
+};
 pub use hooks::{Followup, Hook};
+pub use opt::{Kind, Opt};
 use protocol::split_args;
 use std::collections::HashMap;
 pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, TlsAuth, Values};
-
-#[derive(Debug, Clone, Copy)]
-pub enum Kind {
-    Bool,
-    Int(i64, i64),
-    /// A memory value held in a signed type: the range applies.
-    Memory(i64, i64),
-    /// A memory value held in an unsigned 64-bit type (maxmemory).
-    UMemory,
-    Enum(&'static [&'static str]),
-    Str,
-    /// A structured value with its own validation (save, bind, …).
-    Special,
-}
-
-pub struct Opt {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub default: &'static str,
-    pub mutable: bool,
-}
 
 /// Old names Redis 7.0 still accepts, each pointing to the option it shares
 /// a value with; CONFIG GET lists both names.
@@ -252,73 +238,6 @@ fn bool_of(s: &str) -> Option<bool> {
     }
 }
 
-/// The keyspace event classes a command's events belong to.
-pub mod class {
-    /// DEL, EXPIRE, RENAME, … of any type.
-    pub const GENERIC: u32 = 1 << 2;
-    pub const STRING: u32 = 1 << 3;
-    pub const LIST: u32 = 1 << 4;
-    pub const SET: u32 = 1 << 5;
-    pub const HASH: u32 = 1 << 6;
-    pub const ZSET: u32 = 1 << 7;
-    pub const EXPIRED: u32 = 1 << 8;
-    pub const EVICTED: u32 = 1 << 9;
-    pub const STREAM: u32 = 1 << 10;
-}
-
-/// Notification class letters and their bits, shared with the notifier.
-pub const NOTIFY_CLASSES: &[(char, u32)] = &[
-    ('g', class::GENERIC),
-    ('$', class::STRING),
-    ('l', class::LIST),
-    ('s', class::SET),
-    ('h', class::HASH),
-    ('z', class::ZSET),
-    ('x', class::EXPIRED),
-    ('e', class::EVICTED),
-    ('t', class::STREAM),
-    ('m', 1 << 12),
-    ('d', 1 << 13),
-    ('n', 1 << 14),
-];
-pub const NOTIFY_KEYSPACE: u32 = 1;
-pub const NOTIFY_KEYEVENT: u32 = 2;
-/// 'A': every class but key-miss and new-key.
-pub const NOTIFY_ALL: u32 = (1 << 2)
-    | (1 << 3)
-    | (1 << 4)
-    | (1 << 5)
-    | (1 << 6)
-    | (1 << 7)
-    | (1 << 8)
-    | (1 << 9)
-    | (1 << 10)
-    | (1 << 13);
-
-pub fn notify_flags(s: &str) -> Option<u32> {
-    let mut f = 0;
-    for c in s.chars() {
-        f |= match c {
-            'A' => NOTIFY_ALL,
-            'K' => NOTIFY_KEYSPACE,
-            'E' => NOTIFY_KEYEVENT,
-            _ => NOTIFY_CLASSES.iter().find(|(l, _)| *l == c)?.1,
-        };
-    }
-    Some(f)
-}
-
-/// The stored form: as Redis 7.0 prints it (`m` last), except that `n`
-/// is kept next to `A` (see [`notify_display`]).
-pub fn notify_string(f: u32) -> String {
-    let mut s = notify_display(f);
-    let new = NOTIFY_CLASSES[11].1;
-    if f & NOTIFY_ALL == NOTIFY_ALL && f & new != 0 {
-        s.insert(1, 'n');
-    }
-    s
-}
-
 /// A stored value as CONFIG GET shows it.
 pub fn display_value(name: &str, v: &str) -> String {
     if name.eq_ignore_ascii_case("notify-keyspace-events") {
@@ -329,38 +248,58 @@ pub fn display_value(name: &str, v: &str) -> String {
     v.to_string()
 }
 
-/// As CONFIG GET shows it: Redis 7.0 writes `A` for its classes and then
-/// omits `n` too (a quirk kept for identical replies); `m` comes last.
-pub fn notify_display(f: u32) -> String {
-    let miss = NOTIFY_CLASSES[9].1;
-    let mut s = String::new();
-    if f & NOTIFY_ALL == NOTIFY_ALL {
-        s.push('A');
-    } else {
-        for &(c, bit) in NOTIFY_CLASSES {
-            if f & bit != 0 && bit != miss {
-                s.push(c);
-            }
-        }
-    }
-    if f & NOTIFY_KEYSPACE != 0 {
-        s.push('K');
-    }
-    if f & NOTIFY_KEYEVENT != 0 {
-        s.push('E');
-    }
-    if f & miss != 0 {
-        s.push('m');
-    }
-    s
-}
-
 /// `replicaof no one`: no master.
 fn is_no_one(host: &str, port: &str) -> bool {
     host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one")
 }
 
 impl Config {
+    /// The template with its variables replaced, spaces trimmed. Redis refuses
+    /// a template that gives nothing when `{title}` is empty.
+    pub fn expand_title(&self, template: &str, argv0: &str) -> String {
+        let mut out = String::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                break;
+            };
+            out.push_str(&self.title_variable(&after[..close], argv0));
+            rest = &after[close + 1..];
+        }
+        out.push_str(rest);
+        out.trim_matches(' ').to_string()
+    }
+
+    fn title_variable(&self, name: &str, argv0: &str) -> String {
+        match name {
+            "title" => argv0.to_string(),
+            "listen-addr" if self.port != 0 || self.tls_port != 0 => {
+                let port = if self.port != 0 {
+                    self.port
+                } else {
+                    self.tls_port
+                };
+                let addr = self.bind.first().map_or("*", String::as_str);
+                format!("{addr}:{port}")
+            }
+            "listen-addr" if !self.unixsocket.is_empty() => {
+                format!("unixsocket:{}", self.unixsocket)
+            }
+            "port" => self.port.to_string(),
+            "tls-port" => self.tls_port.to_string(),
+            "unixsocket" => self.unixsocket.clone(),
+            "config-file" => self
+                .file
+                .as_ref()
+                .map_or("-".into(), |p| p.display().to_string()),
+            // Neither cluster nor sentinel mode exists here: `{server-mode}`
+            // is always empty.
+            _ => String::new(),
+        }
+    }
+
     /// An option's canonical text (CONFIG GET).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.text.get(canonical(name)).map(String::as_str)
@@ -455,8 +394,7 @@ impl Config {
                     )
                 }
                 "proc-title-template"
-                    if !valid_title_template(value)
-                        || crate::core::proctitle::expand(value, "", self).is_empty() =>
+                    if !valid_title_template(value) || self.expand_title(value, "").is_empty() =>
                 {
                     Err("template format is invalid or contains unknown variables".into())
                 }
@@ -708,7 +646,7 @@ impl Config {
                     self.modules.push(path.clone());
                 } else if let ("rename-command", [old, new]) = (name.as_str(), args) {
                     self.renames.push((old.clone(), new.clone()));
-                    crate::core::command::check_renames(&self.renames).map_err(fatal)?;
+                    crate::core::command::rows::check_renames(&self.renames).map_err(fatal)?;
                 } else {
                     return Err(fatal(match name.as_str() {
                         "rename-command" => "Bad directive or wrong number of arguments",

@@ -1,7 +1,7 @@
 //! Every option Redis 7.0.15 knows, generated from its `CONFIG GET *` by
 //! `tools/gen_config_table.py` (types and ranges read from its error replies).
 
-use super::{Kind, Opt};
+use super::opt::{Kind, Opt};
 
 pub const OPTIONS: &[Opt] = &[
     Opt {

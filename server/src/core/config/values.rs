@@ -2,7 +2,8 @@
 //! the option's canonical text each time it is stored (see `Config::store`),
 //! and the hook its change runs (see `apply`).
 
-use super::{notify_flags, Hook};
+use super::events::notify_flags;
+use super::hooks::Hook;
 
 /// Parses an option's canonical text (already validated by `Config::check`).
 trait FromCanon {
