@@ -36,6 +36,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    cinnabar_server::cmd::families::install();
     cinnabar_server::cmd::rename_commands(&cfg.renames);
     use cinnabar_server::net::service;
     // Before the log file is opened and any thread started: the child
@@ -61,7 +62,7 @@ fn main() {
     if let Some(path) = cfg.modules.first() {
         tracing::warn!(
             "Module {path} failed to load: {}",
-            cinnabar_server::cmd::module::load_error(path)
+            cinnabar_server::core::os::module_load_error(path)
         );
         tracing::warn!("Can't load module from {path}: server aborting");
         std::process::exit(1);

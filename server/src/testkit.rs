@@ -44,6 +44,7 @@ impl Harness {
 
     /// As `new`, with options set first (`&[("hash-max-listpack-entries", "4")]`).
     pub fn with_config(opts: &[(&str, &str)]) -> Harness {
+        crate::cmd::families::install();
         let mut cfg = Config::default();
         for (k, v) in opts {
             cfg.set(k, v)

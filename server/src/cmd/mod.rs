@@ -23,6 +23,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod debug;
+pub mod families;
 mod gate;
 pub use gate::LOADING;
 pub mod hash;

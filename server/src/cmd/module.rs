@@ -17,19 +17,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 
 const NOT_ALLOWED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
-/// Why the library at `path` does not load: what dlopen says first about
-/// a missing or non-executable file, else that modules are not supported.
-pub fn load_error(path: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    match std::fs::metadata(path) {
-        Err(_) => format!("{path}: cannot open shared object file: No such file or directory"),
-        Ok(m) if m.permissions().mode() & 0o111 == 0 => {
-            "It does not have execute permissions.".into()
-        }
-        Ok(_) => format!("{path}: Redis modules are not supported by this server"),
-    }
-}
-
 /// `enable-module-command`, as DEBUG's option.
 fn allowed(c: &Ctx) -> CmdResult {
     if c.st.cfg.enable_module_command.permits(c.cl.is_local()) {
@@ -49,7 +36,10 @@ fn list(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
 fn load(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     allowed(c)?;
     let path = String::from_utf8_lossy(&a[2]);
-    tracing::warn!("Module {path} failed to load: {}", load_error(&path));
+    tracing::warn!(
+        "Module {path} failed to load: {}",
+        crate::core::os::module_load_error(&path)
+    );
     Err(Error::other(
         "ERR Error loading the extension. Please check the server logs.",
     ))

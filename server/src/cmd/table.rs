@@ -37,43 +37,23 @@ fn no_handler(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Every family's bindings of names (`get`, `config|get`) to handlers.
-const FAMILIES: &[&[(&str, Handler)]] = &[
-    string::HANDLERS,
-    bitmap::HANDLERS,
-    keys::HANDLERS,
-    connection::HANDLERS,
-    server::HANDLERS,
-    lolwut::HANDLERS,
-    info::HANDLERS,
-    debug::HANDLERS,
-    client::HANDLERS,
-    cluster::HANDLERS,
-    config::HANDLERS,
-    module::HANDLERS,
-    command::HANDLERS,
-    list::HANDLERS,
-    hash::HANDLERS,
-    set::HANDLERS,
-    zset::HANDLERS,
-    zset::combine::HANDLERS,
-    zset::geo::HANDLERS,
-    hll::HANDLERS,
-    sort::HANDLERS,
-    transaction::HANDLERS,
-    scripting::HANDLERS,
-    pubsub::HANDLERS,
-    replication::HANDLERS,
-    persist::HANDLERS,
-    migrate::HANDLERS,
-    aof::HANDLERS,
-    acl::HANDLERS,
-    memory::HANDLERS,
-    stream::HANDLERS,
-];
+/// Every family's bindings of names (`get`, `config|get`) to handlers,
+/// installed once at start-up by `cmd::families::install`: the table is
+/// assembled then, as Redis populates its command table, so that the
+/// dispatch the families call (`execute`, `lookup`) does not name them.
+static BINDINGS: OnceLock<&'static [&'static [(&'static str, Handler)]]> = OnceLock::new();
+
+/// Installs the families' bindings; the first call wins.
+pub fn install(families: &'static [&'static [(&'static str, Handler)]]) {
+    let _ = BINDINGS.set(families);
+}
 
 fn bindings() -> impl Iterator<Item = &'static (&'static str, Handler)> {
-    FAMILIES.iter().flat_map(|f| f.iter())
+    BINDINGS
+        .get()
+        .expect("the command table is installed at start-up (cmd::families::install)")
+        .iter()
+        .flat_map(|f| f.iter())
 }
 
 /// The implemented commands by name: each binding joined with its

@@ -84,3 +84,16 @@ pub fn sendfile_nowait(fd: i32, file: &std::fs::File, offset: u64, len: usize) -
     let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, len) };
     n.max(0) as usize
 }
+
+/// Why the library at `path` does not load: what dlopen says first about
+/// a missing or non-executable file, else that modules are not supported.
+pub fn module_load_error(path: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Err(_) => format!("{path}: cannot open shared object file: No such file or directory"),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => {
+            "It does not have execute permissions.".into()
+        }
+        Ok(_) => format!("{path}: Redis modules are not supported by this server"),
+    }
+}

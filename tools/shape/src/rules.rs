@@ -113,6 +113,12 @@ pub(crate) fn judge(facts: &[FileFacts], methods: bool) -> Report {
                     family: fb.to_string(),
                 });
             }
+            (None, Some(CmdPart::Family(fb))) => {
+                v.push(Violation::DispatchImportsFamily {
+                    arrow: arrow(files, (a, b), names),
+                    family: fb.to_string(),
+                });
+            }
             _ => {}
         }
     }
@@ -336,7 +342,7 @@ mod tests {
     #[test]
     fn r3b_only_the_table_names_the_families() {
         let r = check(&[
-            ("cmd/table.rs", "fn t() { crate::cmd::string::get(); }"),
+            ("cmd/families.rs", "fn t() { crate::cmd::string::get(); }"),
             (
                 "cmd/gate.rs",
                 "fn g() { crate::cmd::acl::check(); crate::cmd::call::run(); }",
@@ -344,10 +350,17 @@ mod tests {
             ("cmd/call.rs", "pub fn run() {}"),
             ("cmd/string.rs", "pub fn get() {}"),
             ("cmd/acl.rs", "pub fn check() {}"),
+            (
+                "net/conn.rs",
+                "fn n() { crate::cmd::string::get(); crate::cmd::call::run(); }",
+            ),
         ]);
         assert_eq!(
             of(&r, Rule::R3b),
-            ["R3b: cmd/gate.rs -> cmd/acl.rs: check: dispatch imports family acl (only the table names the families)"]
+            [
+                "R3b: cmd/gate.rs -> cmd/acl.rs: check: only families.rs names a family (acl): dispatch and the other floors reach commands through the table",
+                "R3b: net/conn.rs -> cmd/string.rs: get: only families.rs names a family (string): dispatch and the other floors reach commands through the table",
+            ]
         );
         assert!(of(&r, Rule::R3).is_empty());
     }

@@ -7,14 +7,27 @@
 //! group's last ID moved (XCLAIM's LASTID). What Redis 7.0.15 writes to
 //! its AOF for each was checked against it.
 
-use super::{id_bytes, interval_id, parse_id, reply_entry, strict_id};
+use super::ops::{id_bytes, interval_id, parse_id, reply_entry, strict_id};
 use crate::cmd::help::{bad_sub, help_reply};
-use crate::cmd::{int_arg, is, Ctx};
+use crate::cmd::{int_arg, is, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use storage::stream::{Group, ENTRIES_READ_INVALID};
 use storage::{Stream, StreamId, Value};
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("xgroup|create", xgroup_create),
+    ("xgroup|setid", xgroup_setid),
+    ("xgroup|destroy", xgroup_destroy),
+    ("xgroup|createconsumer", xgroup_createconsumer),
+    ("xgroup|delconsumer", xgroup_delconsumer),
+    ("xgroup|help", xgroup_help),
+    ("xack", xack),
+    ("xpending", xpending),
+    ("xclaim", xclaim),
+    ("xautoclaim", xautoclaim),
+];
 
 /// `XCLAIM … FORCE JUSTID LASTID …` recreating pending entry `id` as it
 /// is now.
@@ -121,7 +134,7 @@ fn group_stream<'a>(c: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Stream, Error>
 }
 
 /// XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]
-pub fn xgroup_create(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xgroup_create(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut mkstream = false;
     let mut entries_read = ENTRIES_READ_INVALID;
     let mut i = 5;
@@ -171,7 +184,7 @@ fn existing_group<'a>(c: &'a mut Ctx, a: &[Bytes]) -> Result<&'a mut Stream, Err
 }
 
 /// XGROUP SETID key group id|$ [ENTRIESREAD entries-read]
-pub fn xgroup_setid(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xgroup_setid(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let s = existing_group(c, a)?;
     if a.len() != 5 && a.len() != 7 {
         return Err(bad_sub(&a[1], "XGROUP"));
@@ -202,7 +215,7 @@ pub fn xgroup_setid(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XGROUP DESTROY key group
-pub fn xgroup_destroy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xgroup_destroy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let s = group_stream(c, &a[2])?;
     if s.groups.remove(&a[3][..]).is_none() {
         c.out.int(0);
@@ -215,7 +228,7 @@ pub fn xgroup_destroy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XGROUP CREATECONSUMER key group consumer
-pub fn xgroup_createconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xgroup_createconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let now = c.now;
     let s = existing_group(c, a)?;
     let g = s.groups.get_mut(&a[3][..]).expect("checked");
@@ -228,7 +241,7 @@ pub fn xgroup_createconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XGROUP DELCONSUMER key group consumer
-pub fn xgroup_delconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xgroup_delconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let s = existing_group(c, a)?;
     let g = s.groups.get_mut(&a[3][..]).expect("checked");
     let pending = g.delete_consumer(&a[4]);
@@ -240,7 +253,7 @@ pub fn xgroup_delconsumer(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XGROUP HELP
-pub fn xgroup_help(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
+fn xgroup_help(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
     help_reply(
         c,
         "XGROUP",
@@ -265,7 +278,7 @@ pub fn xgroup_help(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
 }
 
 /// XACK key group id [id ...]
-pub fn xack(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xack(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (db, now) = (c.cl.db, c.now);
     let g =
         c.st.write::<Stream>(db, &a[1], now)?
@@ -286,7 +299,7 @@ pub fn xack(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
-pub fn xpending(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xpending(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len() != 3 && (a.len() < 6 || a.len() > 9) {
         return Err(Error::Syntax);
     }
@@ -392,7 +405,7 @@ fn claim_target(c: &mut Ctx, a: &[Bytes]) -> Result<(), Error> {
 }
 
 /// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
-pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     claim_target(c, a)?;
     let now = c.now;
     let min_idle = storage::num::parse_i64(&a[4])
@@ -522,7 +535,7 @@ pub fn xclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
-pub fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xautoclaim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // Arguments are checked before the group is looked for.
     c.st.read::<Stream>(c.cl.db, &a[1], c.now)?;
     let now = c.now;

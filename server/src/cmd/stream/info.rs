@@ -1,14 +1,21 @@
 //! XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO
 //! HELP: Redis 7.0's fields, in its order (maps under RESP3).
 
-use super::{reply_entry, reply_range};
+use super::ops::{reply_entry, reply_range};
 use crate::cmd::help::{bad_sub, help_reply};
-use crate::cmd::{int_arg, is, Ctx};
+use crate::cmd::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 use storage::stream::{Group, ENTRIES_READ_INVALID};
 use storage::{Stream, StreamId};
+
+pub static HANDLERS: &[(&str, Handler)] = &[
+    ("xinfo|stream", xinfo_stream),
+    ("xinfo|groups", xinfo_groups),
+    ("xinfo|consumers", xinfo_consumers),
+    ("xinfo|help", xinfo_help),
+];
 
 fn no_key() -> Error {
     Error::NoSuchKey
@@ -34,7 +41,7 @@ fn read_and_lag(out: &mut ReplyBuf, s: &Stream, g: &Group) {
 }
 
 /// XINFO STREAM key [FULL [COUNT count]]
-pub fn xinfo_stream(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xinfo_stream(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let full = match a.len() {
         3 => None,
         4 if is(&a[3], "full") => Some(10),
@@ -129,7 +136,7 @@ pub fn xinfo_stream(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XINFO GROUPS key
-pub fn xinfo_groups(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xinfo_groups(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let s =
         c.st.read::<Stream>(c.cl.db, &a[2], c.now)?
             .ok_or_else(no_key)?;
@@ -151,7 +158,7 @@ pub fn xinfo_groups(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XINFO CONSUMERS key group
-pub fn xinfo_consumers(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xinfo_consumers(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let now = c.now;
     let s =
         c.st.read::<Stream>(c.cl.db, &a[2], now)?
@@ -174,7 +181,7 @@ pub fn xinfo_consumers(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// XINFO HELP
-pub fn xinfo_help(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
+fn xinfo_help(c: &mut Ctx, _a: &[Bytes]) -> CmdResult {
     help_reply(
         c,
         "XINFO",

@@ -12,8 +12,9 @@
 //! CREATECONSUMER` for a new consumer and `XGROUP SETID … ENTRIESREAD` for
 //! the group's new last ID; never itself.
 
-use super::{group_id_propagation, reply_entry, strict_id, xclaim_propagation};
-use crate::cmd::{int_arg, is, Ctx};
+use super::group::{group_id_propagation, xclaim_propagation};
+use super::ops::{reply_entry, strict_id};
+use crate::cmd::{int_arg, is, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::state::BlockKind;
@@ -22,16 +23,18 @@ use protocol::ReplyBuf;
 use storage::stream::ENTRIES_READ_INVALID;
 use storage::{Stream, StreamId};
 
+pub static HANDLERS: &[(&str, Handler)] = &[("xread", xread), ("xreadgroup", xreadgroup)];
+
 /// The count a blocked read without COUNT gets.
 const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
-pub fn xread(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xread(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     read_generic(c, a, false)
 }
 
 /// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]
-pub fn xreadgroup(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+fn xreadgroup(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     read_generic(c, a, true)
 }
 
@@ -178,7 +181,7 @@ fn read_generic(c: &mut Ctx, a: &[Bytes], xreadgroup: bool) -> CmdResult {
     args.extend_from_slice(&a[streams_at - 1..streams_at + n]);
     for f in &from {
         args.push(match f {
-            From::After(id) => super::id_bytes(*id),
+            From::After(id) => super::ops::id_bytes(*id),
             From::New => Bytes::from_static(b">"),
         });
     }
@@ -211,7 +214,7 @@ fn read_plain(
         body.array(2);
     }
     body.bulk(key);
-    super::reply_range(body, s, start, StreamId::MAX, count, false);
+    super::ops::reply_range(body, s, start, StreamId::MAX, count, false);
     Ok(true)
 }
 
