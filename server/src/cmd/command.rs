@@ -591,6 +591,7 @@ mod tests {
 
     #[test]
     fn keys_from_specs_and_rules() {
+        crate::cmd::families::install();
         assert_eq!(keys(&["get", "a"]).unwrap(), vec![(1, RO | ACCESS)]);
         assert_eq!(keys(&["set", "a", "b"]).unwrap(), vec![(1, OW | UPDATE)]);
         assert_eq!(
@@ -638,6 +639,7 @@ mod tests {
     /// 7.0.15's, but for the subcommands cinnabar does not implement.
     #[test]
     fn info_as_recorded() {
+        crate::cmd::families::install();
         let rec = recorded();
         let mut names: Vec<&str> = Vec::new();
         for c in table().values() {

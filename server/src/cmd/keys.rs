@@ -791,6 +791,7 @@ mod tests {
     /// 7.0.15.
     #[test]
     fn registered_as_redis() {
+        crate::cmd::families::install();
         use crate::cmd::{flags::NAMES, lookup, lookup_sub};
         type Spec = (&'static str, i32, &'static str, (i32, i32, i32));
         let want: &[Spec] = &[

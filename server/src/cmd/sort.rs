@@ -256,6 +256,72 @@ struct Item {
     cmp: Option<Span>,
 }
 
+/// Orders `items` as SORT does: each element's score or BY value looked
+/// up first, then the sort Redis would run for this request (`start..=end`
+/// is the LIMIT window).
+fn order(
+    st: &mut State,
+    db: usize,
+    now: i64,
+    o: &Opts,
+    items: &mut [Item],
+    els: &Arena,
+    (start, end): (i64, i64),
+) -> Result<(), Error> {
+    let mut by_vals = Arena::default();
+    let by = o.by.map(Pattern::compile);
+    let mut conversion_error = false;
+    let mut kbuf = Vec::new();
+    for it in items.iter_mut() {
+        let alpha = o.alpha;
+        let el = els.get(it.el);
+        let (score, cmp) = match &by {
+            Some(p) => lookup(st, db, now, p, el, &mut kbuf, |v| match v {
+                None => (Some(0.0), None),
+                Some(v) if alpha => (Some(0.0), Some(by_vals.push(v))),
+                Some(v) => (parse_sort_score(v), None),
+            }),
+            None if alpha => (Some(0.0), None),
+            None => (parse_sort_score(el), None),
+        };
+        match score {
+            Some(s) => it.score = s,
+            None => conversion_error = true,
+        }
+        it.cmp = cmp;
+    }
+    if conversion_error {
+        return Err(Error::other(
+            "ERR One or more scores can't be converted into double",
+        ));
+    }
+    let (alpha, bypat, store, desc) = (o.alpha, by.is_some(), o.store.is_some(), o.desc);
+    let by_vals = &by_vals;
+    let mut cmp = |x: &Item, y: &Item| {
+        let ord = compare(x, y, els, by_vals, alpha, bypat, store);
+        if desc {
+            ord.reverse()
+        } else {
+            ord
+        }
+    };
+    // Which algorithm decides the order of ALPHA BY ties: Redis sorts a
+    // LIMIT window with its partial quicksort, everything else with
+    // glibc's (stable) qsort.
+    let partial = start != 0 || end != items.len() as i64 - 1;
+    if bypat && partial {
+        if end >= start && start >= 0 {
+            crate::core::pqsort::pqsort(items, start as usize, end as usize, &mut cmp);
+        }
+    } else if !alpha {
+        // A total order (ties go by the bytes): any sort gives the same.
+        items.sort_unstable_by(cmp);
+    } else {
+        items.sort_by(cmp);
+    }
+    Ok(())
+}
+
 fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
     let all_keys = super::acl::reads_all_keys(c.st, c.cl);
     let mut o = parse(a, readonly, all_keys)?;
@@ -318,58 +384,8 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
     })
     .collect();
 
-    let mut by_vals = Arena::default();
     if !dontsort {
-        let by = o.by.map(Pattern::compile);
-        let mut conversion_error = false;
-        let mut kbuf = Vec::new();
-        for it in &mut items {
-            let alpha = o.alpha;
-            let el = els.get(it.el);
-            let (score, cmp) = match &by {
-                Some(p) => lookup(c.st, db, now, p, el, &mut kbuf, |v| match v {
-                    None => (Some(0.0), None),
-                    Some(v) if alpha => (Some(0.0), Some(by_vals.push(v))),
-                    Some(v) => (parse_sort_score(v), None),
-                }),
-                None if alpha => (Some(0.0), None),
-                None => (parse_sort_score(el), None),
-            };
-            match score {
-                Some(s) => it.score = s,
-                None => conversion_error = true,
-            }
-            it.cmp = cmp;
-        }
-        if conversion_error {
-            return Err(Error::other(
-                "ERR One or more scores can't be converted into double",
-            ));
-        }
-        let (alpha, bypat, store, desc) = (o.alpha, by.is_some(), o.store.is_some(), o.desc);
-        let (els, by_vals) = (&els, &by_vals);
-        let mut cmp = |x: &Item, y: &Item| {
-            let ord = compare(x, y, els, by_vals, alpha, bypat, store);
-            if desc {
-                ord.reverse()
-            } else {
-                ord
-            }
-        };
-        // Which algorithm decides the order of ALPHA BY ties: Redis sorts a
-        // LIMIT window with its partial quicksort, everything else with
-        // glibc's (stable) qsort.
-        let partial = start != 0 || end != items.len() as i64 - 1;
-        if bypat && partial {
-            if end >= start && start >= 0 {
-                crate::core::pqsort::pqsort(&mut items, start as usize, end as usize, &mut cmp);
-            }
-        } else if !alpha {
-            // A total order (ties go by the bytes): any sort gives the same.
-            items.sort_unstable_by(cmp);
-        } else {
-            items.sort_by(cmp);
-        }
+        order(c.st, db, now, &o, &mut items, &els, (start, end))?;
     }
 
     let n = (end - start + 1).max(0) as usize;
@@ -645,6 +661,7 @@ mod tests {
     /// Replies recorded from Redis 7.0.15 for the same data.
     #[test]
     fn search_chapter_queries() {
+        crate::cmd::families::install();
         let mut t = T::new();
         t.set("idx:q", &["1", "2", "3", "4", "5", "6", "7"]);
         let docs = [
@@ -693,6 +710,7 @@ mod tests {
 
     #[test]
     fn options_and_store() {
+        crate::cmd::families::install();
         let mut t = T::new();
         t.list("l", &["c", "a", "b", "d", "e"]);
         assert_eq!(t.words("SORT l ALPHA DESC"), "e d c b a");
@@ -728,6 +746,7 @@ mod tests {
 
     #[test]
     fn sorted_sets() {
+        crate::cmd::families::install();
         let mut t = T::new();
         t.zset("z", &[(3.0, "c"), (1.0, "a"), (2.0, "b"), (4.0, "d")]);
         assert_eq!(t.st.dbs[0].get(b"z").map(Value::encoding), Some("listpack"));

@@ -275,6 +275,7 @@ mod tests {
     /// implemented (COMMAND's subcommands are served by its handler).
     #[test]
     fn bindings_match_rows() {
+        crate::cmd::families::install();
         let mut bound = std::collections::HashSet::new();
         for &(name, _) in bindings() {
             assert!(
@@ -306,6 +307,7 @@ mod tests {
 
     #[test]
     fn table_is_consistent() {
+        crate::cmd::families::install();
         assert!(crate::core::command::meta::META
             .windows(2)
             .all(|w| w[0].name < w[1].name));

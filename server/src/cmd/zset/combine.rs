@@ -100,6 +100,143 @@ fn by_score(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> Ordering {
         .then_with(|| a.0.cmp(&b.0))
 }
 
+/// The options after the keys of ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD.
+struct SetopOpts {
+    weights: Vec<f64>,
+    how: Aggregate,
+    withscores: bool,
+    /// ZINTERCARD's LIMIT; 0 for none.
+    limit: usize,
+}
+
+/// Parses the options from `a[j..]`, for `setnum` keys, as Redis reads
+/// them: WEIGHTS and AGGREGATE only where they mean something, WITHSCORES
+/// only where a reply has scores.
+fn setop_opts(
+    a: &[Bytes],
+    mut j: usize,
+    setnum: usize,
+    op: SetOp,
+    store: bool,
+    card_only: bool,
+) -> Result<SetopOpts, Error> {
+    let mut o = SetopOpts {
+        weights: vec![1.0f64; setnum],
+        how: Aggregate::Sum,
+        withscores: false,
+        limit: 0,
+    };
+    while j < a.len() {
+        let remaining = a.len() - j;
+        let arg = &a[j];
+        if op != SetOp::Diff && !card_only && remaining > setnum && is(arg, "weights") {
+            j += 1;
+            for w in o.weights.iter_mut() {
+                *w = parse_score(&a[j])
+                    .ok_or_else(|| Error::other("ERR weight value is not a float"))?;
+                j += 1;
+            }
+        } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(arg, "aggregate") {
+            let v = &a[j + 1];
+            o.how = if is(v, "sum") {
+                Aggregate::Sum
+            } else if is(v, "min") {
+                Aggregate::Min
+            } else if is(v, "max") {
+                Aggregate::Max
+            } else {
+                return Err(Error::Syntax);
+            };
+            j += 2;
+        } else if !store && !card_only && is(arg, "withscores") {
+            o.withscores = true;
+            j += 1;
+        } else if card_only && remaining >= 2 && is(arg, "limit") {
+            o.limit = positive_long(&a[j + 1])
+                .map_err(|_| Error::other("ERR LIMIT can't be negative"))?
+                as usize;
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    Ok(o)
+}
+
+/// What a set operation gives: its members with their scores, or, for
+/// ZINTERCARD (`card_only`), only how many (up to `o.limit`).
+fn combine(
+    mut srcs: Vec<(Src, f64)>,
+    op: SetOp,
+    o: &SetopOpts,
+    card_only: bool,
+) -> (Vec<(Vec<u8>, f64)>, usize) {
+    let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
+    let mut card = 0usize;
+    match op {
+        SetOp::Inter => {
+            // Smallest first: the fewest lookups, and the order scores are
+            // aggregated in, as Redis.
+            srcs.sort_by_key(|(s, _)| s.len());
+            if srcs[0].0.len() > 0 {
+                let (first, rest) = srcs.split_first().expect("setnum >= 1");
+                let mut done = false;
+                first.0.for_each(|m, s| {
+                    if done {
+                        return;
+                    }
+                    let mut score = first.1 * s;
+                    if score.is_nan() {
+                        score = 0.0;
+                    }
+                    for (src, w) in rest {
+                        match src.score(m) {
+                            Some(v) => aggregate(&mut score, v * w, o.how),
+                            None => return,
+                        }
+                    }
+                    if card_only {
+                        card += 1;
+                        if o.limit > 0 && card >= o.limit {
+                            done = true;
+                        }
+                    } else {
+                        result.push((m.to_vec(), score));
+                    }
+                });
+            }
+        }
+        SetOp::Union => {
+            srcs.sort_by_key(|(s, _)| s.len());
+            let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
+            for (src, w) in &srcs {
+                src.for_each(|m, s| {
+                    let mut score = w * s;
+                    if score.is_nan() {
+                        score = 0.0;
+                    }
+                    match acc.get_mut(m) {
+                        Some(t) => aggregate(t, score, o.how),
+                        None => {
+                            acc.insert(m.to_vec(), score);
+                        }
+                    }
+                });
+            }
+            result = acc.into_iter().collect();
+        }
+        SetOp::Diff => {
+            let (first, rest) = srcs.split_first().expect("setnum >= 1");
+            first.0.for_each(|m, s| {
+                if rest.iter().all(|(src, _)| src.score(m).is_none()) {
+                    result.push((m.to_vec(), s));
+                }
+            });
+        }
+    }
+    (result, card)
+}
+
 /// ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD (Redis's
 /// `zunionInterDiffGenericCommand`). `nk` is the index of numkeys; `dst`
 /// the destination key of the STORE forms.
@@ -130,50 +267,11 @@ fn setop_generic(
             Some(_) => return Err(WRONGTYPE),
         }
     }
-    let mut weights = vec![1.0f64; setnum];
-    let mut how = Aggregate::Sum;
-    let mut withscores = false;
-    let mut limit: usize = 0;
-    let mut j = nk + 1 + setnum;
-    while j < a.len() {
-        let remaining = a.len() - j;
-        let o = &a[j];
-        if op != SetOp::Diff && !card_only && remaining > setnum && is(o, "weights") {
-            j += 1;
-            for w in weights.iter_mut() {
-                *w = parse_score(&a[j])
-                    .ok_or_else(|| Error::other("ERR weight value is not a float"))?;
-                j += 1;
-            }
-        } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(o, "aggregate") {
-            let v = &a[j + 1];
-            how = if is(v, "sum") {
-                Aggregate::Sum
-            } else if is(v, "min") {
-                Aggregate::Min
-            } else if is(v, "max") {
-                Aggregate::Max
-            } else {
-                return Err(Error::Syntax);
-            };
-            j += 2;
-        } else if dst.is_none() && !card_only && is(o, "withscores") {
-            withscores = true;
-            j += 1;
-        } else if card_only && remaining >= 2 && is(o, "limit") {
-            limit = positive_long(&a[j + 1])
-                .map_err(|_| Error::other("ERR LIMIT can't be negative"))?
-                as usize;
-            j += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
-
+    let o = setop_opts(a, nk + 1 + setnum, setnum, op, dst.is_some(), card_only)?;
     let d = &c.st.dbs[db];
-    let mut srcs: Vec<(Src, f64)> = keys
+    let srcs: Vec<(Src, f64)> = keys
         .iter()
-        .zip(&weights)
+        .zip(&o.weights)
         .map(|(k, &w)| {
             let s = match d.get(k) {
                 Some(Value::ZSet(z)) => Src::Z(z),
@@ -183,69 +281,7 @@ fn setop_generic(
             (s, w)
         })
         .collect();
-    let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
-    let mut card = 0usize;
-    match op {
-        SetOp::Inter => {
-            // Smallest first: the fewest lookups, and the order scores are
-            // aggregated in, as Redis.
-            srcs.sort_by_key(|(s, _)| s.len());
-            if srcs[0].0.len() > 0 {
-                let (first, rest) = srcs.split_first().expect("setnum >= 1");
-                let mut done = false;
-                first.0.for_each(|m, s| {
-                    if done {
-                        return;
-                    }
-                    let mut score = first.1 * s;
-                    if score.is_nan() {
-                        score = 0.0;
-                    }
-                    for (src, w) in rest {
-                        match src.score(m) {
-                            Some(v) => aggregate(&mut score, v * w, how),
-                            None => return,
-                        }
-                    }
-                    if card_only {
-                        card += 1;
-                        if limit > 0 && card >= limit {
-                            done = true;
-                        }
-                    } else {
-                        result.push((m.to_vec(), score));
-                    }
-                });
-            }
-        }
-        SetOp::Union => {
-            srcs.sort_by_key(|(s, _)| s.len());
-            let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
-            for (src, w) in &srcs {
-                src.for_each(|m, s| {
-                    let mut score = w * s;
-                    if score.is_nan() {
-                        score = 0.0;
-                    }
-                    match acc.get_mut(m) {
-                        Some(t) => aggregate(t, score, how),
-                        None => {
-                            acc.insert(m.to_vec(), score);
-                        }
-                    }
-                });
-            }
-            result = acc.into_iter().collect();
-        }
-        SetOp::Diff => {
-            let (first, rest) = srcs.split_first().expect("setnum >= 1");
-            first.0.for_each(|m, s| {
-                if rest.iter().all(|(src, _)| src.score(m).is_none()) {
-                    result.push((m.to_vec(), s));
-                }
-            });
-        }
-    }
+    let (mut result, card) = combine(srcs, op, &o, card_only);
     if card_only {
         c.out.int(card as i64);
         return Ok(());
@@ -262,17 +298,17 @@ fn setop_generic(
         return Ok(());
     }
     result.sort_by(by_score);
-    if withscores && !c.out.resp3 {
+    if o.withscores && !c.out.resp3 {
         c.out.array(result.len() * 2);
     } else {
         c.out.array(result.len());
     }
     for (m, s) in &result {
-        if withscores && c.out.resp3 {
+        if o.withscores && c.out.resp3 {
             c.out.array(2);
         }
         c.out.bulk(m);
-        if withscores {
+        if o.withscores {
             c.out.double(*s);
         }
     }

@@ -751,6 +751,7 @@ fn zscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 mod tests {
     #[test]
     fn registered_as_redis() {
+        crate::cmd::families::install();
         let t = super::super::table();
         for (name, arity, keys) in [
             ("zadd", -4, (1, 1, 1)),
