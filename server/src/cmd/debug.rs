@@ -51,7 +51,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("config-rewrite-force-all", 2) => {
-            let users = super::acl::config_lines(c.st);
+            let users = super::perm::config_lines(c.st);
             c.st.cfg.rewrite(users.as_deref(), true).map_err(|e| {
                 // Redis reports errno: without a file, a NULL path's EFAULT.
                 let why = e.strip_prefix("ERR Rewriting config file: ");

@@ -77,11 +77,11 @@ fn check(
     // A script's commands are checked by the script (`cmd::scripting`);
     // EXEC's, again when they run.
     if cl.id != 0 {
-        if let Err(d) = super::acl::check(st, cl, cmd, args) {
+        if let Err(d) = super::perm::check(st, cl, cmd, args) {
             let in_exec = cl.deny_blocking;
             return Err((
                 Some(cmd),
-                super::acl::refusal(st, cl, cmd, args, d, in_exec),
+                super::perm::refusal(st, cl, cmd, args, d, in_exec),
             ));
         }
     }

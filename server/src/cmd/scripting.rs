@@ -161,7 +161,7 @@ impl ScriptHost<'_> {
             ));
         }
         if !self.caller.is_empty() {
-            if let Some(e) = super::acl::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
+            if let Some(e) = super::perm::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
             {
                 return Some((Some(cmd), e));
             }
@@ -236,7 +236,7 @@ impl Host for ScriptHost<'_> {
     }
 
     fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
-        super::acl::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
+        super::perm::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
     }
 
     fn while_busy(&mut self) {
