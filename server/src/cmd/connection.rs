@@ -116,7 +116,7 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             super::perm::authenticate(c, &a[0], &a[i + 1], &a[i + 2])?;
             i += 3;
         } else if is(&a[i], "setname") && more >= 1 {
-            super::client::validate_client_name(&a[i + 1])?;
+            crate::state::validate_client_name(&a[i + 1])?;
             name = Some(a[i + 1].clone());
             i += 2;
         } else {

@@ -167,7 +167,7 @@ impl ScriptHost<'_> {
             }
         }
         // PUBLISH and the like replicate: no more allowed than a write.
-        if self.read_only && (cmd.has(WRITE) || super::client::may_replicate(cmd.name)) {
+        if self.read_only && (cmd.has(WRITE) || super::gate::may_replicate(cmd.name)) {
             return Some((
                 Some(cmd),
                 "ERR Write commands are not allowed from read-only scripts.",
