@@ -59,7 +59,7 @@ pub(super) fn call(
         && !st.cfg.replica_read_only
         && !cl.peer.master
     {
-        crate::net::replica::remember_own_expires(st, cl.db, args);
+        crate::state::repl::remember_own_expires(st, cl.db, cmd.meta, args);
     }
     cl.woff = st.repl.offset;
     if !st.pubsub.self_out.is_empty() {
