@@ -16,6 +16,7 @@ pub mod acl;
 pub mod aof;
 pub mod bitmap;
 pub mod blocking;
+pub mod busy;
 mod call;
 pub mod client;
 pub mod cluster;
