@@ -96,7 +96,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("loadaof", 2) => {
-            crate::net::load::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
+            super::replay::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
             c.out.ok();
         }
         ("replybuffer", 4) if is(&a[2], "peak-reset-time") => {

@@ -40,6 +40,7 @@ pub mod module;
 mod perm;
 pub mod persist;
 pub mod pubsub;
+pub mod replay;
 pub mod replication;
 pub mod scan;
 pub mod scripting;

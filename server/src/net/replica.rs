@@ -567,7 +567,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
         }
     };
-    crate::net::load::log_done(&sum);
+    crate::cmd::replay::log_done(&sum);
     st.rdb.last_load_keys_loaded = sum.keys as u64;
     st.rdb.last_load_keys_expired = sum.expired as u64;
     if matches!(into, LoadInto::Swap { .. }) {
