@@ -11,6 +11,9 @@
 //! Shared machinery for the families: [`keyspace`] (typed key access with
 //! lazy expiry, and `State::changed`), [`blocking`] (waiting clients),
 //! [`scan`] (the SCAN family's cursor and options), [`help`] (HELP replies).
+//! [`perm`]: the ACL checks the gate, scripts and AUTH run. [`busy`]: what
+//! the connections run while a script is busy. [`replay`]: an AOF's
+//! commands through the dispatcher, at start-up and for DEBUG LOADAOF.
 
 pub mod acl;
 pub mod aof;
