@@ -4,7 +4,8 @@
 //! CLIENT REPLY, serving the clients its writes unblocked, the slowlog.
 
 use super::gate::reject;
-use super::{flags, pubsub, Command, Ctx};
+use super::{flags, Command, Ctx};
+use crate::core::error::{CmdResult, Error};
 use crate::state::{Client, ReplyMode, SlowEntry, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -36,7 +37,7 @@ pub(super) fn call(
     out.resp3 = cl.resp3;
     // A RESP2 subscriber's PING answers in the message format.
     let handler = if cmd.name == "ping" && !cl.resp3 && cl.subs.any() {
-        pubsub::subscribed_ping
+        subscribed_ping
     } else {
         cmd.handler
     };
@@ -58,7 +59,7 @@ pub(super) fn call(
         && !st.cfg.replica_read_only
         && !cl.peer.master
     {
-        crate::net::replica::remember_own_expires(st, cl.db, args);
+        crate::state::repl::remember_own_expires(st, cl.db, cmd.meta, args);
     }
     cl.woff = st.repl.offset;
     if !st.pubsub.self_out.is_empty() {
@@ -106,7 +107,7 @@ pub(super) fn call(
     }
     // Read after the handler so CLIENT REPLY ON is answered and OFF/SKIP are not.
     if cl.reply_mode != ReplyMode::On {
-        if !pubsub::confirms(cmd.name) {
+        if !confirms(cmd.name) {
             out.buf.truncate(mark);
         }
         // SKIP covers only the command after CLIENT REPLY SKIP itself.
@@ -131,6 +132,26 @@ pub(super) fn call(
     if cl.blocked.is_none() {
         slowlog_if_slow(st, cl, cmd, args, dur);
     }
+}
+
+/// Commands whose reply is a (un)subscribe confirmation: a push message,
+/// which CLIENT REPLY OFF and SKIP do not silence.
+pub fn confirms(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
+    )
+}
+
+/// PING [message], as a RESP2 subscriber gets it: `["pong", message]`.
+pub fn subscribed_ping(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if a.len() > 2 {
+        return Err(Error::Arity("ping".into()));
+    }
+    c.out.array(2);
+    c.out.bulk(b"pong");
+    c.out.bulk(a.get(1).map_or(&b""[..], |m| &m[..]));
+    Ok(())
 }
 
 /// Adds a call of `dur` microseconds to the command's latency histogram.

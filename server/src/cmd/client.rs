@@ -1,11 +1,12 @@
 //! CLIENT and its subcommands, and the CLIENT PAUSE check connections make.
 
 use super::flags::*;
+use super::gate::{may_replicate, runner_flags};
 use super::help::help_reply;
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
 use crate::state::tracking::{prefix_collision, Mode};
-use crate::state::{Client, Pause, ReplyMode, State};
+use crate::state::{validate_client_name, Client, Pause, ReplyMode, State};
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -26,16 +27,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("client|unblock", client_unblock),
     ("client|help", client_help),
 ];
-
-/// Client names may not contain spaces or newlines.
-pub fn validate_client_name(n: &[u8]) -> crate::core::error::CmdResult {
-    if n.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-        return Err(crate::core::error::Error::other(
-            "ERR Client names cannot contain spaces, newlines or special characters.",
-        ));
-    }
-    Ok(())
-}
 
 /// The current command's full name as CLIENT LIST shows it.
 fn current_cmd_name(a: &[Bytes]) -> String {
@@ -549,36 +540,6 @@ pub fn must_pause(st: &State, cl: &Client, args: &[Bytes], now: i64) -> bool {
         Ok(cmd) if p.writes_only => may_write(st, cl, cmd, args),
         Ok(_) => true,
         Err(_) => false,
-    }
-}
-
-/// The commands besides writes, scripts and functions that Redis 7.0.15
-/// flags `may_replicate` (a flag COMMAND INFO does not show, so the
-/// generated table lacks it): they may add to the replication stream.
-pub fn may_replicate(name: &str) -> bool {
-    matches!(
-        name,
-        "publish" | "spublish" | "pfcount" | "pfselftest" | "function|kill" | "sync"
-    )
-}
-
-/// The flags the script or function an EVAL, EVALSHA or FCALL (or its _RO
-/// form) runs declares (`EVAL_COMPAT` for a script without a shebang);
-/// `None` for another command or one not known yet.
-pub fn runner_flags(st: &State, cmd: &super::Command, args: &[Bytes]) -> Option<u32> {
-    let arg = args.get(1)?;
-    let engine = st.engine.as_ref();
-    match cmd.name {
-        "eval" | "eval_ro" => scripting::engine::parse_eval_shebang(arg).ok().map(|f| f.0),
-        "evalsha" | "evalsha_ro" => {
-            let sha = String::from_utf8_lossy(arg).to_ascii_lowercase();
-            engine.and_then(|e| e.script_flags(&sha))
-        }
-        "fcall" | "fcall_ro" => {
-            let name = String::from_utf8_lossy(arg);
-            engine.and_then(|e| e.functions.get(&*name).map(|f| f.flags))
-        }
-        _ => None,
     }
 }
 

@@ -187,7 +187,7 @@ fn resetstat(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// CONFIG REWRITE
 fn rewrite(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let users = super::acl::config_lines(c.st);
+    let users = super::perm::config_lines(c.st);
     c.st.cfg
         .rewrite(users.as_deref(), false)
         .map_err(Error::other)?;

@@ -91,7 +91,7 @@ fn auth(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         (&b"default"[..], &a[1][..])
     };
-    super::acl::authenticate(c, &a[0], user, pass)?;
+    super::perm::authenticate(c, &a[0], user, pass)?;
     c.out.ok();
     Ok(())
 }
@@ -113,10 +113,10 @@ fn hello(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     while i < a.len() {
         let more = a.len() - i - 1;
         if is(&a[i], "auth") && more >= 2 {
-            super::acl::authenticate(c, &a[0], &a[i + 1], &a[i + 2])?;
+            super::perm::authenticate(c, &a[0], &a[i + 1], &a[i + 2])?;
             i += 3;
         } else if is(&a[i], "setname") && more >= 1 {
-            super::client::validate_client_name(&a[i + 1])?;
+            crate::state::validate_client_name(&a[i + 1])?;
             name = Some(a[i + 1].clone());
             i += 2;
         } else {

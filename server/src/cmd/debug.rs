@@ -1,10 +1,14 @@
 //! DEBUG and its subcommands (OBJECT, PROTOCOL, POPULATE, SLEEP, RELOAD,
-//! HTSTATS, …).
+//! DIGEST, LOADAOF, HTSTATS, …).
 
 use super::help::{bad_sub, help_reply};
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
+use crate::state::persist;
 use bytes::Bytes;
+use storage::listpack::LpVal;
+use storage::rdb;
+use storage::{StreamId, Value};
 
 pub static HANDLERS: &[(&str, Handler)] = &[("debug", debug)];
 
@@ -51,7 +55,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("config-rewrite-force-all", 2) => {
-            let users = super::acl::config_lines(c.st);
+            let users = super::perm::config_lines(c.st);
             c.st.cfg.rewrite(users.as_deref(), true).map_err(|e| {
                 // Redis reports errno: without a file, a NULL path's EFAULT.
                 let why = e.strip_prefix("ERR Rewriting config file: ");
@@ -96,7 +100,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("loadaof", 2) => {
-            crate::net::load::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
+            super::replay::reload_aof(c.st).map_err(|e| Error::other(format!("ERR {e}")))?;
             c.out.ok();
         }
         ("replybuffer", 4) if is(&a[2], "peak-reset-time") => {
@@ -129,9 +133,9 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         ("htstats-key", 3) => debug_htstats_key(c, &a[2])?,
         ("protocol", 3) => debug_protocol(c, &a[2])?,
         ("populate", 3..=5) => debug_populate(c, a)?,
-        ("reload", _) => super::persist::debug_reload(c, a)?,
-        ("digest", 2) => super::persist::debug_digest(c)?,
-        ("digest-value", _) => super::persist::debug_digest_value(c, a)?,
+        ("reload", _) => debug_reload(c, a)?,
+        ("digest", 2) => debug_digest(c)?,
+        ("digest-value", _) => debug_digest_value(c, a)?,
         ("log", 3) => {
             tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&a[2]));
             c.out.ok();
@@ -349,6 +353,165 @@ fn debug_populate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.st.dbs[db].add(&key, storage::Value::str(&val));
     }
     c.out.ok();
+    Ok(())
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty the keyspace and
+/// load the file back.
+fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for o in &a[2..] {
+        if is(o, "merge") {
+            merge = true;
+        } else if is(o, "noflush") {
+            flush = false;
+        } else if is(o, "nosave") {
+            save = false;
+        } else {
+            return Err(Error::other(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+            ));
+        }
+    }
+    if save {
+        persist::save(c.st).map_err(|_| Error::other("ERR"))?;
+    }
+    let path = persist::rdb_path(c.st);
+    let mut file = std::fs::File::open(&path)
+        .map_err(|_| Error::other("ERR Error trying to load the RDB dump, check server logs."))?;
+    if flush {
+        for db in 0..c.st.dbs.len() {
+            c.st.touch_all_watched(db, None);
+            drop(c.st.dbs[db].take());
+        }
+        c.st.invalidate_all();
+        if let Some(e) = c.st.engine.as_mut() {
+            e.flush_functions();
+        }
+    }
+    if let Err(e) = persist::load_here(c.st, rdb::Input::file(&mut file), merge) {
+        tracing::warn!("Error loading the RDB dump: {e}");
+        return Err(Error::other(
+            "ERR Error trying to load the RDB dump, check server logs.",
+        ));
+    }
+    tracing::info!("DB reloaded by DEBUG RELOAD");
+    c.out.ok();
+    Ok(())
+}
+
+type Digest = [u8; 20];
+
+/// Redis's `mixDigest`: digest = SHA1(digest ^ SHA1(data)), so the
+/// result depends on the order of the mixed items.
+fn mix(d: &mut Digest, data: &[u8]) {
+    xor(d, data);
+    *d = sha1_smol::Sha1::from(&d[..]).digest().bytes();
+}
+
+/// Redis's `xorDigest`: digest ^= SHA1(data).
+fn xor(d: &mut Digest, data: &[u8]) {
+    let h = sha1_smol::Sha1::from(data).digest().bytes();
+    for (a, b) in d.iter_mut().zip(h) {
+        *a ^= b;
+    }
+}
+
+fn lp_bytes<'a>(v: &'a LpVal, buf: &'a mut itoa::Buffer) -> &'a [u8] {
+    v.bytes(buf)
+}
+
+/// Redis's `xorObjectDigest`: the value's type, contents (order-sensitive
+/// for strings and lists, order-free for sets, hashes and zsets) and
+/// whether it has a TTL.
+fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
+    let t: u32 = match v {
+        Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
+    };
+    mix(d, &t.to_be_bytes());
+    let mut buf = itoa::Buffer::new();
+    match v {
+        Value::Str(s) => mix(d, s.as_bytes(&mut buf)),
+        Value::List(l) => {
+            for e in l.iter() {
+                mix(d, lp_bytes(&e, &mut buf));
+            }
+        }
+        Value::Set(s) => {
+            for e in s.iter() {
+                xor(d, lp_bytes(&e, &mut buf));
+            }
+        }
+        Value::ZSet(z) => z.for_each(|m, s| {
+            let mut e = [0u8; 20];
+            mix(&mut e, m);
+            mix(&mut e, storage::num::fmt_g17(s).as_bytes());
+            xor(d, &e);
+        }),
+        Value::Hash(h) => {
+            let mut b2 = itoa::Buffer::new();
+            for (f, v) in h.iter() {
+                let mut e = [0u8; 20];
+                mix(&mut e, lp_bytes(&f, &mut buf));
+                mix(&mut e, lp_bytes(&v, &mut b2));
+                xor(d, &e);
+            }
+        }
+        Value::Stream(s) => s.range(StreamId::MIN, StreamId::MAX, false, |e| {
+            mix(d, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
+            let mut b2 = itoa::Buffer::new();
+            e.for_each(|f, v| {
+                mix(d, lp_bytes(&f, &mut buf));
+                mix(d, lp_bytes(&v, &mut b2));
+            });
+            true
+        }),
+    }
+    if has_ttl {
+        xor(d, b"!!expire!!");
+    }
+}
+
+fn hex(d: &Digest) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// DEBUG DIGEST: Redis's dataset digest (40 zeros when empty).
+fn debug_digest(c: &mut Ctx) -> CmdResult {
+    let mut fin = [0u8; 20];
+    for (i, db) in c.st.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        mix(&mut fin, &(i as u32).to_be_bytes());
+        for (k, v) in db.keys().iter() {
+            let mut d = [0u8; 20];
+            mix(&mut d, k);
+            object_digest(&mut d, v, db.expire_at(k).is_some());
+            xor(&mut fin, &d);
+        }
+    }
+    c.out.simple(&hex(&fin));
+    Ok(())
+}
+
+/// DEBUG DIGEST-VALUE key [key ...]
+fn debug_digest_value(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let db = c.cl.db;
+    c.out.array(a.len() - 2);
+    for k in &a[2..] {
+        let mut d = [0u8; 20];
+        let d0 = &c.st.dbs[db];
+        if let Some(v) = d0.peek(k) {
+            object_digest(&mut d, v, d0.expire_at(k).is_some());
+        }
+        c.out.simple(&hex(&d));
+    }
     Ok(())
 }
 

@@ -4,8 +4,12 @@
 //! subscribed mode, loading. A refused request is
 //! answered here, its error counted; it marks an open transaction, or
 //! discards it when the refused command is EXEC.
+//!
+//! The rules the checks share with scripts and CLIENT PAUSE live here too:
+//! which commands a RESP2 subscriber may run, the flags a script or
+//! function declares, the commands that may replicate without writing.
 
-use super::{flags, pubsub, resolve, Command};
+use super::{flags, resolve, Command};
 use crate::core::error::Error;
 use crate::state::{Client, State};
 use bytes::Bytes;
@@ -77,11 +81,11 @@ fn check(
     // A script's commands are checked by the script (`cmd::scripting`);
     // EXEC's, again when they run.
     if cl.id != 0 {
-        if let Err(d) = super::acl::check(st, cl, cmd, args) {
+        if let Err(d) = super::perm::check(st, cl, cmd, args) {
             let in_exec = cl.deny_blocking;
             return Err((
                 Some(cmd),
-                super::acl::refusal(st, cl, cmd, args, d, in_exec),
+                super::perm::refusal(st, cl, cmd, args, d, in_exec),
             ));
         }
     }
@@ -114,8 +118,8 @@ fn check(
     if st.serving_stale_refused() && denies_stale(st, cl, cmd, args) {
         return Err((Some(cmd), Error::other(MASTERDOWN)));
     }
-    if !cl.resp3 && cl.subs.any() && !pubsub::allowed_in_subscribed_mode(cmd.name) {
-        return Err((Some(cmd), pubsub::subscribed_mode_error(cmd.name)));
+    if !cl.resp3 && cl.subs.any() && !allowed_in_subscribed_mode(cmd.name) {
+        return Err((Some(cmd), subscribed_mode_error(cmd.name)));
     }
     // The AOF's own commands (a client without a connection) run, of course.
     if let Some(l) = &st.loading {
@@ -171,9 +175,62 @@ fn denies_stale(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool 
 /// its flags replaces the command's: only `allow-stale` runs, and a
 /// script without a shebang never does.
 fn serves_stale(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
-    match super::client::runner_flags(st, cmd, args) {
+    match runner_flags(st, cmd, args) {
         Some(f) => f & scripting::flags::ALLOW_STALE != 0,
         None => cmd.has(flags::STALE),
+    }
+}
+
+/// Commands a RESP2 client may run while subscribed.
+pub fn allowed_in_subscribed_mode(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// The error for any other command there.
+pub fn subscribed_mode_error(name: &str) -> Error {
+    Error::other(format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    ))
+}
+
+/// The commands besides writes, scripts and functions that Redis 7.0.15
+/// flags `may_replicate` (a flag COMMAND INFO does not show, so the
+/// generated table lacks it): they may add to the replication stream.
+pub fn may_replicate(name: &str) -> bool {
+    matches!(
+        name,
+        "publish" | "spublish" | "pfcount" | "pfselftest" | "function|kill" | "sync"
+    )
+}
+
+/// The flags the script or function an EVAL, EVALSHA or FCALL (or its _RO
+/// form) runs declares (`EVAL_COMPAT` for a script without a shebang);
+/// `None` for another command or one not known yet.
+pub fn runner_flags(st: &State, cmd: &super::Command, args: &[Bytes]) -> Option<u32> {
+    let arg = args.get(1)?;
+    let engine = st.engine.as_ref();
+    match cmd.name {
+        "eval" | "eval_ro" => scripting::engine::parse_eval_shebang(arg).ok().map(|f| f.0),
+        "evalsha" | "evalsha_ro" => {
+            let sha = String::from_utf8_lossy(arg).to_ascii_lowercase();
+            engine.and_then(|e| e.script_flags(&sha))
+        }
+        "fcall" | "fcall_ro" => {
+            let name = String::from_utf8_lossy(arg);
+            engine.and_then(|e| e.functions.get(&*name).map(|f| f.flags))
+        }
+        _ => None,
     }
 }
 
@@ -216,8 +273,7 @@ fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
 fn script_writes(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
     use scripting::flags::{EVAL_COMPAT, NO_WRITES};
     matches!(cmd.name, "eval" | "evalsha" | "fcall")
-        && super::client::runner_flags(st, cmd, args)
-            .is_some_and(|f| f & (EVAL_COMPAT | NO_WRITES) == 0)
+        && runner_flags(st, cmd, args).is_some_and(|f| f & (EVAL_COMPAT | NO_WRITES) == 0)
 }
 
 /// Whether `cmd` may write: a write command, a script or function not

@@ -11,11 +11,15 @@
 //! Shared machinery for the families: [`keyspace`] (typed key access with
 //! lazy expiry, and `State::changed`), [`blocking`] (waiting clients),
 //! [`scan`] (the SCAN family's cursor and options), [`help`] (HELP replies).
+//! [`perm`]: the ACL checks the gate, scripts and AUTH run. [`busy`]: what
+//! the connections run while a script is busy. [`replay`]: an AOF's
+//! commands through the dispatcher, at start-up and for DEBUG LOADAOF.
 
 pub mod acl;
 pub mod aof;
 pub mod bitmap;
 pub mod blocking;
+pub mod busy;
 mod call;
 pub mod client;
 pub mod cluster;
@@ -36,8 +40,10 @@ pub mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod module;
+mod perm;
 pub mod persist;
 pub mod pubsub;
+pub mod replay;
 pub mod replication;
 pub mod scan;
 pub mod scripting;

@@ -1,5 +1,4 @@
-//! Persistence commands: SAVE BGSAVE DUMP RESTORE, and the DEBUG RELOAD / DIGEST /
-//! DIGEST-VALUE helpers the DEBUG dispatcher calls.
+//! Persistence commands: SAVE BGSAVE DUMP RESTORE.
 
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::config::class;
@@ -7,9 +6,7 @@ use crate::core::error::{CmdResult, Error};
 use crate::core::propagate::int;
 use crate::state::persist;
 use bytes::Bytes;
-use storage::listpack::LpVal;
 use storage::rdb::{self, RestoreError};
-use storage::{StreamId, Value};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("save", save),
@@ -159,166 +156,5 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.propagate_as(op.chain([Bytes::from_static(b"ABSTTL")]));
     }
     c.out.ok();
-    Ok(())
-}
-
-// ------------------------------------------------------------ DEBUG helpers
-
-/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty the keyspace and
-/// load the file back.
-pub fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let (mut merge, mut flush, mut save) = (false, true, true);
-    for o in &a[2..] {
-        if is(o, "merge") {
-            merge = true;
-        } else if is(o, "noflush") {
-            flush = false;
-        } else if is(o, "nosave") {
-            save = false;
-        } else {
-            return Err(Error::other(
-                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
-            ));
-        }
-    }
-    if save {
-        persist::save(c.st).map_err(|_| Error::other("ERR"))?;
-    }
-    let path = persist::rdb_path(c.st);
-    let mut file = std::fs::File::open(&path)
-        .map_err(|_| Error::other("ERR Error trying to load the RDB dump, check server logs."))?;
-    if flush {
-        for db in 0..c.st.dbs.len() {
-            c.st.touch_all_watched(db, None);
-            drop(c.st.dbs[db].take());
-        }
-        c.st.invalidate_all();
-        if let Some(e) = c.st.engine.as_mut() {
-            e.flush_functions();
-        }
-    }
-    if let Err(e) = persist::load_here(c.st, rdb::Input::file(&mut file), merge) {
-        tracing::warn!("Error loading the RDB dump: {e}");
-        return Err(Error::other(
-            "ERR Error trying to load the RDB dump, check server logs.",
-        ));
-    }
-    tracing::info!("DB reloaded by DEBUG RELOAD");
-    c.out.ok();
-    Ok(())
-}
-
-type Digest = [u8; 20];
-
-/// Redis's `mixDigest`: digest = SHA1(digest ^ SHA1(data)), so the
-/// result depends on the order of the mixed items.
-fn mix(d: &mut Digest, data: &[u8]) {
-    xor(d, data);
-    *d = sha1_smol::Sha1::from(&d[..]).digest().bytes();
-}
-
-/// Redis's `xorDigest`: digest ^= SHA1(data).
-fn xor(d: &mut Digest, data: &[u8]) {
-    let h = sha1_smol::Sha1::from(data).digest().bytes();
-    for (a, b) in d.iter_mut().zip(h) {
-        *a ^= b;
-    }
-}
-
-fn lp_bytes<'a>(v: &'a LpVal, buf: &'a mut itoa::Buffer) -> &'a [u8] {
-    v.bytes(buf)
-}
-
-/// Redis's `xorObjectDigest`: the value's type, contents (order-sensitive
-/// for strings and lists, order-free for sets, hashes and zsets) and
-/// whether it has a TTL.
-fn object_digest(d: &mut Digest, v: &Value, has_ttl: bool) {
-    let t: u32 = match v {
-        Value::Str(_) => 0,
-        Value::List(_) => 1,
-        Value::Set(_) => 2,
-        Value::ZSet(_) => 3,
-        Value::Hash(_) => 4,
-        Value::Stream(_) => 6,
-    };
-    mix(d, &t.to_be_bytes());
-    let mut buf = itoa::Buffer::new();
-    match v {
-        Value::Str(s) => mix(d, s.as_bytes(&mut buf)),
-        Value::List(l) => {
-            for e in l.iter() {
-                mix(d, lp_bytes(&e, &mut buf));
-            }
-        }
-        Value::Set(s) => {
-            for e in s.iter() {
-                xor(d, lp_bytes(&e, &mut buf));
-            }
-        }
-        Value::ZSet(z) => z.for_each(|m, s| {
-            let mut e = [0u8; 20];
-            mix(&mut e, m);
-            mix(&mut e, storage::num::fmt_g17(s).as_bytes());
-            xor(d, &e);
-        }),
-        Value::Hash(h) => {
-            let mut b2 = itoa::Buffer::new();
-            for (f, v) in h.iter() {
-                let mut e = [0u8; 20];
-                mix(&mut e, lp_bytes(&f, &mut buf));
-                mix(&mut e, lp_bytes(&v, &mut b2));
-                xor(d, &e);
-            }
-        }
-        Value::Stream(s) => s.range(StreamId::MIN, StreamId::MAX, false, |e| {
-            mix(d, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
-            let mut b2 = itoa::Buffer::new();
-            e.for_each(|f, v| {
-                mix(d, lp_bytes(&f, &mut buf));
-                mix(d, lp_bytes(&v, &mut b2));
-            });
-            true
-        }),
-    }
-    if has_ttl {
-        xor(d, b"!!expire!!");
-    }
-}
-
-fn hex(d: &Digest) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// DEBUG DIGEST: Redis's dataset digest (40 zeros when empty).
-pub fn debug_digest(c: &mut Ctx) -> CmdResult {
-    let mut fin = [0u8; 20];
-    for (i, db) in c.st.dbs.iter().enumerate() {
-        if db.is_empty() {
-            continue;
-        }
-        mix(&mut fin, &(i as u32).to_be_bytes());
-        for (k, v) in db.keys().iter() {
-            let mut d = [0u8; 20];
-            mix(&mut d, k);
-            object_digest(&mut d, v, db.expire_at(k).is_some());
-            xor(&mut fin, &d);
-        }
-    }
-    c.out.simple(&hex(&fin));
-    Ok(())
-}
-
-/// DEBUG DIGEST-VALUE key [key ...]
-pub fn debug_digest_value(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    c.out.array(a.len() - 2);
-    for k in &a[2..] {
-        let mut d = [0u8; 20];
-        let d0 = &c.st.dbs[db];
-        if let Some(v) = d0.peek(k) {
-            object_digest(&mut d, v, d0.expire_at(k).is_some());
-        }
-        c.out.simple(&hex(&d));
-    }
     Ok(())
 }

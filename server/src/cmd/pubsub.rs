@@ -25,49 +25,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("pubsub|help", pubsub_help),
 ];
 
-/// Commands a RESP2 client may run while subscribed.
-pub fn allowed_in_subscribed_mode(name: &str) -> bool {
-    matches!(
-        name,
-        "subscribe"
-            | "unsubscribe"
-            | "psubscribe"
-            | "punsubscribe"
-            | "ssubscribe"
-            | "sunsubscribe"
-            | "ping"
-            | "quit"
-            | "reset"
-    )
-}
-
-/// Commands whose reply is a (un)subscribe confirmation: a push message,
-/// which CLIENT REPLY OFF and SKIP do not silence.
-pub fn confirms(name: &str) -> bool {
-    matches!(
-        name,
-        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
-    )
-}
-
-/// The error for any other command there.
-pub fn subscribed_mode_error(name: &str) -> Error {
-    Error::other(format!(
-        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
-    ))
-}
-
-/// PING [message], as a RESP2 subscriber gets it: `["pong", message]`.
-pub fn subscribed_ping(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    if a.len() > 2 {
-        return Err(Error::Arity("ping".into()));
-    }
-    c.out.array(2);
-    c.out.bulk(b"pong");
-    c.out.bulk(a.get(1).map_or(&b""[..], |m| &m[..]));
-    Ok(())
-}
-
 fn sub(c: &mut Ctx, a: &[Bytes], kind: Kind) -> CmdResult {
     c.st.subscribe(c.cl, c.out, kind, &a[1..]);
     Ok(())

@@ -7,16 +7,17 @@
 //! database, blocking denied), so it behaves exactly as for a client. The
 //! run holds its worker thread; the runtime has at least two, so the others
 //! keep serving connections, which answer -BUSY once the script passes
-//! `busy-reply-threshold` (see `conn`). (Moving every run off the worker
-//! with `block_in_place` cost 40% of EVAL's time in thread hand-offs.)
+//! `busy-reply-threshold` (see `super::busy`). (Moving every run off the
+//! worker with `block_in_place` cost 40% of EVAL's time in thread
+//! hand-offs.)
 
+use super::busy::{serve_busy, write_function_stats, NOTBUSY};
 use super::flags::*;
 use super::help::help_reply;
-use super::transaction::BusyTx;
 use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
-use crate::state::{Client, LuaDebug, Shared, State};
-use bytes::{Bytes, BytesMut};
+use crate::state::{Client, LuaDebug, State};
+use bytes::Bytes;
 use protocol::ReplyBuf;
 use scripting::{flags as sflags, DebugIo, Debugger, Engine, FunctionCall, Host, RunFlags};
 use std::sync::atomic::Ordering::Relaxed;
@@ -46,38 +47,10 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("function|help", function_help),
 ];
 
-pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
-pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 const DEBUG_YES_REFUSED: &str = "ERR SCRIPT DEBUG YES (a forked session whose changes are discarded) is not supported by this server: use SCRIPT DEBUG SYNC";
 const DEBUG_YES_REFUSED_EVAL: &str = "ERR SCRIPT DEBUG YES is not supported by this server, so the script was not run: use SCRIPT DEBUG SYNC";
 const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
-
-/// The -BUSY text for a script (`function` = an FCALL) past the threshold.
-pub fn busy_error(function: bool) -> &'static str {
-    if function {
-        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
-    } else {
-        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-    }
-}
-
-/// SCRIPT KILL / FUNCTION KILL against the running script, answered
-/// without the state lock (the script holds it): the reply's error text or
-/// `None` for OK.
-pub fn kill_running(run: &RunFlags, function_kill: bool) -> Result<(), &'static str> {
-    if !run.running.load(Relaxed) {
-        return Err(NOTBUSY);
-    }
-    if run.wrote.load(Relaxed) {
-        return Err(UNKILLABLE);
-    }
-    if run.function.load(Relaxed) != function_kill {
-        return Err(busy_error(run.function.load(Relaxed)));
-    }
-    run.kill.store(true, Relaxed);
-    Ok(())
-}
 
 fn engine(st: &mut State) -> Result<Engine, Error> {
     match st.engine.take() {
@@ -161,13 +134,13 @@ impl ScriptHost<'_> {
             ));
         }
         if !self.caller.is_empty() {
-            if let Some(e) = super::acl::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
+            if let Some(e) = super::perm::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
             {
                 return Some((Some(cmd), e));
             }
         }
         // PUBLISH and the like replicate: no more allowed than a write.
-        if self.read_only && (cmd.has(WRITE) || super::client::may_replicate(cmd.name)) {
+        if self.read_only && (cmd.has(WRITE) || super::gate::may_replicate(cmd.name)) {
             return Some((
                 Some(cmd),
                 "ERR Write commands are not allowed from read-only scripts.",
@@ -236,7 +209,7 @@ impl Host for ScriptHost<'_> {
     }
 
     fn acl_check(&mut self, args: &[Bytes]) -> Result<bool, String> {
-        super::acl::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
+        super::perm::script_may_run(self.st, &self.cl, args).map_err(|e| e.to_string())
     }
 
     fn while_busy(&mut self) {
@@ -331,67 +304,6 @@ fn run(
         true => Error::Relayed(e.msg),
         false => Error::Other(e.msg),
     })
-}
-
-/// Whether `args` is a command Redis runs while a script is busy (flagged
-/// `allow_busy`), for `busy_call`. SHUTDOWN waits for the script but with
-/// NOSAVE (the connection exits at once) or ABORT: its other forms are
-/// refused with -BUSY.
-pub fn runs_while_busy(args: &[Bytes]) -> bool {
-    if is(&args[0], "shutdown") {
-        return args[1..].iter().any(|a| is(a, "abort"));
-    }
-    resolve(args).is_ok_and(|c| c.has(ALLOW_BUSY))
-}
-
-/// Runs the commands other connections handed over while the script runs
-/// (see `busy_call`).
-fn serve_busy(st: &mut State) {
-    let work = std::mem::take(&mut st.busy.lock().work);
-    for w in work {
-        w(st);
-    }
-}
-
-/// Runs `args`, a command Redis allows while a script is busy (AUTH,
-/// HELLO, WATCH, MULTI, ...), for client `id` and returns its reply: on
-/// the script's thread between two steps of the script, or with the lock
-/// once the script is over. `tx` is what the connection answered while
-/// busy; it is applied first and follows the command.
-pub async fn busy_call(shared: &Shared, id: u64, args: Vec<Bytes>, tx: &mut BusyTx) -> BytesMut {
-    let (send, recv) = tokio::sync::oneshot::channel();
-    let mut mine = std::mem::take(tx);
-    let work = move |st: &mut State| {
-        let _ = send.send(run_while_busy(st, id, &args, &mut mine).map(|out| (out, mine)));
-    };
-    shared.with_state(work).await;
-    match recv.await {
-        Ok(Some((out, back))) => {
-            *tx = back;
-            out
-        }
-        // The client is gone.
-        _ => BytesMut::new(),
-    }
-}
-
-/// Runs `args` for client `id` while a script may be halfway through: the
-/// clients its writes unblocked wait for its end, and its own touches of
-/// watched keys stay its own.
-fn run_while_busy(st: &mut State, id: u64, args: &[Bytes], tx: &mut BusyTx) -> Option<BytesMut> {
-    let mut cl = st.clients.remove(&id)?;
-    tx.apply(st, &mut cl);
-    let ready = std::mem::take(&mut st.ready_keys);
-    let cas = std::mem::take(&mut st.dirty_cas_running);
-    let mut out = ReplyBuf::new(cl.resp3);
-    st.tick(std::time::Instant::now());
-    execute(st, &mut cl, &mut out, args);
-    st.dirty_cas_running = cas;
-    let mut ready_now = std::mem::replace(&mut st.ready_keys, ready);
-    st.ready_keys.append(&mut ready_now);
-    tx.in_multi = cl.multi.is_some();
-    st.clients.insert(id, cl);
-    Some(out.buf)
 }
 
 fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
@@ -852,56 +764,6 @@ fn function_stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             .map_or((0, 0), |e| (e.libraries.len(), e.functions.len()));
     write_function_stats(c.out, None, libs, funcs);
     Ok(())
-}
-
-/// FUNCTION STATS from another connection while a script is busy, answered
-/// without the state lock; during an EVAL it is -BUSY, as in Redis.
-pub fn busy_function_stats(run: &RunFlags, out: &mut ReplyBuf) -> Result<(), &'static str> {
-    let call = run.function_call.lock().unwrap_or_else(|e| e.into_inner());
-    match &*call {
-        Some(f) if run.running.load(Relaxed) && run.function.load(Relaxed) => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64);
-            let ran = now - run.start_ms.load(Relaxed);
-            write_function_stats(out, Some((f, ran)), f.libraries, f.functions);
-            Ok(())
-        }
-        _ => Err(busy_error(run.function.load(Relaxed))),
-    }
-}
-
-fn write_function_stats(
-    out: &mut ReplyBuf,
-    running: Option<(&FunctionCall, i64)>,
-    libs: usize,
-    funcs: usize,
-) {
-    out.map(2);
-    out.bulk(b"running_script");
-    match running {
-        Some((f, ran)) => {
-            out.map(3);
-            out.bulk(b"name");
-            out.bulk(f.name.as_bytes());
-            out.bulk(b"command");
-            out.array(f.command.len());
-            for a in &f.command {
-                out.bulk(a);
-            }
-            out.bulk(b"duration_ms");
-            out.int(ran);
-        }
-        None => out.null(),
-    }
-    out.bulk(b"engines");
-    out.map(1);
-    out.bulk(b"LUA");
-    out.map(2);
-    out.bulk(b"libraries_count");
-    out.int(libs as i64);
-    out.bulk(b"functions_count");
-    out.int(funcs as i64);
 }
 
 /// FUNCTION KILL

@@ -323,7 +323,7 @@ fn order(
 }
 
 fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
-    let all_keys = super::acl::reads_all_keys(c.st, c.cl);
+    let all_keys = super::perm::reads_all_keys(c.st, c.cl);
     let mut o = parse(a, readonly, all_keys)?;
     let db = c.cl.db;
     let now = c.now;

@@ -9,8 +9,8 @@
 //! (their replies queue behind), so a client that does not read grows its
 //! output toward its limits and client eviction, as in Redis.
 
+use crate::cmd::busy::BusyTx;
 use crate::cmd::execute_owned;
-use crate::cmd::transaction::BusyTx;
 use crate::core::clock::now_ms;
 use crate::state::{Client, Shared};
 use bytes::{Buf, Bytes, BytesMut};
@@ -496,7 +496,7 @@ async fn busy_replies(
     out: &mut ReplyBuf,
     tx: &mut BusyTx,
 ) {
-    use crate::cmd::scripting::{busy_error, busy_function_stats, kill_running};
+    use crate::cmd::busy::{busy_error, busy_function_stats, kill_running};
     let run = &shared.script;
     for args in batch.drain(..) {
         let is = |i: usize, w: &str| {
@@ -505,8 +505,8 @@ async fn busy_replies(
         };
         // A script replayed from the AOF: the dataset is still loading,
         // which is what a command that may not run then is told first.
-        let ok_loading =
-            crate::cmd::lookup(&args[0]).is_some_and(|c| c.has(crate::cmd::flags::LOADING));
+        let ok_loading = crate::cmd::lookup(&args[0])
+            .is_some_and(|c| c.has(crate::core::command::flags::LOADING));
         if run
             .dataset_loading
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -528,8 +528,8 @@ async fn busy_replies(
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
             crate::net::server::stop_listening();
             std::process::exit(0);
-        } else if let Some(id) = id.filter(|_| crate::cmd::scripting::runs_while_busy(&args)) {
-            let reply = crate::cmd::scripting::busy_call(shared, id, args, tx).await;
+        } else if let Some(id) = id.filter(|_| crate::cmd::busy::runs_while_busy(&args)) {
+            let reply = crate::cmd::busy::busy_call(shared, id, args, tx).await;
             out.buf.extend_from_slice(&reply);
             continue;
         } else {

@@ -567,7 +567,7 @@ async fn full_sync<S: AsyncRead + Unpin>(
             return Err(io::Error::other(format!("loading the master's RDB: {e}")));
         }
     };
-    crate::net::load::log_done(&sum);
+    crate::cmd::replay::log_done(&sum);
     st.rdb.last_load_keys_loaded = sum.keys as u64;
     st.rdb.last_load_keys_expired = sum.expired as u64;
     if matches!(into, LoadInto::Swap { .. }) {
@@ -945,53 +945,5 @@ fn apply(
         st.repl.applying = false;
         st.check_source_reply(&out.buf, args, false);
         out.buf.clear();
-    }
-}
-
-/// After a write of a client other than the master on a writable replica:
-/// its keys that now have a TTL are this replica's to expire. As in Redis,
-/// only the first 64 databases are tracked (a bit each).
-pub fn remember_own_expires(st: &mut State, db: usize, args: &[Bytes]) {
-    if db >= 64 {
-        return;
-    }
-    let Ok(keys) = crate::cmd::command::get_keys(args) else {
-        return;
-    };
-    for (i, _) in keys {
-        let key = &args[i];
-        if st.dbs[db].expire_at(key).is_some() {
-            *st.replica_keys_with_expire.get_or_insert_with(key, || 0) |= 1 << db;
-        }
-    }
-}
-
-/// The replica's active expiry, of its own keys only (the master's expire
-/// through its DELs): random tracked keys are checked, the expired
-/// deleted, and those no longer having a TTL forgotten, for about a
-/// millisecond per cron tick, as Redis's `expireSlaveKeys`.
-pub fn expire_own_keys(st: &mut State, now: i64) {
-    let start = std::time::Instant::now();
-    let mut rng = rand::thread_rng();
-    let mut cycles = 0u32;
-    while let Some((key, &dbs)) = st.replica_keys_with_expire.random(&mut rng) {
-        let key = key.clone();
-        let mut keep = 0u64;
-        for db in (0..st.dbs.len().min(64)).filter(|d| dbs >> d & 1 == 1) {
-            if st.dbs[db].expire_if_needed(&key, now) {
-                st.expired(db, &key);
-            } else if st.dbs[db].expire_at(&key).is_some() {
-                keep |= 1 << db;
-            }
-        }
-        if keep == 0 {
-            st.replica_keys_with_expire.remove(&key);
-        } else if let Some(bits) = st.replica_keys_with_expire.get_mut(&key) {
-            *bits = keep;
-        }
-        cycles += 1;
-        if cycles.is_multiple_of(64) && start.elapsed() > Duration::from_millis(1) {
-            break;
-        }
     }
 }

@@ -400,7 +400,7 @@ async fn cron(shared: Arc<Shared>) {
         if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
             active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
         } else if st.active_expire && st.repl.master.is_some() {
-            crate::net::replica::expire_own_keys(&mut st, now);
+            crate::state::repl::expire_own_keys(&mut st, now);
         }
         st.tracking_cron();
         st.migrate.close_idle(now);

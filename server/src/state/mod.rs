@@ -243,6 +243,16 @@ impl Client {
     }
 }
 
+/// Client names may not contain spaces or newlines.
+pub fn validate_client_name(n: &[u8]) -> crate::core::error::CmdResult {
+    if n.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(crate::core::error::Error::other(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Default, Clone)]
 pub struct CmdStat {
     pub calls: u64,
