@@ -94,6 +94,7 @@ pub const DISPATCH: &[&str] = &[
     "multi.rs",
     "perm.rs",
     "busy.rs",
+    "pause.rs",
     "families.rs",
 ];
 /// The one module that names the families: it installs their handlers in
