@@ -19,6 +19,7 @@ pub mod pubsub;
 pub mod repl;
 pub mod shutdown;
 pub mod tracking;
+pub mod watch;
 
 use crate::core::clock::{now_ms, now_us, random_hex40};
 use crate::core::config::Config;
