@@ -289,9 +289,12 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
             f!("active_defrag_running:0");
             f!(
                 "lazyfree_pending_objects:{}",
-                super::keys::LAZYFREE_PENDING.load(Relaxed)
+                crate::state::lazyfree::LAZYFREE_PENDING.load(Relaxed)
             );
-            f!("lazyfreed_objects:{}", super::keys::LAZYFREED.load(Relaxed));
+            f!(
+                "lazyfreed_objects:{}",
+                crate::state::lazyfree::LAZYFREED.load(Relaxed)
+            );
         }
         "persistence" => {
             f!("# Persistence");

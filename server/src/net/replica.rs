@@ -661,7 +661,7 @@ fn flush_old_data(st: &mut State) {
 /// Frees databases in the background (counted by their keys).
 fn free_dbs(dbs: Vec<Db>) {
     let keys = dbs.iter().map(|d| d.len() as u64).sum();
-    crate::cmd::keys::lazy_free(dbs, keys);
+    crate::state::lazyfree::lazy_free(dbs, keys);
 }
 
 /// Puts `dbs` (empty ones if there are fewer) and the libraries of

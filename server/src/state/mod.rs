@@ -14,6 +14,7 @@ pub mod aof;
 pub mod apply;
 pub mod evict;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
