@@ -943,7 +943,7 @@ fn apply(
         st.repl.applying = true;
         crate::cmd::execute(st, master, out, args);
         st.repl.applying = false;
-        st.check_source_reply(&out.buf, args, false);
+        crate::cmd::check_source_reply(st, &out.buf, args, false);
         out.buf.clear();
     }
 }

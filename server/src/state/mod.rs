@@ -15,6 +15,7 @@ pub mod apply;
 pub mod evict;
 pub mod keyspace;
 pub mod lazyfree;
+pub mod master_link;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
@@ -662,6 +663,19 @@ impl State {
         self.repl.sync_full = 0;
         self.repl.sync_partial_ok = 0;
         self.repl.sync_partial_err = 0;
+    }
+
+    /// An error reply, in INFO errorstats (by its first word) and
+    /// `total_error_replies`.
+    pub fn count_error(&mut self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        match self.stats.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.stats.errors.insert(code.to_string(), 1);
+            }
+        }
+        self.stats.total_error_replies += 1;
     }
 
     /// Client eviction: while the evictable clients' memory is past
