@@ -474,7 +474,7 @@ fn client_unblock(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             ))
         }
     };
-    let done = u64::try_from(id).is_ok_and(|id| c.st.unblock_client(id, error));
+    let done = u64::try_from(id).is_ok_and(|id| super::blocking::unblock_client(c.st, id, error));
     c.out.int(done as i64);
     Ok(())
 }

@@ -243,7 +243,7 @@ where
             if blocked.is_some() && (cl.blocked.is_none() || timed_out) {
                 // Served by another client's command (the reply was in
                 // `pending`), or out of time.
-                st.unblock_timed_out(&mut cl, &mut out);
+                crate::cmd::blocking::unblock_timed_out(st, &mut cl, &mut out);
                 blocked = None;
             }
             if blocked.is_none() {

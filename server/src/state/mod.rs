@@ -12,6 +12,7 @@
 
 pub mod aof;
 pub mod apply;
+pub mod blocked;
 pub mod evict;
 pub mod keyspace;
 pub mod lazyfree;
@@ -262,6 +263,21 @@ impl Stats {
             self.cmd.resize_with(slot + 1, CmdStat::default);
         }
         &mut self.cmd[slot]
+    }
+}
+
+/// Adds a call of `dur` microseconds to the command's latency histogram.
+pub fn record_latency(stat: &mut CmdStat, dur: u64) {
+    // Auto-resizing: the buckets (8 bytes each, written when made) reach
+    // only as high as the command's slowest call, as they are made (not a
+    // fixed 24 KB a command up to the 1 s cap).
+    let h = stat
+        .latency
+        .get_or_insert_with(|| Box::new(hdrhistogram::Histogram::new(2).expect("sigfig")));
+    // `record` grows the buckets; `saturating_record` would clamp to them.
+    let ns = (dur * 1000).clamp(1, 1_000_000_000);
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
     }
 }
 
@@ -624,29 +640,6 @@ impl State {
             }
         }
         self.repl.waiters.retain(|w| w.id != id);
-    }
-
-    /// Registers client `id` as waiting on each of `b`'s keys, keeping its
-    /// place in a queue it is already in.
-    pub fn register_blocked(&mut self, id: u64, b: &Blocked) {
-        for k in &b.keys {
-            let q = self.blocking.entry((b.db, k.clone())).or_default();
-            if !q.contains(&id) {
-                q.push_back(id);
-            }
-        }
-    }
-
-    pub fn unregister_blocked(&mut self, id: u64, b: &Blocked) {
-        for k in &b.keys {
-            let slot = (b.db, k.clone());
-            if let Some(q) = self.blocking.get_mut(&slot) {
-                q.retain(|&c| c != id);
-                if q.is_empty() {
-                    self.blocking.remove(&slot);
-                }
-            }
-        }
     }
 
     /// CONFIG RESETSTAT: zeroes the counters INFO reports.
