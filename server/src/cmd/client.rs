@@ -234,7 +234,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     // A link still in its handshake has no client yet.
     if ty == Some("master") && n == 0 && id.is_none() && addr.is_none() && laddr.is_none() {
-        n += super::replication::drop_master_link(c.st) as i64;
+        n += crate::state::master_link::drop_master_link(c.st) as i64;
     }
     if !skipme && matches(c.cl) {
         c.cl.close_after_reply = true;

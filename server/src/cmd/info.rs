@@ -408,7 +408,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
         }
         "replication" => {
             f!("# Replication");
-            o.push_str(&super::replication::info(st, crate::core::clock::now_ms()));
+            o.push_str(&crate::state::role::info(st, crate::core::clock::now_ms()));
         }
         "cpu" => {
             let (ss, su) = rusage(libc::RUSAGE_SELF);

@@ -40,7 +40,7 @@ pub fn cron(shared: &Arc<Shared>, st: &mut State) {
         let cfg = st.cfg.replicaof.clone();
         let mut words = cfg.split_whitespace();
         if let (Some(host), Some(Ok(port))) = (words.next(), words.next().map(str::parse)) {
-            crate::cmd::replication::set_master(st, host, port);
+            crate::state::master_link::set_master(st, host, port);
         }
         if let (Some(db), Some(m)) = (st.repl.resume_db.take(), st.repl.master.as_mut()) {
             m.db = db;
@@ -337,9 +337,9 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(false);
         }
         if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
-            crate::cmd::replication::clear_failover(&mut st);
+            crate::state::failover::clear_failover(&mut st);
         } else {
-            crate::cmd::replication::abort_failover(
+            crate::state::failover::abort_failover(
                 &mut st,
                 "Failover target rejected psync request",
             );

@@ -440,7 +440,7 @@ async fn cron(shared: Arc<Shared>) {
             st.pause = None;
         }
         crate::state::persist::cron(&mut st);
-        crate::cmd::replication::cron(&mut st);
+        crate::state::repl_cron::cron(&mut st);
         crate::net::replica::cron(&shared, &mut st);
         drop(st);
         if now / 1000 != last_release / 1000 {

@@ -14,12 +14,15 @@ pub mod aof;
 pub mod apply;
 pub mod blocked;
 pub mod evict;
+pub mod failover;
 pub mod keyspace;
 pub mod lazyfree;
 pub mod master_link;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
+pub mod repl_cron;
+pub mod role;
 pub mod shutdown;
 pub mod tracking;
 pub mod watch;
@@ -636,7 +639,7 @@ impl State {
             self.tracking_off(&mut c);
             if c.peer.replica {
                 self.repl.forget(id);
-                crate::cmd::replication::end_unwanted_bgsave(self);
+                repl_cron::end_unwanted_bgsave(self);
             }
         }
         self.repl.waiters.retain(|w| w.id != id);
