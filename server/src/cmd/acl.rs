@@ -73,7 +73,7 @@ fn id_of(name: &str) -> usize {
 /// Keys a request touches, with what each needs, as Redis reads its key
 /// specs' flags.
 fn keys_of(cmd: &Command, args: &[Bytes]) -> Vec<(usize, u8)> {
-    let keys = super::command::keys_for(cmd.meta, args).unwrap_or_default();
+    let keys = crate::core::command::keys::keys_for(cmd.meta, args).unwrap_or_default();
     keys.into_iter()
         .map(|(i, f)| {
             let mut need = 0;

@@ -5,14 +5,13 @@
 //! 7.0.15's generated rows bound to cinnabar's handlers), so only what
 //! cinnabar implements is shown. COMMAND's own subcommands are dispatched
 //! here, since bare COMMAND is a valid call, but are described by their rows
-//! like any other. GETKEYS follows the key specs; where they cannot tell
-//! (SET's GET, BITFIELD's writes, SORT's BY/GET/STORE, a malformed key count) it
-//! falls back to the per-command rules Redis has for them.
+//! like any other. GETKEYS finds the keys as `crate::core::command::keys`
+//! does: by the key specs, else by Redis's per-command rules.
 
 use super::help::help_reply;
-use super::key_flags::{self, ACCESS, INCOMPLETE, NOT_KEY, OW, RO, RW, UPDATE, VARIABLE_FLAGS};
+use super::key_flags;
 use super::{
-    callable, flags, is, lookup, lookup_sub, table, Begin, Command, Ctx, Find, Handler, Meta,
+    callable, flags, get_keys, is, lookup, sub_of, table, Begin, Command, Ctx, Find, Handler, Meta,
 };
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
@@ -56,19 +55,6 @@ fn all_commands() -> Vec<&'static Command> {
     let mut v: Vec<&'static Command> = callable().collect();
     v.sort_by_key(|c| c.name);
     v
-}
-
-/// An implemented subcommand of `parent`: COMMAND's own are all
-/// implemented, by its handler.
-fn sub_of(parent: &'static Command, sub: &[u8]) -> Option<&'static Meta> {
-    if parent.name == "command" {
-        let skip = parent.name.len() + 1;
-        return parent
-            .subs
-            .iter()
-            .find(|s| s.name.as_bytes()[skip..].eq_ignore_ascii_case(sub));
-    }
-    lookup_sub(parent, sub).map(|c| c.meta)
 }
 
 /// The row of an implemented command or subcommand by full name (`get`,
@@ -331,227 +317,6 @@ fn list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Keys of a full command (`args[0]` its name) by position in `args`, with
-/// their key-spec flags, found as COMMAND GETKEYS finds them.
-pub fn get_keys(args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {
-    let unknown = || Error::other("ERR Invalid command specified");
-    let parent = lookup(&args[0]).ok_or_else(unknown)?;
-    let cmd = match args.get(1) {
-        Some(sub) if !parent.subs.is_empty() => sub_of(parent, sub).ok_or_else(unknown)?,
-        _ => parent.meta,
-    };
-    keys_for(cmd, args)
-}
-
-/// As `get_keys`, for a command already looked up.
-pub fn keys_for(cmd: &'static Meta, args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {
-    let rules = fallback(cmd);
-    if rules.is_none() && cmd.specs.iter().all(|s| s.flags & NOT_KEY != 0) {
-        return Err(Error::other("ERR The command has no key arguments"));
-    }
-    if !cmd.arity_ok(args.len()) {
-        return Err(Error::other(
-            "ERR Invalid number of arguments specified for command",
-        ));
-    }
-    let from_specs = if cmd.specs.iter().any(|s| s.flags & VARIABLE_FLAGS != 0) {
-        None
-    } else {
-        keys_from_specs(cmd, args)
-    };
-    let keys = from_specs.unwrap_or_else(|| rules.map_or_else(Vec::new, |f| f(cmd, args)));
-    if keys.is_empty() && !cmd.has(flags::NO_MANDATORY_KEYS) {
-        return Err(Error::other("ERR Invalid arguments specified for command"));
-    }
-    Ok(keys)
-}
-
-type Keys = Vec<(usize, u32)>;
-
-/// Keys found by the key specs, or None when a spec cannot tell (unknown,
-/// incomplete, or a bad key count or position).
-fn keys_from_specs(cmd: &Meta, args: &[Bytes]) -> Option<Keys> {
-    let argc = args.len() as i64;
-    let mut out = Vec::new();
-    for spec in cmd.specs {
-        if spec.flags & NOT_KEY != 0 {
-            continue;
-        }
-        if spec.flags & INCOMPLETE != 0 {
-            return None;
-        }
-        let mut first = match spec.begin {
-            Begin::Index(i) => i as i64,
-            Begin::Keyword(kw, from) => {
-                let found = if from > 0 {
-                    (from as i64..argc - 1).find(|&i| is(&args[i as usize], kw))
-                } else {
-                    (2..=argc + from as i64)
-                        .rev()
-                        .find(|&i| is(&args[i as usize], kw))
-                };
-                match found {
-                    Some(i) => i + 1,
-                    None => continue,
-                }
-            }
-            Begin::Unknown => return None,
-        };
-        let (last, step) = match spec.find {
-            Find::Range {
-                lastkey,
-                keystep,
-                limit,
-            } => {
-                let lastkey = lastkey as i64;
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + (argc - first) / limit as i64 + lastkey
-                };
-                (last, keystep)
-            }
-            Find::Keynum {
-                keynumidx,
-                firstkey,
-                keystep,
-            } => {
-                let at = first + keynumidx as i64;
-                if at >= argc {
-                    return None;
-                }
-                let n = storage::num::parse_i64(&args[at as usize]).filter(|&n| n >= 0)?;
-                first += firstkey as i64;
-                (first.checked_add(n)? - 1, keystep)
-            }
-            Find::Unknown => return None,
-        };
-        if last >= argc || last < first || first >= argc {
-            return None;
-        }
-        let positions = (first..=last).step_by(step.max(1) as usize);
-        out.extend(positions.map(|i| (i as usize, spec.flags)));
-    }
-    Some(out)
-}
-
-/// Redis's own key rules for the commands whose specs may not tell.
-fn fallback(cmd: &Meta) -> Option<fn(&Meta, &[Bytes]) -> Keys> {
-    match cmd.name {
-        "set" => Some(set_keys),
-        "bitfield" => Some(bitfield_keys),
-        "sort" => Some(sort_keys),
-        "sort_ro" => Some(|_, _| vec![(1, RO | ACCESS)]),
-        "migrate" => Some(migrate_keys),
-        _ if cmd
-            .specs
-            .iter()
-            .any(|s| matches!(s.find, Find::Keynum { .. })) =>
-        {
-            Some(keynum_keys)
-        }
-        _ => None,
-    }
-}
-
-/// MIGRATE: the key argument, or with KEYS (and an empty key argument)
-/// the keys after it; AUTH and AUTH2 take their values first.
-fn migrate_keys(_: &Meta, args: &[Bytes]) -> Keys {
-    let flags = RW | ACCESS | key_flags::DELETE;
-    let mut i = 6;
-    while i < args.len() {
-        if is(&args[i], "keys") && args[3].is_empty() {
-            return (i + 1..args.len()).map(|k| (k, flags)).collect();
-        } else if is(&args[i], "auth") {
-            i += 1;
-        } else if is(&args[i], "auth2") {
-            i += 2;
-        }
-        i += 1;
-    }
-    vec![(3, flags)]
-}
-
-/// SET reads the old value only with GET.
-fn set_keys(_: &Meta, args: &[Bytes]) -> Keys {
-    let flags = if args[3..].iter().any(|a| is(a, "get")) {
-        RW | ACCESS | UPDATE
-    } else {
-        OW | UPDATE
-    };
-    vec![(1, flags)]
-}
-
-/// BITFIELD writes unless every operation is a whole GET or OVERFLOW.
-fn bitfield_keys(_: &Meta, args: &[Bytes]) -> Keys {
-    let mut i = 2;
-    while i < args.len() {
-        let rest = args.len() - i - 1;
-        if is(&args[i], "get") && rest >= 2 {
-            i += 3;
-        } else if is(&args[i], "overflow") && rest >= 1 {
-            i += 2;
-        } else {
-            return vec![(1, RW | ACCESS | UPDATE)];
-        }
-    }
-    vec![(1, RO | ACCESS)]
-}
-
-/// SORT's key, and the destination of its last STORE (LIMIT's two
-/// arguments and BY's and GET's one are skipped).
-fn sort_keys(_: &Meta, args: &[Bytes]) -> Keys {
-    let mut keys = vec![(1, RO | ACCESS)];
-    let mut store = None;
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "limit") {
-            i += 2;
-        } else if is(&args[i], "get") || is(&args[i], "by") {
-            i += 1;
-        } else if is(&args[i], "store") && i + 1 < args.len() {
-            store = Some(i + 1);
-        }
-        i += 1;
-    }
-    keys.extend(store.map(|s| (s, OW | UPDATE)));
-    keys
-}
-
-/// A key count read as C's `atoi`, keys without flags, then the
-/// fixed-position keys (a destination): nothing if the count is below 1 or
-/// more than the arguments left.
-fn keynum_keys(cmd: &Meta, args: &[Bytes]) -> Keys {
-    let mut out = Vec::new();
-    let mut fixed = Vec::new();
-    for spec in cmd.specs {
-        match (&spec.begin, &spec.find) {
-            (
-                Begin::Index(b),
-                Find::Keynum {
-                    keynumidx,
-                    firstkey,
-                    keystep,
-                },
-            ) => {
-                let first = (b + firstkey) as usize;
-                let step = (*keystep).max(1) as usize;
-                let n = storage::num::atoi(&args[(b + keynumidx) as usize]);
-                if n < 1 || n as usize > args.len().saturating_sub(first) / step {
-                    return Vec::new();
-                }
-                out.extend((0..n as usize).map(|k| (first + k * step, 0)));
-            }
-            (Begin::Index(b), _) => fixed.push((*b as usize, 0)),
-            _ => {}
-        }
-    }
-    out.extend(fixed);
-    out
-}
-
 fn help(c: &mut Ctx) {
     help_reply(
         c,
@@ -581,6 +346,7 @@ fn help(c: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
+    use super::key_flags::{ACCESS, OW, RO, RW, UPDATE};
     use super::*;
     use std::collections::HashMap;
 

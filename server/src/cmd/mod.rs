@@ -53,6 +53,8 @@ pub mod zsetops;
 
 pub use blocking::timeout_arg;
 pub use table::*;
+// The families test their keywords with it; core's key rules need it too.
+pub use crate::core::command::is;
 
 use crate::core::error::Error;
 use crate::state::{BlockKind, Blocked, Client, State};
@@ -268,7 +270,7 @@ fn remember_reads(st: &mut State, cl: &Client, cmd: &Command, args: &[Bytes]) {
         return;
     }
     if (st.tracking.take_script_read() | read) && cl.tracking.remembers() {
-        if let Ok(keys) = command::get_keys(args) {
+        if let Ok(keys) = get_keys(args) {
             st.tracking_remember(cl, keys.iter().map(|&(i, _)| &args[i]));
         }
     }
@@ -277,9 +279,4 @@ fn remember_reads(st: &mut State, cl: &Client, cmd: &Command, args: &[Bytes]) {
 /// Parses an integer argument (`ERR value is not an integer or out of range`).
 pub fn int_arg(a: &[u8]) -> Result<i64, Error> {
     storage::num::parse_i64(a).ok_or(crate::core::error::NOT_INTEGER)
-}
-
-/// Case-insensitive keyword test.
-pub fn is(a: &[u8], kw: &str) -> bool {
-    a.eq_ignore_ascii_case(kw.as_bytes())
 }

@@ -955,7 +955,7 @@ pub fn remember_own_expires(st: &mut State, db: usize, args: &[Bytes]) {
     if db >= 64 {
         return;
     }
-    let Ok(keys) = crate::cmd::command::get_keys(args) else {
+    let Ok(keys) = crate::cmd::get_keys(args) else {
         return;
     };
     for (i, _) in keys {
