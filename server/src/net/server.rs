@@ -171,7 +171,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         .stats
         .cmd
         .resize_with(slots.unwrap_or(0), Default::default);
-    crate::cmd::acl::at_startup(&mut state)
+    crate::state::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     if crate::core::tls::wanted(&state.cfg) {
         let ctx = crate::core::tls::context(&state.cfg).map_err(|e| {

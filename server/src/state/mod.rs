@@ -10,6 +10,7 @@
 //! that is executing takes its own `Client` out of the map for the batch and
 //! puts it back afterwards.
 
+pub mod acl;
 pub mod aof;
 pub mod apply;
 pub mod blocked;
