@@ -526,7 +526,7 @@ async fn busy_replies(
             continue;
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
-            crate::net::server::stop_listening();
+            crate::core::listening::stop_listening();
             std::process::exit(0);
         } else if let Some(id) = id.filter(|_| crate::cmd::scripting::runs_while_busy(&args)) {
             let reply = crate::cmd::scripting::busy_call(shared, id, args, tx).await;

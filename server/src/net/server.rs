@@ -2,31 +2,14 @@
 
 use crate::core::clock::now_ms;
 use crate::core::config::Config;
+use crate::core::listening::LISTENING;
 use crate::net::conn::Peer;
 use crate::state::{Shared, State};
-use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
-
-/// The listening sockets, apart from the state lock (a busy script may
-/// hold it when SHUTDOWN NOSAVE ends the process), for [`stop_listening`].
-static LISTENING: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
-
-/// Refuses new connections from now on, as a Redis that is exiting does:
-/// the listeners stop before any client sees its connection closed (a
-/// client that reconnects after SHUTDOWN is refused, not served).
-pub fn stop_listening() {
-    for fd in LISTENING.lock().drain(..) {
-        // SAFETY: `fd` is a listener still open: it leaves the list before
-        // its accept loop is stopped (`relisten`). shutdown() keeps the fd.
-        unsafe {
-            libc::shutdown(fd, libc::SHUT_RDWR);
-        }
-    }
-}
 
 /// Listens on `port` (with `tcp`) and `tls-port` (with `tls`); 0 is not
 /// at all. Each listener comes with whether it speaks TLS.
