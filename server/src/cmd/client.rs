@@ -1,12 +1,15 @@
-//! CLIENT and its subcommands, and the CLIENT PAUSE check connections make.
+//! CLIENT and its subcommands (the CLIENT PAUSE check connections make
+//! is `super::pause`'s).
 
-use super::flags::*;
 use super::help::help_reply;
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
 use crate::state::tracking::{prefix_collision, Mode};
-use crate::state::{Client, Pause, ReplyMode, State};
+use crate::state::{Client, Pause, ReplyMode};
 use bytes::Bytes;
+// Named from here by the gatekeeper and by scripts.
+pub use crate::core::command::may_replicate;
+pub use crate::state::script_flags::runner_flags;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("client|id", client_id),
@@ -533,71 +536,4 @@ fn client_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         ],
     );
     Ok(())
-}
-
-/// Whether a request of `cl` must wait for the current CLIENT PAUSE to end.
-pub fn must_pause(st: &State, cl: &Client, args: &[Bytes], now: i64) -> bool {
-    let Some(p) = &st.pause else {
-        return false;
-    };
-    if p.until_ms <= now {
-        return false;
-    }
-    match super::resolve(args) {
-        // Refused at once: the gatekeeper's arity check comes first.
-        Ok(cmd) if !cmd.arity_ok(args.len()) => false,
-        Ok(cmd) if p.writes_only => may_write(st, cl, cmd, args),
-        Ok(_) => true,
-        Err(_) => false,
-    }
-}
-
-/// The commands besides writes, scripts and functions that Redis 7.0.15
-/// flags `may_replicate` (a flag COMMAND INFO does not show, so the
-/// generated table lacks it): they may add to the replication stream.
-pub fn may_replicate(name: &str) -> bool {
-    matches!(
-        name,
-        "publish" | "spublish" | "pfcount" | "pfselftest" | "function|kill" | "sync"
-    )
-}
-
-/// The flags the script or function an EVAL, EVALSHA or FCALL (or its _RO
-/// form) runs declares (`EVAL_COMPAT` for a script without a shebang);
-/// `None` for another command or one not known yet.
-pub fn runner_flags(st: &State, cmd: &super::Command, args: &[Bytes]) -> Option<u32> {
-    let arg = args.get(1)?;
-    let engine = st.engine.as_ref();
-    match cmd.name {
-        "eval" | "eval_ro" => scripting::engine::parse_eval_shebang(arg).ok().map(|f| f.0),
-        "evalsha" | "evalsha_ro" => {
-            let sha = String::from_utf8_lossy(arg).to_ascii_lowercase();
-            engine.and_then(|e| e.script_flags(&sha))
-        }
-        "fcall" | "fcall_ro" => {
-            let name = String::from_utf8_lossy(arg);
-            engine.and_then(|e| e.functions.get(&*name).map(|f| f.flags))
-        }
-        _ => None,
-    }
-}
-
-/// What CLIENT PAUSE WRITE holds back: a write or may-replicate command, a
-/// script or function not declared `no-writes` (one not known yet counts
-/// as writing), or an EXEC whose queue holds one of these.
-fn may_write(st: &State, cl: &Client, cmd: &super::Command, args: &[Bytes]) -> bool {
-    if cmd.has(WRITE) || may_replicate(cmd.name) {
-        return true;
-    }
-    if cmd.name == "exec" {
-        return cl.multi.as_ref().is_some_and(|q| {
-            q.iter()
-                .any(|a| super::resolve(a).is_ok_and(|c| may_write(st, cl, c, a)))
-        });
-    }
-    if !matches!(cmd.name, "eval" | "evalsha" | "fcall") {
-        return false;
-    }
-    let script_flags = runner_flags(st, cmd, args);
-    script_flags.is_none_or(|f| f & scripting::flags::NO_WRITES == 0)
 }

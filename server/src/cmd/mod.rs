@@ -36,6 +36,7 @@ mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod module;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
 pub mod replication;

@@ -253,7 +253,7 @@ where
                 let weigh = st.cfg.maxmemory_clients.bytes(st.cfg.maxmemory) > 0;
                 let mut weighed = out.len() + spill.len();
                 for args in batch.iter_mut() {
-                    if st.pause.is_some() && crate::cmd::client::must_pause(st, &cl, args, now_ms())
+                    if st.pause.is_some() && crate::cmd::pause::must_pause(st, &cl, args, now_ms())
                     {
                         paused = true;
                         break;

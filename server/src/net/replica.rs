@@ -813,7 +813,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             let mut out = ReplyBuf::new(false);
             let mut res = Ok(());
             let paused = |st: &State, master: &Client, args: &[Bytes]| {
-                st.pause.is_some() && crate::cmd::client::must_pause(st, master, args, now_ms())
+                st.pause.is_some() && crate::cmd::pause::must_pause(st, master, args, now_ms())
             };
             // A large argument still arriving (the decoder made room for
             // it): nothing to decode, and copying what came so far for

@@ -24,6 +24,7 @@ pub mod pubsub;
 pub mod repl;
 pub mod repl_cron;
 pub mod role;
+pub mod script_flags;
 pub mod shutdown;
 pub mod tracking;
 pub mod watch;
