@@ -13,6 +13,7 @@
 pub mod acl;
 pub mod aof;
 pub mod apply;
+pub mod bgsave;
 pub mod blocked;
 mod client;
 pub mod evict;
