@@ -1,13 +1,16 @@
-//! ACL commands (the users and rules themselves are `crate::core::acl`'s;
-//! the permission check the gatekeeper and scripts run, and the ACL's view
-//! of the commands, are `super::perm`'s).
+//! ACL commands (the users and rules themselves are `crate::core::acl`'s,
+//! the ACL's view of the commands `crate::core::acl::catalog`'s, reading the
+//! users from the config or the aclfile `crate::state::acl`'s; the
+//! permission check the gatekeeper and scripts run is `super::perm`'s).
 
 use super::help::help_reply;
-use super::perm::{catalog, check_user};
+use super::perm::check_user;
 use super::{int_arg, is, Ctx, Handler};
+use crate::core::acl::catalog::catalog;
 use crate::core::acl::{Denied, CATEGORIES};
 use crate::core::error::{CmdResult, Error};
-use crate::state::{Client, State};
+use crate::state::acl::{install, pubsub_all, read_aclfile};
+use crate::state::Client;
 use bytes::Bytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -67,10 +70,6 @@ fn kill_revoked_subscribers(c: &mut Ctx, name: &[u8]) {
     if me {
         c.cl.close_after_reply = true;
     }
-}
-
-fn pubsub_all(st: &State) -> bool {
-    st.cfg.acl_pubsub_default == "allchannels"
 }
 
 /// ACL SETUSER username [rule ...]
@@ -337,88 +336,6 @@ fn help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 }
 
 const NO_ACLFILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
-
-/// Users from `user` lines or the aclfile, before clients connect. Both
-/// at once are refused, as Redis refuses them.
-pub fn at_startup(st: &mut State) -> Result<(), String> {
-    let file = st.cfg.aclfile.clone();
-    if !file.is_empty() && !st.cfg.users.is_empty() {
-        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
-    }
-    let users = if file.is_empty() {
-        if st.cfg.users.is_empty() {
-            return Ok(());
-        }
-        crate::core::acl::parse_users(catalog(), &st.cfg.users, pubsub_all(st))?
-    } else {
-        read_aclfile(st, &file)?
-    };
-    install(st, users);
-    Ok(())
-}
-
-/// The users of the aclfile; the error as ACL LOAD reports it.
-fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::core::acl::User>, String> {
-    let text = std::fs::read(file)
-        .map_err(|e| format!("Error loading ACLs, opening file '{file}': {}", os_text(&e)))?;
-    let mut lines = Vec::new();
-    let mut numbers = Vec::new();
-    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
-        let line = line.trim_ascii();
-        if line.is_empty() || line.starts_with(b"#") {
-            continue;
-        }
-        let words = protocol::split_args(line).unwrap_or_default();
-        if words.len() < 2 || !is(&words[0], "user") {
-            return Err(format!(
-                "{file}:{} should start with user keyword followed by the username. ",
-                n + 1
-            ));
-        }
-        lines.push(
-            words[1..]
-                .iter()
-                .map(|w| w.to_vec())
-                .collect::<Vec<Vec<u8>>>(),
-        );
-        numbers.push(n + 1);
-    }
-    let cat = catalog();
-    let all = pubsub_all(st);
-    let mut users: Vec<crate::core::acl::User> = Vec::new();
-    for (words, n) in lines.iter().zip(numbers) {
-        let name = String::from_utf8_lossy(&words[0]).into_owned();
-        if users.iter().any(|u| *u.name == *name) {
-            return Err(format!(
-                "WARNING: Duplicate user '{name}' found on line {n}. "
-            ));
-        }
-        let mut one = crate::core::acl::parse_users(cat, std::slice::from_ref(words), all)
-            .map_err(|e| {
-                let why = e.rsplit(": ").next().unwrap_or(&e).to_string();
-                format!("{file}:{n}: {why}. ")
-            })?;
-        users.append(&mut one);
-    }
-    Ok(users)
-}
-
-/// Replaces the users; the slots whose clients must be disconnected: all
-/// but `default`'s, whose clients keep it with its new rules (Redis 7.0).
-fn install(st: &mut State, users: Vec<crate::core::acl::User>) -> Vec<usize> {
-    let mut dropped = st.acl.replace(users);
-    dropped.retain(|&s| s != st.acl.default_slot());
-    dropped
-}
-
-/// An OS error as C's strerror words it.
-fn os_text(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
 
 /// ACL LOAD
 fn load(c: &mut Ctx, _: &[Bytes]) -> CmdResult {

@@ -6,7 +6,7 @@
 use super::gate::reject;
 use super::{flags, Command, Ctx};
 use crate::core::error::{CmdResult, Error};
-use crate::state::{Client, ReplyMode, SlowEntry, State};
+use crate::state::{record_latency, Client, ReplyMode, SlowEntry, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 
@@ -119,7 +119,7 @@ pub(super) fn call(
     }
     // Inside EXEC or a script, waiters are served when the whole block ends.
     if !st.ready_keys.is_empty() && !cl.deny_blocking {
-        st.serve_blocked();
+        super::blocking::serve_blocked(st);
         // Events of the commands served come after this command's reply.
         if !st.pubsub.self_out.is_empty() {
             let events = std::mem::take(&mut st.pubsub.self_out);
@@ -152,21 +152,6 @@ pub fn subscribed_ping(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.bulk(b"pong");
     c.out.bulk(a.get(1).map_or(&b""[..], |m| &m[..]));
     Ok(())
-}
-
-/// Adds a call of `dur` microseconds to the command's latency histogram.
-pub(super) fn record_latency(stat: &mut crate::state::CmdStat, dur: u64) {
-    // Auto-resizing: the buckets (8 bytes each, written when made) reach
-    // only as high as the command's slowest call, as they are made (not a
-    // fixed 24 KB a command up to the 1 s cap).
-    let h = stat
-        .latency
-        .get_or_insert_with(|| Box::new(hdrhistogram::Histogram::new(2).expect("sigfig")));
-    // `record` grows the buckets; `saturating_record` would clamp to them.
-    let ns = (dur * 1000).clamp(1, 1_000_000_000);
-    if h.record(ns).is_err() {
-        h.saturating_record(ns);
-    }
 }
 
 /// Logs the command in the slowlog if it took at least

@@ -1,13 +1,13 @@
-//! CLIENT and its subcommands, and the CLIENT PAUSE check connections make.
+//! CLIENT and its subcommands (the CLIENT PAUSE check connections make
+//! is `super::pause`'s).
 
-use super::flags::*;
-use super::gate::{may_replicate, runner_flags};
 use super::help::help_reply;
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
 use crate::state::tracking::{prefix_collision, Mode};
-use crate::state::{validate_client_name, Client, Pause, ReplyMode, State};
+use crate::state::{validate_client_name, Client, Pause, ReplyMode};
 use bytes::Bytes;
+// Named from here by the gatekeeper and by scripts.
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("client|id", client_id),
@@ -225,7 +225,7 @@ fn client_kill(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     // A link still in its handshake has no client yet.
     if ty == Some("master") && n == 0 && id.is_none() && addr.is_none() && laddr.is_none() {
-        n += super::replication::drop_master_link(c.st) as i64;
+        n += crate::state::master_link::drop_master_link(c.st) as i64;
     }
     if !skipme && matches(c.cl) {
         c.cl.close_after_reply = true;
@@ -465,7 +465,7 @@ fn client_unblock(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             ))
         }
     };
-    let done = u64::try_from(id).is_ok_and(|id| c.st.unblock_client(id, error));
+    let done = u64::try_from(id).is_ok_and(|id| super::blocking::unblock_client(c.st, id, error));
     c.out.int(done as i64);
     Ok(())
 }
@@ -524,41 +524,4 @@ fn client_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         ],
     );
     Ok(())
-}
-
-/// Whether a request of `cl` must wait for the current CLIENT PAUSE to end.
-pub fn must_pause(st: &State, cl: &Client, args: &[Bytes], now: i64) -> bool {
-    let Some(p) = &st.pause else {
-        return false;
-    };
-    if p.until_ms <= now {
-        return false;
-    }
-    match super::resolve(args) {
-        // Refused at once: the gatekeeper's arity check comes first.
-        Ok(cmd) if !cmd.arity_ok(args.len()) => false,
-        Ok(cmd) if p.writes_only => may_write(st, cl, cmd, args),
-        Ok(_) => true,
-        Err(_) => false,
-    }
-}
-
-/// What CLIENT PAUSE WRITE holds back: a write or may-replicate command, a
-/// script or function not declared `no-writes` (one not known yet counts
-/// as writing), or an EXEC whose queue holds one of these.
-fn may_write(st: &State, cl: &Client, cmd: &super::Command, args: &[Bytes]) -> bool {
-    if cmd.has(WRITE) || may_replicate(cmd.name) {
-        return true;
-    }
-    if cmd.name == "exec" {
-        return cl.multi.as_ref().is_some_and(|q| {
-            q.iter()
-                .any(|a| super::resolve(a).is_ok_and(|c| may_write(st, cl, c, a)))
-        });
-    }
-    if !matches!(cmd.name, "eval" | "evalsha" | "fcall") {
-        return false;
-    }
-    let script_flags = runner_flags(st, cmd, args);
-    script_flags.is_none_or(|f| f & scripting::flags::NO_WRITES == 0)
 }

@@ -5,16 +5,14 @@
 //! 7.0.15's generated rows bound to cinnabar's handlers), so only what
 //! cinnabar implements is shown. COMMAND's own subcommands are dispatched
 //! here, since bare COMMAND is a valid call, but are described by their rows
-//! like any other. GETKEYS follows the key specs; where they cannot tell
-//! (SET's GET, BITFIELD's writes, SORT's BY/GET/STORE, a malformed key count) it
-//! falls back to the per-command rules Redis has for them.
+//! like any other. GETKEYS finds the keys as `crate::core::command::keys`
+//! does: by the key specs, else by Redis's per-command rules.
 
 use super::help::help_reply;
 use super::key_flags;
 use super::{
-    callable, flags, is, lookup, lookup_sub, table, Begin, Command, Ctx, Find, Handler, Meta,
+    callable, flags, get_keys, is, lookup, sub_of, table, Begin, Command, Ctx, Find, Handler, Meta,
 };
-use crate::core::command::keys::keys_for;
 use crate::core::error::{CmdResult, Error};
 use bytes::Bytes;
 use protocol::{Frame, ReplyBuf};
@@ -57,19 +55,6 @@ fn all_commands() -> Vec<&'static Command> {
     let mut v: Vec<&'static Command> = callable().collect();
     v.sort_by_key(|c| c.name);
     v
-}
-
-/// An implemented subcommand of `parent`: COMMAND's own are all
-/// implemented, by its handler.
-fn sub_of(parent: &'static Command, sub: &[u8]) -> Option<&'static Meta> {
-    if parent.name == "command" {
-        let skip = parent.name.len() + 1;
-        return parent
-            .subs
-            .iter()
-            .find(|s| s.name.as_bytes()[skip..].eq_ignore_ascii_case(sub));
-    }
-    lookup_sub(parent, sub).map(|c| c.meta)
 }
 
 /// The row of an implemented command or subcommand by full name (`get`,
@@ -330,18 +315,6 @@ fn list(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.bulk(n.as_bytes());
     }
     Ok(())
-}
-
-/// Keys of a full command (`args[0]` its name) by position in `args`, with
-/// their key-spec flags, found as COMMAND GETKEYS finds them.
-pub fn get_keys(args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {
-    let unknown = || Error::other("ERR Invalid command specified");
-    let parent = lookup(&args[0]).ok_or_else(unknown)?;
-    let cmd = match args.get(1) {
-        Some(sub) if !parent.subs.is_empty() => sub_of(parent, sub).ok_or_else(unknown)?,
-        _ => parent.meta,
-    };
-    keys_for(cmd, args)
 }
 
 fn help(c: &mut Ctx) {

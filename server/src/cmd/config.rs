@@ -180,7 +180,7 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// CONFIG RESETSTAT
 fn resetstat(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     c.st.reset_stats();
-    super::keys::LAZYFREED.store(0, std::sync::atomic::Ordering::Relaxed);
+    crate::state::lazyfree::LAZYFREED.store(0, std::sync::atomic::Ordering::Relaxed);
     c.out.ok();
     Ok(())
 }

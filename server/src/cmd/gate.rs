@@ -11,6 +11,7 @@
 
 use super::{flags, resolve, Command};
 use crate::core::error::Error;
+use crate::state::script_flags::runner_flags;
 use crate::state::{Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -204,36 +205,6 @@ pub fn subscribed_mode_error(name: &str) -> Error {
     ))
 }
 
-/// The commands besides writes, scripts and functions that Redis 7.0.15
-/// flags `may_replicate` (a flag COMMAND INFO does not show, so the
-/// generated table lacks it): they may add to the replication stream.
-pub fn may_replicate(name: &str) -> bool {
-    matches!(
-        name,
-        "publish" | "spublish" | "pfcount" | "pfselftest" | "function|kill" | "sync"
-    )
-}
-
-/// The flags the script or function an EVAL, EVALSHA or FCALL (or its _RO
-/// form) runs declares (`EVAL_COMPAT` for a script without a shebang);
-/// `None` for another command or one not known yet.
-pub fn runner_flags(st: &State, cmd: &super::Command, args: &[Bytes]) -> Option<u32> {
-    let arg = args.get(1)?;
-    let engine = st.engine.as_ref();
-    match cmd.name {
-        "eval" | "eval_ro" => scripting::engine::parse_eval_shebang(arg).ok().map(|f| f.0),
-        "evalsha" | "evalsha_ro" => {
-            let sha = String::from_utf8_lossy(arg).to_ascii_lowercase();
-            engine.and_then(|e| e.script_flags(&sha))
-        }
-        "fcall" | "fcall_ro" => {
-            let name = String::from_utf8_lossy(arg);
-            engine.and_then(|e| e.functions.get(&*name).map(|f| f.flags))
-        }
-        _ => None,
-    }
-}
-
 /// Evicts as needed before a command (maxmemory set); true if the command
 /// must be refused: over the limit with nothing left to evict, and the
 /// command may grow memory. In MULTI every command but EXEC/DISCARD/QUIT/
@@ -305,65 +276,5 @@ pub(super) fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
     out.error(&msg);
     if e.counts() {
         st.count_error(&msg);
-    }
-}
-
-impl State {
-    /// A replica without its master that must not serve stale data.
-    pub fn serving_stale_refused(&self) -> bool {
-        !self.cfg.replica_serve_stale_data
-            && self
-                .repl
-                .master
-                .as_ref()
-                .is_some_and(|m| m.state != crate::state::repl::MasterState::Connected)
-    }
-
-    /// A command from the master (`aof`: from the AOF being loaded) that
-    /// answered `reply`, checked for an error: a server that diverges
-    /// from its source logs it as Redis does, counts it in
-    /// `unexpected_error_replies`, and under `propagation-error-behavior`
-    /// panic (panic-on-replicas: from a master only) stops, unless it is a
-    /// writable replica.
-    pub fn check_source_reply(&mut self, reply: &[u8], args: &[Bytes], aof: bool) {
-        let Some(line) = reply.strip_prefix(b"-") else {
-            return;
-        };
-        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
-        let msg = String::from_utf8_lossy(&line[..end]);
-        let msg = msg.strip_prefix("ERR ").unwrap_or(&msg);
-        let name = resolve(args).map_or("<unknown>", |c| c.name);
-        let (from, to) = if aof {
-            ("server", "AOF-loading-client")
-        } else {
-            ("replica", "master")
-        };
-        tracing::warn!(
-            "== CRITICAL == This {from} is sending an error to its {to}: '{msg}' after processing the command '{name}'"
-        );
-        let tail = self.repl.backlog_tail(256);
-        if !aof && !tail.is_empty() {
-            tracing::warn!("Latest backlog is: '{}'", protocol::repr(&tail));
-        }
-        self.stats.unexpected_error_replies += 1;
-        // A writable replica may diverge from its master by design.
-        let behavior = self.cfg.propagation_error_behavior.as_str();
-        let expected = !aof && !self.cfg.replica_read_only;
-        if !expected && (behavior == "panic" || (behavior == "panic-on-replicas" && !aof)) {
-            panic!("This {from} panicked sending an error to its {to} after processing the command '{name}'");
-        }
-    }
-
-    /// An error reply, in INFO errorstats (by its first word) and
-    /// `total_error_replies`.
-    pub fn count_error(&mut self, msg: &str) {
-        let code = msg.split(' ').next().unwrap_or("ERR");
-        match self.stats.errors.get_mut(code) {
-            Some(n) => *n += 1,
-            None => {
-                self.stats.errors.insert(code.to_string(), 1);
-            }
-        }
-        self.stats.total_error_replies += 1;
     }
 }

@@ -6,11 +6,8 @@ use super::scan::{cursor_arg, reply_cursor, scan_opts};
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
-use crate::state::State;
+use crate::state::lazyfree::lazy_free;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock};
 use storage::{CBytes, StrValue, Value};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -45,80 +42,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("flushall", flushall),
     ("swapdb", swapdb),
 ];
-
-impl State {
-    /// A read that does not count as an access of the key (Redis's
-    /// `LOOKUP_NOTOUCH`: TYPE, EXISTS, the TTL family): expires it if due,
-    /// counts the hit or miss and reports a miss as `keymiss`.
-    pub fn lookup_read_notouch(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
-        self.peek_counted(db, key, now, true)
-    }
-
-    /// As `lookup_read_notouch` without the `keymiss` event (OBJECT, SCAN's
-    /// TYPE filter).
-    pub fn lookup_read_nonotify(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
-        self.peek_counted(db, key, now, false)
-    }
-
-    fn peek_counted(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> Option<&Value> {
-        if !self.expire_if_needed(db, key, now) && self.dbs[db].contains(key) {
-            self.stats.keyspace_hits += 1;
-        } else {
-            self.stats.keyspace_misses += 1;
-            if notify {
-                self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
-            }
-            return None;
-        }
-        self.dbs[db].peek(key)
-    }
-
-    /// Records a change of `key` that belongs to a command already counted
-    /// in the dirty counter (the second key of RENAME, MOVE): Redis counts
-    /// one change per such command.
-    fn changed_again(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
-        self.changed(class, event, db, key);
-        self.dirty = self.dirty.saturating_sub(1);
-    }
-}
-
-/// Objects handed to the lazy-free thread and not freed yet, and those it
-/// has freed since CONFIG RESETSTAT (INFO memory's `lazyfree_pending_objects`
-/// and `lazyfreed_objects`).
-pub static LAZYFREE_PENDING: AtomicU64 = AtomicU64::new(0);
-pub static LAZYFREED: AtomicU64 = AtomicU64::new(0);
-
-/// Frees `x`, which holds `objects` keys or values, on the lazy-free thread
-/// (as Redis's bio thread), so dropping a large database or value does not
-/// stall the server under the lock.
-pub fn lazy_free<T: Send + 'static>(x: T, objects: u64) {
-    type Job = (Box<dyn Send>, u64);
-    static TX: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
-    let tx = TX.get_or_init(|| {
-        let (tx, rx) = channel::<Job>();
-        let spawned = std::thread::Builder::new()
-            .name("lazyfree".into())
-            .spawn(move || {
-                for (job, n) in rx {
-                    drop(job);
-                    LAZYFREE_PENDING.fetch_sub(n, Relaxed);
-                    LAZYFREED.fetch_add(n, Relaxed);
-                }
-            });
-        if spawned.is_err() {
-            tracing::warn!("cannot start the lazy-free thread; freeing inline");
-        }
-        Mutex::new(tx)
-    });
-    // If the thread could not start, the send fails and hands `x` back,
-    // which is then dropped here.
-    if let Ok(tx) = tx.lock() {
-        LAZYFREE_PENDING.fetch_add(objects, Relaxed);
-        if tx.send((Box::new(x), objects)).is_err() {
-            LAZYFREE_PENDING.fetch_sub(objects, Relaxed);
-        }
-    }
-}
 
 /// Values whose freeing costs more than this many allocations go to the
 /// lazy-free thread (Redis's `LAZYFREE_THRESHOLD`).

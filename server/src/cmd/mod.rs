@@ -40,6 +40,7 @@ pub mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod module;
+pub mod pause;
 mod perm;
 pub mod persist;
 pub mod pubsub;
@@ -58,6 +59,8 @@ pub mod zset;
 
 pub use blocking::timeout_arg;
 pub use table::*;
+// The families test their keywords with it; core's key rules need it too.
+pub use crate::core::command::is;
 
 use crate::core::error::Error;
 use crate::state::{BlockKind, Blocked, Client, State};
@@ -211,6 +214,41 @@ fn error_to_replica(st: &mut State, reply: &[u8], name: &str) {
     st.stats.unexpected_error_replies += 1;
 }
 
+/// A command from the master (`aof`: from the AOF being loaded) that
+/// answered `reply`, checked for an error: a server that diverges
+/// from its source logs it as Redis does, counts it in
+/// `unexpected_error_replies`, and under `propagation-error-behavior`
+/// panic (panic-on-replicas: from a master only) stops, unless it is a
+/// writable replica.
+pub fn check_source_reply(st: &mut State, reply: &[u8], args: &[Bytes], aof: bool) {
+    let Some(line) = reply.strip_prefix(b"-") else {
+        return;
+    };
+    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+    let msg = String::from_utf8_lossy(&line[..end]);
+    let msg = msg.strip_prefix("ERR ").unwrap_or(&msg);
+    let name = resolve(args).map_or("<unknown>", |c| c.name);
+    let (from, to) = if aof {
+        ("server", "AOF-loading-client")
+    } else {
+        ("replica", "master")
+    };
+    tracing::warn!(
+        "== CRITICAL == This {from} is sending an error to its {to}: '{msg}' after processing the command '{name}'"
+    );
+    let tail = st.repl.backlog_tail(256);
+    if !aof && !tail.is_empty() {
+        tracing::warn!("Latest backlog is: '{}'", protocol::repr(&tail));
+    }
+    st.stats.unexpected_error_replies += 1;
+    // A writable replica may diverge from its master by design.
+    let behavior = st.cfg.propagation_error_behavior.as_str();
+    let expected = !aof && !st.cfg.replica_read_only;
+    if !expected && (behavior == "panic" || (behavior == "panic-on-replicas" && !aof)) {
+        panic!("This {from} panicked sending an error to its {to} after processing the command '{name}'");
+    }
+}
+
 /// Admits, then queues or calls the request; the command if it was found
 /// and admitted.
 fn dispatch(
@@ -262,7 +300,7 @@ fn remember_reads(st: &mut State, cl: &Client, cmd: &Command, args: &[Bytes]) {
         return;
     }
     if (st.tracking.take_script_read() | read) && cl.tracking.remembers() {
-        if let Ok(keys) = command::get_keys(args) {
+        if let Ok(keys) = get_keys(args) {
             st.tracking_remember(cl, keys.iter().map(|&(i, _)| &args[i]));
         }
     }
@@ -271,11 +309,6 @@ fn remember_reads(st: &mut State, cl: &Client, cmd: &Command, args: &[Bytes]) {
 /// Parses an integer argument (`ERR value is not an integer or out of range`).
 pub fn int_arg(a: &[u8]) -> Result<i64, Error> {
     storage::num::parse_i64(a).ok_or(crate::core::error::NOT_INTEGER)
-}
-
-/// Case-insensitive keyword test.
-pub fn is(a: &[u8], kw: &str) -> bool {
-    a.eq_ignore_ascii_case(kw.as_bytes())
 }
 
 /// Parses the count of HRANDFIELD / SRANDMEMBER: any i64 but i64::MIN.

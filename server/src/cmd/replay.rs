@@ -132,7 +132,7 @@ fn replay<H: Hold>(
                 }
                 st.tick(Instant::now());
                 crate::cmd::execute(st, &mut cl, &mut out, &args);
-                st.check_source_reply(&out.buf, &args, true);
+                crate::cmd::check_source_reply(st, &out.buf, &args, true);
                 out.buf.clear();
                 if is_exec {
                     before_multi = None;

@@ -140,7 +140,7 @@ impl ScriptHost<'_> {
             }
         }
         // PUBLISH and the like replicate: no more allowed than a write.
-        if self.read_only && (cmd.has(WRITE) || super::gate::may_replicate(cmd.name)) {
+        if self.read_only && (cmd.has(WRITE) || crate::core::command::may_replicate(cmd.name)) {
             return Some((
                 Some(cmd),
                 "ERR Write commands are not allowed from read-only scripts.",

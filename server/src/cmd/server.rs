@@ -38,7 +38,7 @@ fn lastsave(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// ROLE
 fn role(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    super::replication::role(c.st, c.out);
+    crate::state::role::role(c.st, c.out);
     Ok(())
 }
 

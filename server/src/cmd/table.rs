@@ -263,6 +263,31 @@ pub fn resolve(args: &[Bytes]) -> Result<&'static Command, Error> {
     })
 }
 
+/// Keys of a full command (`args[0]` its name) by position in `args`, with
+/// their key-spec flags, found as COMMAND GETKEYS finds them.
+pub fn get_keys(args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {
+    let unknown = || Error::other("ERR Invalid command specified");
+    let parent = lookup(&args[0]).ok_or_else(unknown)?;
+    let cmd = match args.get(1) {
+        Some(sub) if !parent.subs.is_empty() => sub_of(parent, sub).ok_or_else(unknown)?,
+        _ => parent.meta,
+    };
+    crate::core::command::keys::keys_for(cmd, args)
+}
+
+/// An implemented subcommand of `parent`: COMMAND's own are all
+/// implemented, by its handler.
+pub fn sub_of(parent: &'static Command, sub: &[u8]) -> Option<&'static Meta> {
+    if parent.name == "command" {
+        let skip = parent.name.len() + 1;
+        return parent
+            .subs
+            .iter()
+            .find(|s| s.name.as_bytes()[skip..].eq_ignore_ascii_case(sub));
+    }
+    lookup_sub(parent, sub).map(|c| c.meta)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

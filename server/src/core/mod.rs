@@ -6,6 +6,7 @@ pub mod command;
 pub mod config;
 pub mod crash;
 pub mod error;
+pub mod listening;
 pub mod log;
 pub mod migrate;
 pub mod oom;

@@ -243,7 +243,7 @@ where
             if blocked.is_some() && (cl.blocked.is_none() || timed_out) {
                 // Served by another client's command (the reply was in
                 // `pending`), or out of time.
-                st.unblock_timed_out(&mut cl, &mut out);
+                crate::cmd::blocking::unblock_timed_out(st, &mut cl, &mut out);
                 blocked = None;
             }
             if blocked.is_none() {
@@ -253,7 +253,7 @@ where
                 let weigh = st.cfg.maxmemory_clients.bytes(st.cfg.maxmemory) > 0;
                 let mut weighed = out.len() + spill.len();
                 for args in batch.iter_mut() {
-                    if st.pause.is_some() && crate::cmd::client::must_pause(st, &cl, args, now_ms())
+                    if st.pause.is_some() && crate::cmd::pause::must_pause(st, &cl, args, now_ms())
                     {
                         paused = true;
                         break;
@@ -526,7 +526,7 @@ async fn busy_replies(
             continue;
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("User requested shutdown while a script was busy, exiting now.");
-            crate::net::server::stop_listening();
+            crate::core::listening::stop_listening();
             std::process::exit(0);
         } else if let Some(id) = id.filter(|_| crate::cmd::busy::runs_while_busy(&args)) {
             let reply = crate::cmd::busy::busy_call(shared, id, args, tx).await;

@@ -40,7 +40,7 @@ pub fn cron(shared: &Arc<Shared>, st: &mut State) {
         let cfg = st.cfg.replicaof.clone();
         let mut words = cfg.split_whitespace();
         if let (Some(host), Some(Ok(port))) = (words.next(), words.next().map(str::parse)) {
-            crate::cmd::replication::set_master(st, host, port);
+            crate::state::master_link::set_master(st, host, port);
         }
         if let (Some(db), Some(m)) = (st.repl.resume_db.take(), st.repl.master.as_mut()) {
             m.db = db;
@@ -337,9 +337,9 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(false);
         }
         if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
-            crate::cmd::replication::clear_failover(&mut st);
+            crate::state::failover::clear_failover(&mut st);
         } else {
-            crate::cmd::replication::abort_failover(
+            crate::state::failover::abort_failover(
                 &mut st,
                 "Failover target rejected psync request",
             );
@@ -661,7 +661,7 @@ fn flush_old_data(st: &mut State) {
 /// Frees databases in the background (counted by their keys).
 fn free_dbs(dbs: Vec<Db>) {
     let keys = dbs.iter().map(|d| d.len() as u64).sum();
-    crate::cmd::keys::lazy_free(dbs, keys);
+    crate::state::lazyfree::lazy_free(dbs, keys);
 }
 
 /// Puts `dbs` (empty ones if there are fewer) and the libraries of
@@ -813,7 +813,7 @@ async fn apply_stream<S: AsyncRead + AsyncWrite + Unpin>(
             let mut out = ReplyBuf::new(false);
             let mut res = Ok(());
             let paused = |st: &State, master: &Client, args: &[Bytes]| {
-                st.pause.is_some() && crate::cmd::client::must_pause(st, master, args, now_ms())
+                st.pause.is_some() && crate::cmd::pause::must_pause(st, master, args, now_ms())
             };
             // A large argument still arriving (the decoder made room for
             // it): nothing to decode, and copying what came so far for
@@ -943,7 +943,7 @@ fn apply(
         st.repl.applying = true;
         crate::cmd::execute(st, master, out, args);
         st.repl.applying = false;
-        st.check_source_reply(&out.buf, args, false);
+        crate::cmd::check_source_reply(st, &out.buf, args, false);
         out.buf.clear();
     }
 }

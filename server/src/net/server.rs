@@ -2,31 +2,14 @@
 
 use crate::core::clock::now_ms;
 use crate::core::config::Config;
+use crate::core::listening::LISTENING;
 use crate::net::conn::Peer;
 use crate::state::{Shared, State};
-use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
-
-/// The listening sockets, apart from the state lock (a busy script may
-/// hold it when SHUTDOWN NOSAVE ends the process), for [`stop_listening`].
-static LISTENING: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
-
-/// Refuses new connections from now on, as a Redis that is exiting does:
-/// the listeners stop before any client sees its connection closed (a
-/// client that reconnects after SHUTDOWN is refused, not served).
-pub fn stop_listening() {
-    for fd in LISTENING.lock().drain(..) {
-        // SAFETY: `fd` is a listener still open: it leaves the list before
-        // its accept loop is stopped (`relisten`). shutdown() keeps the fd.
-        unsafe {
-            libc::shutdown(fd, libc::SHUT_RDWR);
-        }
-    }
-}
 
 /// Listens on `port` (with `tcp`) and `tls-port` (with `tls`); 0 is not
 /// at all. Each listener comes with whether it speaks TLS.
@@ -171,7 +154,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         .stats
         .cmd
         .resize_with(slots.unwrap_or(0), Default::default);
-    crate::cmd::acl::at_startup(&mut state)
+    crate::state::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     if crate::core::tls::wanted(&state.cfg) {
         let ctx = crate::core::tls::context(&state.cfg).map_err(|e| {
@@ -440,7 +423,7 @@ async fn cron(shared: Arc<Shared>) {
             st.pause = None;
         }
         crate::state::persist::cron(&mut st);
-        crate::cmd::replication::cron(&mut st);
+        crate::state::repl_cron::cron(&mut st);
         crate::net::replica::cron(&shared, &mut st);
         drop(st);
         if now / 1000 != last_release / 1000 {

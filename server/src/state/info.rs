@@ -275,12 +275,12 @@ fn memory(st: &mut State, o: &mut String) {
     f!(
         o,
         "lazyfree_pending_objects:{}",
-        crate::cmd::keys::LAZYFREE_PENDING.load(Relaxed)
+        crate::state::lazyfree::LAZYFREE_PENDING.load(Relaxed)
     );
     f!(
         o,
         "lazyfreed_objects:{}",
-        crate::cmd::keys::LAZYFREED.load(Relaxed)
+        crate::state::lazyfree::LAZYFREED.load(Relaxed)
     );
 }
 
@@ -406,10 +406,7 @@ fn stats(st: &mut State, o: &mut String) {
 
 fn replication(st: &mut State, o: &mut String) {
     f!(o, "# Replication");
-    o.push_str(&crate::cmd::replication::info(
-        st,
-        crate::core::clock::now_ms(),
-    ));
+    o.push_str(&crate::state::role::info(st, crate::core::clock::now_ms()));
 }
 
 fn cpu(_: &mut State, o: &mut String) {

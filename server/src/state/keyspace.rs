@@ -158,4 +158,38 @@ impl State {
         self.changed(class, event, db, key);
         self.dirty += n.saturating_sub(1);
     }
+
+    /// A read that does not count as an access of the key (Redis's
+    /// `LOOKUP_NOTOUCH`: TYPE, EXISTS, the TTL family): expires it if due,
+    /// counts the hit or miss and reports a miss as `keymiss`.
+    pub fn lookup_read_notouch(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
+        self.peek_counted(db, key, now, true)
+    }
+
+    /// As `lookup_read_notouch` without the `keymiss` event (OBJECT, SCAN's
+    /// TYPE filter).
+    pub fn lookup_read_nonotify(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
+        self.peek_counted(db, key, now, false)
+    }
+
+    fn peek_counted(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> Option<&Value> {
+        if !self.expire_if_needed(db, key, now) && self.dbs[db].contains(key) {
+            self.stats.keyspace_hits += 1;
+        } else {
+            self.stats.keyspace_misses += 1;
+            if notify {
+                self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+            }
+            return None;
+        }
+        self.dbs[db].peek(key)
+    }
+
+    /// Records a change of `key` that belongs to a command already counted
+    /// in the dirty counter (the second key of RENAME, MOVE): Redis counts
+    /// one change per such command.
+    pub fn changed_again(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        self.changed(class, event, db, key);
+        self.dirty = self.dirty.saturating_sub(1);
+    }
 }

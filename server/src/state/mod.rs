@@ -10,321 +10,46 @@
 //! that is executing takes its own `Client` out of the map for the batch and
 //! puts it back afterwards.
 
+pub mod acl;
 pub mod aof;
 pub mod apply;
+pub mod bgsave;
+pub mod blocked;
+mod client;
 pub mod evict;
+pub mod failover;
 pub mod info;
 pub mod keyspace;
+pub mod lazyfree;
+pub mod master_link;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
+pub mod repl_cron;
+mod repl_out;
+pub mod role;
+pub mod script_flags;
 pub mod shutdown;
+mod stats;
 pub mod tracking;
+pub mod watch;
+
+pub use client::{validate_client_name, BlockKind, Blocked, Client, LuaDebug, ReplyMode};
+pub use repl_out::{RdbPush, RDB_WINDOW};
+pub use stats::{record_latency, CmdStat, Sample, SlowEntry, Stats};
 
 use crate::core::clock::{now_ms, now_us};
 use crate::core::config::Config;
 use crate::core::propagate::{Consumer, Mark};
 use crate::core::random::random_hex40;
 use ahash::AHashMap as HashMap;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 use storage::Db;
 use tokio::sync::Notify;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyMode {
-    On,
-    Off,
-    /// Skip the reply of the next command only.
-    Skip,
-    SkipNext,
-}
-
-/// What SCRIPT DEBUG set for the client's next EVAL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LuaDebug {
-    Off,
-    Sync,
-    /// SCRIPT DEBUG YES, which this server refuses: the next EVAL is
-    /// refused too, not run for real (`redis-cli --ldb` ignores the
-    /// refusal and expects its changes discarded).
-    Refused,
-}
-
-pub struct Client {
-    pub id: u64,
-    pub addr: String,
-    pub laddr: String,
-    pub fd: i32,
-    pub name: Option<Bytes>,
-    pub lib_name: Option<Bytes>,
-    pub lib_ver: Option<Bytes>,
-    pub db: usize,
-    pub resp3: bool,
-    pub authenticated: bool,
-    /// The ACL user the client acts as.
-    pub user: crate::core::acl::Login,
-    pub created_ms: i64,
-    pub last_interaction_ms: i64,
-    pub last_cmd: &'static str,
-    pub reply_mode: ReplyMode,
-    pub no_evict: bool,
-    /// Close once the current replies are written (QUIT, KILL of self).
-    pub close_after_reply: bool,
-    /// SCRIPT DEBUG SYNC: the next EVAL runs under the Lua debugger.
-    pub lua_debug: LuaDebug,
-    /// Connected through TLS.
-    pub tls: bool,
-    /// Set by CLIENT KILL from another client; the connection closes on wake.
-    pub killed: bool,
-    pub monitor: bool,
-    /// Output produced for this client by other clients (MONITOR, later
-    /// pub/sub and unblocking), flushed by its connection task on wake.
-    pub pending: BytesMut,
-    pub wake: Arc<crate::core::wake::Wake>,
-    /// Input buffer size, for CLIENT LIST's qbuf.
-    pub qbuf: usize,
-    /// Room reserved for a large argument arriving, and the arguments of a
-    /// request not complete yet: client memory (`clientmem`).
-    pub qbuf_alloc: usize,
-    pub argv_pending: usize,
-    /// CLIENT LIST's rbs and rbp.
-    pub rbuf: crate::core::replybuf::ReplyBufSize,
-    /// Set while the client waits in a blocking command.
-    pub blocked: Option<Blocked>,
-    /// Set while CLIENT PAUSE holds back the client's next request (counted
-    /// in `blocked_clients`, as Redis does).
-    pub paused: bool,
-    /// Commands queued since MULTI; `None` outside a transaction.
-    pub multi: Option<Vec<Vec<Bytes>>>,
-    /// A command was rejected while queuing: EXEC must abort.
-    pub multi_error: bool,
-    pub watched: Vec<(usize, Bytes)>,
-    /// A watched key changed: EXEC must fail.
-    pub dirty_cas: bool,
-    /// Blocking commands must not block (inside MULTI/EXEC and scripts):
-    /// they answer as if their timeout had passed.
-    pub deny_blocking: bool,
-    /// Connected through the Unix socket (flag `U`).
-    pub unix: bool,
-    /// Pub/Sub subscriptions.
-    pub subs: crate::state::pubsub::Subs,
-    /// Output the connection task holds but the socket has not taken yet,
-    /// counted with `pending` against `client-output-buffer-limit`.
-    pub out_unsent: Arc<std::sync::atomic::AtomicUsize>,
-    /// Large output the connection holds beyond that (`spill`).
-    pub spill: Arc<crate::core::spill::Spill>,
-    /// A replica's stream bytes the shared replication buffer holds for
-    /// it (`repl`), counted as its output too.
-    pub repl_unsent: usize,
-    /// When the output first exceeded the soft limit (ms), if it still does.
-    pub obuf_soft_since: Option<i64>,
-    /// CLIENT TRACKING (see `tracking`).
-    pub tracking: crate::state::tracking::Mode,
-    /// What it announced with REPLCONF; whether it is a replica.
-    pub peer: crate::state::repl::Peer,
-    /// The master replication offset after its last command (what its
-    /// WAIT waits for).
-    pub woff: u64,
-}
-
-/// What a blocked client waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockKind {
-    List,
-    ZSet,
-    /// XREAD, XREADGROUP.
-    Stream,
-    /// WAIT: only its timeout ends it.
-    Wait,
-    /// SHUTDOWN waiting for replicas: the process exits, or the shutdown
-    /// fails or is aborted and it gets an error.
-    Shutdown,
-}
-
-pub struct Blocked {
-    pub kind: BlockKind,
-    pub db: usize,
-    pub keys: Vec<Bytes>,
-    /// Absolute unix ms; `None` waits forever.
-    pub deadline: Option<i64>,
-    /// The command to run again when a key is ready.
-    pub args: Vec<Bytes>,
-}
-
-impl Client {
-    /// Connected from loopback (or not over TCP): what `local` in
-    /// `enable-debug-command` and `enable-protected-configs` allows.
-    pub fn is_local(&self) -> bool {
-        self.addr
-            .parse::<std::net::SocketAddr>()
-            .map_or(true, |a| a.ip().is_loopback())
-    }
-
-    /// Output produced for this client and not yet taken by its socket:
-    /// what `client-output-buffer-limit` and CLIENT LIST's `omem` count.
-    /// Gives back the room of a large `pending` once flushed: a burst
-    /// of messages (invalidations, pub/sub) must not stay counted in
-    /// `used_memory`, where it would evict keys.
-    #[inline]
-    pub fn pending_trim(&mut self) {
-        if self.pending.capacity() > 16 * 1024 {
-            self.pending = BytesMut::new();
-        }
-    }
-
-    pub fn output_bytes(&self) -> usize {
-        self.pending.len() + self.unsent() + self.repl_unsent
-    }
-
-    /// What the connection holds that the socket has not taken.
-    pub fn unsent(&self) -> usize {
-        self.out_unsent.load(std::sync::atomic::Ordering::Relaxed) + self.spill.len()
-    }
-
-    /// Whether bytes written straight to its socket now follow all the
-    /// output queued for it: a plain socket (a TLS stream seals what it
-    /// sends: only its task writes) with nothing pending or unsent (the
-    /// connection keeps `out_unsent` current under the lock).
-    pub fn socket_is_next(&self) -> bool {
-        !self.tls && self.pending.is_empty() && self.unsent() == 0
-    }
-
-    pub fn new(id: u64, addr: String, laddr: String, fd: i32, authenticated: bool) -> Self {
-        let now = now_ms();
-        Client {
-            id,
-            addr,
-            laddr,
-            fd,
-            name: None,
-            lib_name: None,
-            lib_ver: None,
-            db: 0,
-            resp3: false,
-            authenticated,
-            user: Default::default(),
-            created_ms: now,
-            last_interaction_ms: now,
-            last_cmd: "NULL",
-            reply_mode: ReplyMode::On,
-            no_evict: false,
-            close_after_reply: false,
-            lua_debug: LuaDebug::Off,
-            tls: false,
-            killed: false,
-            monitor: false,
-            pending: BytesMut::new(),
-            wake: Arc::new(crate::core::wake::Wake::new()),
-            qbuf: 0,
-            qbuf_alloc: 0,
-            argv_pending: 0,
-            rbuf: crate::core::replybuf::ReplyBufSize::new(now),
-            blocked: None,
-            deny_blocking: false,
-            unix: false,
-            paused: false,
-            multi: None,
-            multi_error: false,
-            watched: Vec::new(),
-            dirty_cas: false,
-            subs: Default::default(),
-            out_unsent: Default::default(),
-            spill: Default::default(),
-            repl_unsent: 0,
-            obuf_soft_since: None,
-            tracking: Default::default(),
-            peer: Default::default(),
-            woff: 0,
-        }
-    }
-}
-
-/// Client names may not contain spaces or newlines.
-pub fn validate_client_name(n: &[u8]) -> crate::core::error::CmdResult {
-    if n.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-        return Err(crate::core::error::Error::other(
-            "ERR Client names cannot contain spaces, newlines or special characters.",
-        ));
-    }
-    Ok(())
-}
-
-#[derive(Default, Clone)]
-pub struct CmdStat {
-    pub calls: u64,
-    pub usec: u64,
-    pub rejected: u64,
-    pub failed: u64,
-    /// Durations in ns (`latency-tracking`), as Redis's per-command
-    /// histogram: 1 ns to 1 s, two significant digits.
-    pub latency: Option<Box<hdrhistogram::Histogram<u64>>>,
-}
-
-impl Stats {
-    /// The statistics of the command in `slot` (`Command::slot`).
-    pub fn cmd_mut(&mut self, slot: usize) -> &mut CmdStat {
-        if slot >= self.cmd.len() {
-            self.cmd.resize_with(slot + 1, CmdStat::default);
-        }
-        &mut self.cmd[slot]
-    }
-}
-
-#[derive(Default)]
-pub struct Stats {
-    pub total_connections: u64,
-    /// Snapshot jobs started (BGSAVE, AOF rewrites, full syncs): what
-    /// Redis counts as its forks.
-    pub total_forks: u64,
-    pub rejected_connections: u64,
-    pub total_commands: u64,
-    pub net_input_bytes: u64,
-    pub net_output_bytes: u64,
-    /// The replication stream (not the RDB, as Redis 7.0): read from the
-    /// master, written to replicas. Left out of the two above.
-    pub net_repl_input_bytes: u64,
-    pub net_repl_output_bytes: u64,
-    pub expired_keys: u64,
-    pub expired_stale_perc: f64,
-    pub expire_cycle_cpu_ms: u64,
-    /// Active expiry cycles that stopped at their time budget.
-    pub expired_time_cap_reached: u64,
-    pub evicted_keys: u64,
-    pub evicted_clients: u64,
-    pub keyspace_hits: u64,
-    pub keyspace_misses: u64,
-    pub total_error_replies: u64,
-    pub unexpected_error_replies: u64,
-    /// By `Command::slot`, grown as commands are first counted.
-    pub cmd: Vec<CmdStat>,
-    pub errors: BTreeMap<String, u64>,
-    /// Samples of the counters for the instantaneous_* fields, taken by
-    /// the cron.
-    pub samples: VecDeque<Sample>,
-}
-
-/// The counters behind the instantaneous_* fields at one moment.
-pub struct Sample {
-    pub ms: i64,
-    pub commands: u64,
-    pub input: u64,
-    pub output: u64,
-    pub repl_input: u64,
-    pub repl_output: u64,
-}
-
-pub struct SlowEntry {
-    pub id: u64,
-    pub time: i64,
-    pub duration_us: i64,
-    pub args: Vec<Bytes>,
-    pub addr: String,
-    pub name: Bytes,
-}
 
 #[derive(Clone, Copy)]
 pub struct Pause {
@@ -629,33 +354,10 @@ impl State {
             self.tracking_off(&mut c);
             if c.peer.replica {
                 self.repl.forget(id);
-                crate::cmd::replication::end_unwanted_bgsave(self);
+                repl_cron::end_unwanted_bgsave(self);
             }
         }
         self.repl.waiters.retain(|w| w.id != id);
-    }
-
-    /// Registers client `id` as waiting on each of `b`'s keys, keeping its
-    /// place in a queue it is already in.
-    pub fn register_blocked(&mut self, id: u64, b: &Blocked) {
-        for k in &b.keys {
-            let q = self.blocking.entry((b.db, k.clone())).or_default();
-            if !q.contains(&id) {
-                q.push_back(id);
-            }
-        }
-    }
-
-    pub fn unregister_blocked(&mut self, id: u64, b: &Blocked) {
-        for k in &b.keys {
-            let slot = (b.db, k.clone());
-            if let Some(q) = self.blocking.get_mut(&slot) {
-                q.retain(|&c| c != id);
-                if q.is_empty() {
-                    self.blocking.remove(&slot);
-                }
-            }
-        }
     }
 
     /// CONFIG RESETSTAT: zeroes the counters INFO reports.
@@ -672,6 +374,19 @@ impl State {
         self.repl.sync_full = 0;
         self.repl.sync_partial_ok = 0;
         self.repl.sync_partial_err = 0;
+    }
+
+    /// An error reply, in INFO errorstats (by its first word) and
+    /// `total_error_replies`.
+    pub fn count_error(&mut self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        match self.stats.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.stats.errors.insert(code.to_string(), 1);
+            }
+        }
+        self.stats.total_error_replies += 1;
     }
 
     /// Client eviction: while the evictable clients' memory is past
@@ -755,138 +470,6 @@ fn hand_off_worker() {
 /// Whole µs from `base` to `at`.
 pub fn micros_since(base: Instant, at: Instant) -> u64 {
     at.saturating_duration_since(base).as_micros() as u64
-}
-
-/// How a client is described to people: the CLIENT LIST / CLIENT INFO
-/// line (logs use it too) and the type CLIENT LIST/KILL filter on.
-impl Client {
-    /// One CLIENT LIST line (without the newline). `current` carries the
-    /// request being executed, for the fields describing it.
-    pub fn line(&self, now: i64, current: Option<&[Bytes]>) -> String {
-        let cl = self;
-        let (qbuf, argv_mem) = match current {
-            Some(args) => {
-                let mut q = 1 + args.len().to_string().len() + 2;
-                for a in args {
-                    q += 1 + a.len().to_string().len() + 2 + a.len() + 2;
-                }
-                (q, args.iter().map(|a| a.len()).sum::<usize>())
-            }
-            None => (cl.qbuf, cl.argv_pending),
-        };
-        // Redis's letters, in its order.
-        let mut flags: String = [
-            (cl.peer.replica, 'S'),
-            (cl.monitor, 'O'),
-            (cl.peer.master, 'M'),
-            (cl.subs.any(), 'P'),
-            (cl.multi.is_some(), 'x'),
-            (cl.blocked.is_some() || cl.paused, 'b'),
-        ]
-        .iter()
-        .filter_map(|&(on, f)| on.then_some(f))
-        .chain(cl.tracking.letters())
-        .chain(
-            [
-                (cl.dirty_cas, 'd'),
-                (cl.close_after_reply, 'c'),
-                (cl.unix, 'U'),
-                (cl.no_evict, 'e'),
-            ]
-            .iter()
-            .filter_map(|&(on, f)| on.then_some(f)),
-        )
-        .collect();
-        if flags.is_empty() {
-            flags.push('N');
-        }
-        let omem = cl.output_bytes();
-        let multi = cl.multi.as_ref().map_or(-1, |q| q.len() as i64);
-        let usage = crate::core::clientmem::Usage {
-            qbuf,
-            argv: argv_mem,
-            ..cl.usage()
-        };
-        let multi_mem = usage.multi;
-        let name = cl
-            .name
-            .as_ref()
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .unwrap_or_default();
-        format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={}",
-            cl.id,
-            cl.addr,
-            cl.laddr,
-            cl.fd,
-            name,
-            (now - cl.created_ms).max(0) / 1000,
-            // The client running the command has just been heard from.
-            if current.is_some() {
-                0
-            } else {
-                (now - cl.last_interaction_ms).max(0) / 1000
-            },
-            flags,
-            cl.db,
-            cl.subs.channels.len(),
-            cl.subs.patterns.len(),
-            cl.subs.shard.len(),
-            multi,
-            qbuf,
-            20474usize.saturating_sub(qbuf),
-            argv_mem,
-            multi_mem,
-            cl.rbuf.size,
-            cl.rbuf.peak,
-            // Unwritten output as Redis's reply list: 16 KB blocks.
-            omem.div_ceil(16 * 1024),
-            omem,
-            usage.total(),
-            if omem > 0 { "rw" } else { "r" },
-            if current.is_some() { "NULL" } else { &cl.last_cmd },
-            cl.user.name,
-            if cl.tracking.on {
-                cl.tracking.redirect as i64
-            } else {
-                -1
-            },
-            if cl.resp3 { 3 } else { 2 },
-        )
-    }
-
-    /// What the client holds between commands (`clientmem`).
-    pub fn usage(&self) -> crate::core::clientmem::Usage {
-        crate::core::clientmem::Usage {
-            qbuf: self.qbuf,
-            qbuf_alloc: self.qbuf_alloc,
-            argv: self.argv_pending,
-            // Queued commands, and their arguments' bytes plus a pointer
-            // each, as Redis 7.0 counts `multi-mem`.
-            multi: self.multi.as_ref().map_or(0, |q| {
-                q.iter().flatten().map(|a| a.len() + 8).sum::<usize>()
-            }),
-            omem: self.output_bytes(),
-            watched: self.watched.len(),
-            channels: self.subs.channels.len() + self.subs.shard.len(),
-            patterns: self.subs.patterns.len(),
-            prefixes: self.tracking.prefixes,
-        }
-    }
-
-    /// The type CLIENT LIST/KILL TYPE filters on.
-    pub fn kind(&self) -> &'static str {
-        let cl = self;
-        if cl.monitor || cl.peer.replica {
-            "replica"
-        } else if cl.peer.master {
-            "master"
-        } else if cl.subs.any() {
-            "pubsub"
-        } else {
-            "normal"
-        }
-    }
 }
 
 /// The propagation stream (`crate::core::propagate`) wired to the server: the
@@ -1029,301 +612,5 @@ impl Shared {
             }
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-    }
-}
-
-/// The replication stream (`crate::state::repl`) wired to the clients: what the
-/// replicas' connections send.
-impl State {
-    /// Tells the replicas of the stream's new bytes: each one that holds
-    /// the buffer counts them as its output, an online one's connection is
-    /// woken to take them (once until it does). A replica whose output
-    /// goes past its `client-output-buffer-limit` is closed (see
-    /// `repl::replica_limit_floor`).
-    pub fn repl_deliver(&mut self) {
-        let end = self.repl.offset;
-        self.repl.delivered = end;
-        let limits = self.tun.obuf_limits;
-        for r in self.repl.replicas.iter_mut() {
-            let Some(cursor) = r.cursor else {
-                continue;
-            };
-            let Some(cl) = self.clients.get_mut(&r.id) else {
-                continue;
-            };
-            cl.repl_unsent = (end - cursor) as usize;
-            if matches!(r.link, crate::state::repl::Link::Online) && !r.woken {
-                r.woken = true;
-                cl.wake.notify_one();
-            }
-            if crate::state::pubsub::close_if_over_limit(cl, &limits, 0) {
-                cl.wake.notify_one();
-            }
-        }
-    }
-
-    /// The replicas' output, which Redis leaves out of what eviction
-    /// weighs (`mem_not_counted_for_evict`): the replication buffer beyond
-    /// the backlog's size, and what their connections hold (`pending`'s
-    /// room, and what the socket has not taken).
-    pub fn not_counted_memory(&self) -> u64 {
-        let conns: usize = self
-            .repl
-            .replicas
-            .iter()
-            .filter_map(|r| self.clients.get(&r.id))
-            .map(|c| c.pending.capacity() + c.unsent())
-            .sum();
-        (self.repl.replicas_memory() + conns) as u64
-    }
-
-    /// What replica `cl`'s connection sends next, into `out`: bytes held
-    /// for it, then the next piece of its RDB file (disk-based sync, which
-    /// ends online) or, online, the stream after its cursor, up to a write's
-    /// worth in `out` (the rest stays in the shared buffer, counted as its
-    /// output, and it is woken again for it).
-    pub fn repl_pull(&mut self, cl: &mut Client, out: &mut BytesMut) {
-        const WRITE: usize = 64 * 1024;
-        let Some(r) = self.repl.replicas.iter_mut().find(|r| r.id == cl.id) else {
-            return;
-        };
-        out.extend_from_slice(&std::mem::take(&mut r.held));
-        r.woken = false;
-        if let crate::state::repl::Link::SendBulk(bulk) = &mut r.link {
-            let direct = out.is_empty() && cl.socket_is_next();
-            match bulk.next(out, direct.then_some(cl.fd), cl.tls) {
-                Ok(true) => {
-                    // Woken again for the next piece once this one is
-                    // written, which is at once, not at the round's end
-                    // (the round's replies do not make it any larger).
-                    r.woken = true;
-                    cl.wake.notify_one();
-                    self.woken += 1;
-                }
-                Ok(false) => {
-                    self.repl_online(cl.id);
-                    if cl.peer.rdb_only {
-                        cl.close_after_reply = true;
-                    }
-                    cl.wake.notify_one();
-                }
-                Err(e) => {
-                    tracing::warn!("Read error sending DB to replica: {e}");
-                    cl.killed = true;
-                    cl.wake.notify_one();
-                }
-            }
-            return;
-        }
-        // What carried its RDB is not kept (it counts as its memory).
-        if cl.pending.is_empty() && cl.pending.capacity() > 16 * 1024 {
-            cl.pending = BytesMut::new();
-        }
-        let (Some(cursor), crate::state::repl::Link::Online) = (r.cursor, &r.link) else {
-            return;
-        };
-        let room = WRITE.saturating_sub(out.len());
-        let n = self.repl.copy_stream(cursor, room, out);
-        if n == 0 && room > 0 && cursor < self.repl.offset {
-            // Only a failed read of the buffer's part on disk copies
-            // nothing: the replica cannot be given its stream.
-            tracing::warn!("Replication buffer unreadable: dropping the replica");
-            cl.killed = true;
-            cl.wake.notify_one();
-            return;
-        }
-        self.stats.net_repl_output_bytes += n as u64;
-        let end = self.repl.offset;
-        let r = self.repl.replica_mut(cl.id).expect("found above");
-        r.cursor = Some(cursor + n as u64);
-        cl.repl_unsent = (end - cursor) as usize - n;
-        if cl.repl_unsent > 0 {
-            r.woken = true;
-            cl.wake.notify_one();
-        }
-        if n > 0 {
-            self.repl.trim();
-        }
-    }
-
-    /// Queues `bytes` on replica `id`'s connection.
-    pub fn repl_send(&mut self, id: u64, bytes: &[u8]) {
-        if let Some(r) = self.repl.replica_mut(id) {
-            send_to(&mut self.clients, r, bytes);
-        }
-    }
-
-    /// Queues a piece of an RDB on the connections of replicas `ids`
-    /// (those gone are dropped from the list), unless one of them has more
-    /// than `window` bytes unsent: the sender then waits, as the slowest
-    /// replica paces a transfer.
-    pub fn repl_rdb_push(&mut self, ids: &mut Vec<u64>, piece: &[u8], window: usize) -> RdbPush {
-        if !self.rdb_replicas_left(ids) {
-            return RdbPush::Gone;
-        }
-        let unsent = |st: &State, id: u64| {
-            let held = st.repl.replicas.iter().find(|r| r.id == id);
-            held.map_or(0, |r| r.held.len())
-                + st.clients
-                    .get(&id)
-                    .map_or(0, |c| c.pending.len() + c.unsent())
-        };
-        if ids.iter().any(|&id| unsent(self, id) > window) {
-            return RdbPush::Full;
-        }
-        for &id in ids.iter() {
-            if let Some(r) = self.repl.replica_mut(id) {
-                send_piece(&mut self.clients, r, piece);
-            }
-        }
-        RdbPush::Sent
-    }
-
-    /// Keeps in `ids` the replicas still connected; false if none is.
-    pub fn rdb_replicas_left(&self, ids: &mut Vec<u64>) -> bool {
-        ids.retain(|id| {
-            self.repl.replicas.iter().any(|r| r.id == *id)
-                && self.clients.get(id).is_none_or(|c| !c.killed)
-        });
-        !ids.is_empty()
-    }
-
-    /// A BGSAVE for replicas ended (`file`: the image of a disk-based
-    /// sync, opened). Disk-based, the replicas waiting for it get the file
-    /// through their connections, then the stream since it started;
-    /// diskless, the replicas it streamed to get the stream after their
-    /// first ACK. They are dropped if it failed.
-    pub fn repl_bgsave_done(&mut self, ok: bool, file: Option<std::fs::File>) {
-        if !std::mem::take(&mut self.repl.bgsave_for_replicas) {
-            return;
-        }
-        let diskless = std::mem::take(&mut self.repl.bgsave_diskless);
-        let file = file.filter(|_| ok);
-        let len = file
-            .as_ref()
-            .and_then(|f| f.metadata().ok())
-            .map(|m| m.len());
-        let file = file.map(Arc::new);
-        let mut failed = Vec::new();
-        for r in self.repl.replicas.iter_mut() {
-            if !matches!(r.link, crate::state::repl::Link::WaitBgsaveEnd) {
-                continue;
-            }
-            if diskless && ok {
-                tracing::info!(
-                    "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from slave to enable streaming",
-                    r.ip,
-                    r.port
-                );
-                r.link = crate::state::repl::Link::WaitAck;
-                if r.rdb_only {
-                    if let Some(cl) = self.clients.get_mut(&r.id) {
-                        cl.close_after_reply = true;
-                        cl.wake.notify_one();
-                    }
-                }
-                continue;
-            }
-            let (Some(len), Some(file)) = (len.filter(|_| !diskless), &file) else {
-                failed.push(r.id);
-                continue;
-            };
-            r.link = crate::state::repl::Link::SendBulk(crate::state::repl::Bulk {
-                file: file.clone(),
-                sent: 0,
-                len,
-            });
-            // Its connection sends the file from its next pass.
-            send_to(&mut self.clients, r, format!("${len}\r\n").as_bytes());
-        }
-        for id in failed {
-            tracing::warn!("SYNC failed. BGSAVE child returned an error");
-            self.kill_client(id);
-        }
-    }
-
-    /// A replica has its whole RDB: it is online, and gets the stream
-    /// since its RDB (`redis-cli --rdb` is closed instead).
-    pub fn repl_online(&mut self, id: u64) {
-        let now_s = now_ms() / 1000;
-        let Some(r) = self.repl.replica_mut(id) else {
-            return;
-        };
-        r.link = crate::state::repl::Link::Online;
-        r.ack_time_s = now_s;
-        if r.rdb_only {
-            if let Some(cl) = self.clients.get_mut(&id) {
-                cl.close_after_reply = true;
-                cl.wake.notify_one();
-            }
-            return;
-        }
-        tracing::info!("Synchronization with replica {}:{} succeeded", r.ip, r.port);
-        r.woken = true;
-        if let Some(cl) = self.clients.get_mut(&id) {
-            cl.wake.notify_one();
-        }
-    }
-}
-
-/// What [`State::repl_rdb_push`] did.
-pub enum RdbPush {
-    Sent,
-    /// A replica has not taken enough of the last pieces yet.
-    Full,
-    /// No replica is left to send to.
-    Gone,
-}
-
-/// Bytes of RDB a replica's connection may have unsent before the
-/// transfer waits for it: the socket's own buffer keeps the replica busy
-/// meanwhile, and what waits here is the sync's memory.
-pub const RDB_WINDOW: usize = 16 * 1024;
-
-/// Queues a piece of an RDB transfer on replica `r`'s connection. When
-/// nothing waits in its buffers, the piece goes to its socket at once, as
-/// a forked child writes it (if the socket is next), and what the socket
-/// does not take onto the connection's list; else it queues as other
-/// output.
-fn send_piece(
-    clients: &mut HashMap<u64, Box<Client>>,
-    r: &mut crate::state::repl::Replica,
-    piece: &[u8],
-) {
-    match clients.get_mut(&r.id) {
-        Some(cl)
-            if r.held.is_empty()
-                && cl.pending.is_empty()
-                && cl.out_unsent.load(std::sync::atomic::Ordering::Relaxed) == 0 =>
-        {
-            let sent = match cl.socket_is_next() {
-                true => crate::core::os::send_nowait(cl.fd, piece),
-                false => 0,
-            };
-            if sent < piece.len() {
-                cl.spill.push(bytes::Bytes::copy_from_slice(&piece[sent..]));
-                cl.wake.notify_one();
-            }
-        }
-        _ => send_to(clients, r, piece),
-    }
-}
-
-/// Queues `bytes` on replica `r`'s connection, or holds them while the
-/// connection runs (its client is out of the map).
-fn send_to(
-    clients: &mut HashMap<u64, Box<Client>>,
-    r: &mut crate::state::repl::Replica,
-    bytes: &[u8],
-) {
-    match clients.get_mut(&r.id) {
-        Some(cl) => {
-            if !r.held.is_empty() {
-                cl.pending.extend_from_slice(&std::mem::take(&mut r.held));
-            }
-            cl.pending.extend_from_slice(bytes);
-            cl.wake.notify_one();
-        }
-        None => r.held.extend_from_slice(bytes),
     }
 }

@@ -62,7 +62,7 @@ pub fn spawn_signal_thread(shared: Arc<Shared>) -> std::io::Result<()> {
                     warn!(target: crate::core::log::SIGNAL, "You insist... exiting now.");
                     // The final save's file, in `dir` (the working directory).
                     let _ = std::fs::remove_file(format!("temp-{}.rdb", std::process::id()));
-                    crate::net::server::stop_listening();
+                    crate::core::listening::stop_listening();
                     std::process::exit(1);
                 }
                 let name = if sig == libc::SIGINT {
@@ -177,7 +177,7 @@ fn finish(st: &mut State, flags: ShutdownFlags) -> Outcome {
         cancel(st);
         return Outcome::Failed;
     }
-    crate::net::server::stop_listening();
+    crate::core::listening::stop_listening();
     st.shutdown = Some(ShutdownRequest);
     st.shutdown_notify.notify_one();
     Outcome::Exit

@@ -2,9 +2,11 @@
 //! language (`ACL SETUSER`, `user` lines), the rules written back (`ACL
 //! LIST`, `ACL GETUSER`), the permission check, and the ACL log.
 //!
-//! A leaf: what a command is (its id, categories, keys and channels) comes
-//! from the dispatcher as a [`Catalog`] and as [`Request`]s.
+//! A leaf: what a command is comes as a [`Catalog`] (ids and categories,
+//! built from the metadata by [`catalog`]) and, for its keys and channels,
+//! as [`Request`]s from the dispatcher.
 
+pub mod catalog;
 mod sha256;
 
 use std::collections::VecDeque;

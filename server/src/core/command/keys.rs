@@ -1,18 +1,12 @@
-//! Where a command's keys are, read from its key specs as COMMAND
-//! GETKEYS reads them, with Redis's own rules for the commands whose specs
-//! cannot tell. Metadata only: the dispatcher finds the [`Meta`] of a
-//! request, the ACL check and the keyspace bookkeeping read its keys here.
+//! A command's keys as COMMAND GETKEYS finds them: from its key specs,
+//! or, where they cannot tell (SET's GET, BITFIELD's writes, SORT's
+//! BY/GET/STORE, a malformed key count), by the per-command rules Redis
+//! has for them.
 
-use super::flags;
 use super::key_flags::{self, ACCESS, INCOMPLETE, NOT_KEY, OW, RO, RW, UPDATE, VARIABLE_FLAGS};
-use super::{Begin, Find, Meta};
+use super::{flags, is, Begin, Find, Meta};
 use crate::core::error::Error;
 use bytes::Bytes;
-
-/// Case-insensitive keyword test (`cmd::is`, which this floor cannot reach).
-fn is(a: &[u8], kw: &str) -> bool {
-    a.eq_ignore_ascii_case(kw.as_bytes())
-}
 
 /// As `get_keys`, for a command already looked up.
 pub fn keys_for(cmd: &'static Meta, args: &[Bytes]) -> Result<Vec<(usize, u32)>, Error> {

@@ -148,3 +148,18 @@ impl Meta {
         (a > 0 && argc == a as usize) || (a < 0 && argc >= (-a) as usize)
     }
 }
+
+/// Case-insensitive keyword test.
+pub fn is(a: &[u8], kw: &str) -> bool {
+    a.eq_ignore_ascii_case(kw.as_bytes())
+}
+
+/// The commands besides writes, scripts and functions that Redis 7.0.15
+/// flags `may_replicate` (a flag COMMAND INFO does not show, so the
+/// generated table lacks it): they may add to the replication stream.
+pub fn may_replicate(name: &str) -> bool {
+    matches!(
+        name,
+        "publish" | "spublish" | "pfcount" | "pfselftest" | "function|kill" | "sync"
+    )
+}
