@@ -4,31 +4,9 @@
 //! on what is `crate::state::blocked`'s.
 
 use super::{resolve, Ctx};
-use crate::core::error::Error;
 use crate::state::{BlockKind, Client, State};
 use protocol::ReplyBuf;
-use storage::num::LDouble;
 use storage::Value;
-
-/// Parses a blocking command's timeout (seconds, fractions allowed) into an
-/// absolute deadline in ms; 0 waits forever.
-///
-/// Redis reads the timeout as a C `long double` (`strtold`: decimal or hex
-/// floats, `inf`), multiplies by 1000, rounds up and converts to a 64-bit
-/// integer ([`LDouble::mul_ceil_i64`]). A result that does not fit (huge
-/// values, `inf`) comes out as the most negative integer, hence "timeout
-/// is negative" for them; a text beyond the long double range (ERANGE) is
-/// "not a float". Tiny positive values round up to 1ms, tiny negative ones
-/// to 0 (forever).
-pub fn timeout_arg(a: &[u8], now: i64) -> Result<Option<i64>, Error> {
-    let secs = LDouble::parse(a)
-        .ok_or_else(|| Error::other("ERR timeout is not a float or out of range"))?;
-    let ms = secs.mul_ceil_i64(1000);
-    if ms < 0 {
-        return Err(Error::other("ERR timeout is negative"));
-    }
-    Ok((ms > 0).then(|| now.saturating_add(ms)))
-}
 
 /// Serves clients blocked on keys that became ready, in the order they
 /// blocked, while the keys have data. A served command can make more
@@ -102,7 +80,7 @@ pub fn serve_blocked(st: &mut State) {
                 } else {
                     let dur = start.elapsed().as_micros() as u64;
                     st.unblocked_stats(cmd.slot, dur, failed);
-                    super::call::slowlog_if_slow(st, &cl, cmd, &b.args, dur);
+                    super::slowlog::slowlog_if_slow(st, &cl, cmd, &b.args, dur);
                     st.unregister_blocked(id, &b);
                     cl.pending.extend_from_slice(&out.buf);
                     cl.wake.notify_one();
@@ -151,7 +129,7 @@ pub fn unblock_timed_out(st: &mut State, cl: &mut Client, out: &mut ReplyBuf) {
         st.unregister_blocked(cl.id, &b);
         if let Ok(cmd) = resolve(&b.args) {
             st.unblocked_stats(cmd.slot, 0, false);
-            super::call::slowlog_if_slow(st, cl, cmd, &b.args, 0);
+            super::slowlog::slowlog_if_slow(st, cl, cmd, &b.args, 0);
         }
         out.resp3 = cl.resp3;
         match b.kind {

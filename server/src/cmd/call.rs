@@ -6,7 +6,7 @@
 use super::gate::reject;
 use super::{flags, Command, Ctx};
 use crate::core::error::{CmdResult, Error};
-use crate::state::{record_latency, Client, ReplyMode, SlowEntry, State};
+use crate::state::{record_latency, Client, ReplyMode, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 
@@ -130,7 +130,7 @@ pub(super) fn call(
     st.pubsub.new_keys = outer_new;
     // A command that blocked is logged once served (see `serve_blocked`).
     if cl.blocked.is_none() {
-        slowlog_if_slow(st, cl, cmd, args, dur);
+        super::slowlog::slowlog_if_slow(st, cl, cmd, args, dur);
     }
 }
 
@@ -154,60 +154,6 @@ pub fn subscribed_ping(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Logs the command in the slowlog if it took at least
-/// slowlog-log-slower-than (`dur` in microseconds).
-pub(super) fn slowlog_if_slow(
-    st: &mut State,
-    cl: &Client,
-    cmd: &Command,
-    args: &[Bytes],
-    dur: u64,
-) {
-    if st.tun.slowlog_slower_than >= 0
-        && dur as i64 >= st.tun.slowlog_slower_than
-        && !cmd.has(flags::SKIP_SLOWLOG)
-    {
-        let secret = secret_args(cmd.name, args);
-        slowlog_push(st, cl, args, &secret, dur as i64);
-    }
-}
-
-fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], secret: &[usize], dur: i64) {
-    // As Redis: at most 32 arguments, each cut to 128 bytes.
-    let mut logged: Vec<Bytes> = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        if i == 31 && args.len() > 32 {
-            logged.push(Bytes::from(format!(
-                "... ({} more arguments)",
-                args.len() - 31
-            )));
-            break;
-        }
-        if secret.contains(&i) {
-            logged.push(Bytes::from_static(b"(redacted)"));
-        } else if a.len() > 128 {
-            logged.push(Bytes::from(format!(
-                "{}... ({} more bytes)",
-                String::from_utf8_lossy(&a[..128]),
-                a.len() - 128
-            )));
-        } else {
-            logged.push(a.clone());
-        }
-    }
-    let id = st.slowlog_next_id;
-    st.slowlog_next_id += 1;
-    st.slowlog.push_front(SlowEntry {
-        id,
-        time: crate::core::clock::now_ms() / 1000,
-        duration_us: dur,
-        args: logged,
-        addr: cl.addr.clone(),
-        name: cl.name.clone().unwrap_or_default(),
-    });
-    st.slowlog.truncate(st.tun.slowlog_max_len);
-}
-
 /// Sends the command to every MONITOR client, formatted as Redis does:
 /// `+<sec>.<usec> [<db> <addr>] "arg" "arg"`, a script's commands from
 /// `lua`, passwords shown as `(redacted)`.
@@ -220,7 +166,7 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
         us % 1_000_000,
         cl.db,
     );
-    let secret = secret_args(name, args);
+    let secret = super::slowlog::secret_args(name, args);
     for (i, a) in args.iter().enumerate() {
         line.push(' ');
         if secret.contains(&i) {
@@ -234,52 +180,6 @@ fn feed_monitors(st: &mut State, cl: &Client, name: &str, args: &[Bytes]) {
         c.pending.extend_from_slice(line.as_bytes());
         c.wake.notify_one();
         st.woken += 1;
-    }
-}
-
-/// The positions of the arguments Redis redacts (in MONITOR and the
-/// slowlog): every argument of AUTH, the user name and password of HELLO's
-/// AUTH and MIGRATE's AUTH/AUTH2, ACL SETUSER's user and rules, the values
-/// of CONFIG SET's sensitive options.
-fn secret_args(name: &str, args: &[Bytes]) -> Vec<usize> {
-    match name {
-        "auth" => (1..args.len()).collect(),
-        "acl|setuser" => (2..args.len()).collect(),
-        "config|set" => (2..args.len())
-            .step_by(2)
-            .filter(|&i| {
-                ["requirepass", "masteruser", "masterauth"]
-                    .iter()
-                    .any(|o| super::is(&args[i], o))
-            })
-            .map(|i| i + 1)
-            .filter(|&i| i < args.len())
-            .collect(),
-        "hello" => {
-            let mut j = 2;
-            while j < args.len() {
-                if super::is(&args[j], "auth") {
-                    return (j + 1..(j + 3).min(args.len())).collect();
-                }
-                j += 2;
-            }
-            Vec::new()
-        }
-        "migrate" => {
-            for j in 6..args.len() {
-                if super::is(&args[j], "auth") {
-                    return (j + 1..(j + 2).min(args.len())).collect();
-                }
-                if super::is(&args[j], "auth2") {
-                    return (j + 1..(j + 3).min(args.len())).collect();
-                }
-                if super::is(&args[j], "keys") {
-                    break;
-                }
-            }
-            Vec::new()
-        }
-        _ => Vec::new(),
     }
 }
 

@@ -278,3 +278,11 @@ pub(super) fn reject(st: &mut State, out: &mut ReplyBuf, e: &Error) {
         st.count_error(&msg);
     }
 }
+
+/// Commands that run at once even inside MULTI.
+pub fn runs_in_multi(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}

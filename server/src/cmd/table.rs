@@ -5,10 +5,11 @@
 //! unbound are commands not implemented yet: unknown to clients and to
 //! COMMAND.
 
-use super::*;
+use super::ctx::Ctx;
 pub use crate::core::command::{flags, key_flags, Begin, Find, KeySpec, Meta};
-use crate::core::error::CmdResult;
+use crate::core::error::{CmdResult, Error};
 use ahash::AHashMap as HashMap;
+use bytes::Bytes;
 use std::sync::OnceLock;
 
 pub type Handler = fn(&mut Ctx, &[Bytes]) -> CmdResult;

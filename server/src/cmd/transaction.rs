@@ -24,14 +24,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("unwatch", unwatch),
 ];
 
-/// Commands that run at once even inside MULTI.
-pub fn runs_in_multi(name: &str) -> bool {
-    matches!(
-        name,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
-}
-
 /// MULTI
 fn multi(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     if c.cl.multi.is_some() {

@@ -96,6 +96,9 @@ pub const DISPATCH: &[&str] = &[
     "busy.rs",
     "pause.rs",
     "families.rs",
+    "ctx.rs",
+    "exec.rs",
+    "slowlog.rs",
 ];
 /// The one module that names the families: it installs their handlers in
 /// the command table at start-up.
