@@ -165,3 +165,49 @@ mod tests {
         assert_eq!(norm_range(0, 0, 0), None);
     }
 }
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+
+    /// Each case checked with BLPOP on redis-server 7.0.15.
+    #[test]
+    fn timeouts_as_redis_reads_them() {
+        let now = 1_000_000;
+        let ok = |s: &str| timeout_arg(s.as_bytes(), now).map_err(|e| e.to_string());
+        let nf = Err("ERR timeout is not a float or out of range".to_string());
+        let neg = Err("ERR timeout is negative".to_string());
+        assert_eq!(ok("0"), Ok(None));
+        assert_eq!(ok("-0"), Ok(None));
+        assert_eq!(ok("-0.0001"), Ok(None));
+        assert_eq!(ok("0.0001"), Ok(Some(now + 1)));
+        assert_eq!(ok("1e-400"), Ok(Some(now + 1)));
+        assert_eq!(ok("-1e-400"), Ok(None));
+        assert_eq!(ok("1.5"), Ok(Some(now + 1500)));
+        assert_eq!(ok(".5"), Ok(Some(now + 500)));
+        assert_eq!(ok("5."), Ok(Some(now + 5000)));
+        assert_eq!(ok("+1"), Ok(Some(now + 1000)));
+        assert_eq!(ok("0.5e1"), Ok(Some(now + 5000)));
+        assert_eq!(ok("00001"), Ok(Some(now + 1000)));
+        assert_eq!(ok("0x10"), Ok(Some(now + 16000)));
+        assert_eq!(ok("0x1p3"), Ok(Some(now + 8000)));
+        assert_eq!(ok("0x.8"), Ok(Some(now + 500)));
+        assert!(ok("9223372036854").is_ok());
+        for bad in [
+            "", " 1", "1 ", "abc", "1e", "1_0", "nan", "-nan", "1e5000", "1e-5000", "0x", ".", "e5",
+        ] {
+            assert_eq!(ok(bad), nf, "{bad:?}");
+        }
+        for n in [
+            "-1",
+            "inf",
+            "-inf",
+            "infinity",
+            "1e400",
+            "92233720368547758",
+            "-1e20",
+        ] {
+            assert_eq!(ok(n), neg, "{n:?}");
+        }
+    }
+}

@@ -18,6 +18,7 @@
 pub mod acl;
 pub mod aof;
 pub mod bitmap;
+pub mod batch;
 pub mod blocking;
 pub mod busy;
 mod call;

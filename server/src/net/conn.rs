@@ -9,10 +9,10 @@
 //! (their replies queue behind), so a client that does not read grows its
 //! output toward its limits and client eviction, as in Redis.
 
+use crate::cmd::batch::SPILL_AT;
 use crate::cmd::busy::BusyTx;
-use crate::cmd::execute_owned;
 use crate::core::clock::now_ms;
-use crate::state::{Client, Shared};
+use crate::state::{Client, Shared, State};
 use bytes::{Buf, Bytes, BytesMut};
 use protocol::{Decoder, ReplyBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,14 +30,6 @@ const KEEP_BUF: usize = 64 * 1024;
 /// The room a connection's output buffer starts with (`ReplyBuf::new`)
 /// and is given back to once written.
 const OUT_START: usize = 4096;
-
-/// Output a batch adds between two client eviction checks: Redis's reply
-/// block.
-const EVICT_STEP: usize = 16 * 1024;
-
-/// Output past this much, in a batch or left unwritten, is held in the
-/// client's `spill`.
-const SPILL_AT: usize = 64 * 1024;
 
 /// Requests executed per lock acquisition at most.
 const MAX_BATCH: usize = 256;
@@ -57,14 +49,31 @@ pub struct Peer {
     pub unix: bool,
 }
 
-/// Serves one connection, TCP or Unix socket alike.
-pub async fn serve<S>(shared: Arc<Shared>, mut sock: S, peer: Peer)
+/// A client admitted: its id and the handles its task keeps.
+struct Admitted {
+    id: u64,
+    wake: Arc<crate::core::wake::Wake>,
+    unsent: Arc<AtomicUsize>,
+    spill: Arc<crate::core::spill::Spill>,
+    max_bulk: i64,
+    timeout_s: i64,
+    authenticated: bool,
+}
+
+/// The client's admission: refused past `maxclients` or by protected
+/// mode (the refusal written), or registered; while a busy script holds
+/// the lock, its requests get -BUSY meanwhile.
+async fn admit<S>(
+    shared: &Shared,
+    sock: &mut S,
+    peer: &Peer,
+    inbuf: &mut BytesMut,
+    out: &mut ReplyBuf,
+) -> Option<Admitted>
 where
     S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd + Duplex,
 {
     let fd = sock.as_raw_fd();
-    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut out = ReplyBuf::new(false);
     // A script past busy-reply-threshold holds the lock: a new connection
     // is still served, with -BUSY (or SCRIPT KILL), until it ends.
     let admitted = loop {
@@ -87,289 +96,386 @@ where
                     let unsent = c.out_unsent.clone();
                     let spill = c.spill.clone();
                     st.clients.insert(id, Box::new(c));
-                    Ok((
+                    Ok(Admitted {
                         id,
                         wake,
                         unsent,
                         spill,
-                        st.tun.max_bulk,
-                        st.tun.timeout_s,
-                        authed,
-                    ))
+                        max_bulk: st.tun.max_bulk,
+                        timeout_s: st.tun.timeout_s,
+                        authenticated: authed,
+                    })
                 }
             };
         }
         let mut dec = Decoder::new(protocol::DEFAULT_MAX_BULK);
         let mut batch = Vec::new();
-        while let Ok(Some(args)) = dec.decode(&mut inbuf) {
+        while let Ok(Some(args)) = dec.decode(inbuf) {
             batch.push(args);
         }
-        busy_replies(&shared, None, &mut batch, &mut out, &mut BusyTx::default()).await;
+        busy_replies(shared, None, &mut batch, out, &mut BusyTx::default()).await;
         if !out.is_empty() {
             if sock.write_all(&out.buf).await.is_err() || sock.flush().await.is_err() {
-                return;
+                return None;
             }
             out.buf.clear();
         }
         tokio::select! {
-            r = sock.read_buf(&mut inbuf) => if matches!(r, Ok(0) | Err(_)) { return },
+            r = sock.read_buf(inbuf) => if matches!(r, Ok(0) | Err(_)) { return None },
             _ = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
     };
-    let (id, wake, unsent, spill, max_bulk, timeout_s, authenticated) = match admitted {
-        Ok(x) => x,
+    match admitted {
+        Ok(a) => Some(a),
         Err(msg) => {
             if sock.write_all(msg.as_bytes()).await.is_ok() {
                 let _ = sock.flush().await;
             }
-            return;
+            None
         }
-    };
+    }
+}
 
-    let outbox = crate::core::round::Outbox::new(fd, wake.clone(), unsent.clone());
-    sock.attach(&outbox);
-    let mut dec = Decoder::new(max_bulk);
-    dec.unauthenticated = !authenticated;
-    let mut batch: Vec<Vec<Bytes>> = Vec::new();
-    let mut bytes_in = 0u64;
-    let mut timeout_s = timeout_s;
-    let mut monitor = false;
-    // Set when CLIENT PAUSE holds back the rest of the batch.
-    let mut paused = false;
-    // Some(deadline) while the client waits in a blocking command: it then
-    // runs nothing, but the socket is still read to notice a disconnect.
-    let mut blocked: Option<Option<i64>> = None;
-    // A protocol error ends decoding; it is reported after the requests
-    // before it have run.
-    let mut proto_err = None;
-    let mut busy_tx = BusyTx::default();
-    // Input arrived that client eviction has not seen.
-    let mut unreported = false;
-    loop {
-        // Until AUTH succeeds, one request at a time: the next one is decoded
-        // with the limits that apply after it.
-        let max_batch = if dec.unauthenticated { 1 } else { MAX_BATCH };
-        while blocked.is_none() && proto_err.is_none() && batch.len() < max_batch {
-            match dec.decode(&mut inbuf) {
-                Ok(Some(args)) => batch.push(args),
+/// Writes the replies (once the round ends, if they may wait for it),
+/// reading and running the client's next requests meanwhile while the
+/// socket takes nothing. `Part`: the rest is still to be written.
+async fn write_replies<S: Duplex>(
+    sock: &mut S,
+    shared: &Shared,
+    c: &mut Conn,
+    wake: &crate::core::wake::Wake,
+    defer: bool,
+    close: bool,
+) -> Written {
+    if defer {
+        crate::core::round::after().await;
+    }
+    // While the socket takes nothing, the client's next requests
+    // are read and run, as Redis does: its output keeps growing
+    // toward its limits.
+    let read = (c.blocked.is_none() && !c.paused && !close).then_some(Input {
+        buf: &mut c.inbuf,
+        dec: &mut c.dec,
+        batch: &mut c.batch,
+        err: &mut c.proto_err,
+        bytes: &mut c.bytes_in,
+    });
+    let held = Held {
+        buf: &mut c.out.buf,
+        spill: &c.spill,
+        unsent: &c.unsent,
+    };
+    match write_out(sock, held, shared, c.id, wake, read).await {
+        Written::All => {}
+        Written::Part(off) => {
+            compact_unsent(&mut c.out.buf, off);
+            return Written::Part(off);
+        }
+        Written::Closed => return Written::Closed,
+    }
+    c.out.buf.clear();
+    // Buffers grown for one big batch are given back: they count in
+    // used_memory, and a pipelining client's idle megabyte was a
+    // megabyte of keys evicted under maxmemory, and tracking
+    // messages to ten clients kept 120 KB that evicted more keys.
+    if c.out.buf.capacity() > OUT_START {
+        c.out.buf = ReplyBuf::new(false).buf;
+    }
+    Written::All
+}
+
+/// Waits for the client's next input, output others queued for it, the
+/// end of its blocking wait, or the end of the connection (closed, or idle
+/// past `timeout`).
+async fn wait_input<S: AsyncRead + Unpin>(
+    sock: &mut S,
+    c: &mut Conn,
+    wake: &crate::core::wake::Wake,
+) -> Event {
+    // Idle clients are closed after `timeout` seconds; MONITOR and
+    // blocked clients are exempt, as in Redis.
+    let idle = (c.blocked.is_none() && c.timeout_s > 0 && !c.monitor)
+        .then(|| Duration::from_secs(c.timeout_s as u64));
+    // `read_buf` grows a full buffer by only 64 bytes: make room for a
+    // real read (this also reclaims space consumed by earlier requests).
+    if c.inbuf.capacity() - c.inbuf.len() < READ_CHUNK / 4 {
+        c.inbuf.reserve(READ_CHUNK);
+    }
+    let read = sock.read_buf(&mut c.inbuf);
+    tokio::select! {
+        biased;
+        _ = wake.notified() => Event::Wake,
+        r = read => match r {
+            Ok(0) | Err(_) => Event::Closed,
+            Ok(n) => { c.bytes_in += n as u64; Event::Read }
+        },
+        _ = sleep_until_ms(c.blocked.flatten()), if c.blocked.is_some() => Event::Deadline,
+        _ = sleep_or_never(idle) => Event::Closed,
+    }
+}
+
+/// Serves one connection, TCP or Unix socket alike.
+/// A connection's state between two batches.
+struct Conn {
+    id: u64,
+    inbuf: BytesMut,
+    out: ReplyBuf,
+    dec: Decoder,
+    batch: Vec<Vec<Bytes>>,
+    /// Read since the last batch, for `net_input_bytes`.
+    bytes_in: u64,
+    timeout_s: i64,
+    /// MONITOR or a replica: exempt from the idle timeout.
+    monitor: bool,
+    /// Set when CLIENT PAUSE holds back the rest of the batch.
+    paused: bool,
+    /// Some(deadline) while the client waits in a blocking command: it then
+    /// runs nothing, but the socket is still read to notice a disconnect.
+    blocked: Option<Option<i64>>,
+    /// A protocol error ends decoding; it is reported after the requests
+    /// before it have run.
+    proto_err: Option<protocol::ProtocolError>,
+    busy_tx: BusyTx,
+    unsent: Arc<AtomicUsize>,
+    spill: Arc<crate::core::spill::Spill>,
+}
+
+impl Conn {
+    /// Decodes the requests the input holds, up to a batch. Until AUTH
+    /// succeeds, one at a time: the next one is decoded with the limits
+    /// that apply after it.
+    fn decode_batch(&mut self) {
+        let max_batch = if self.dec.unauthenticated {
+            1
+        } else {
+            MAX_BATCH
+        };
+        while self.blocked.is_none() && self.proto_err.is_none() && self.batch.len() < max_batch {
+            match self.dec.decode(&mut self.inbuf) {
+                Ok(Some(args)) => self.batch.push(args),
                 Ok(None) => break,
                 Err(e) => {
-                    proto_err = Some(e);
+                    self.proto_err = Some(e);
                     break;
                 }
             }
         }
+    }
+}
+
+/// What a pass under the lock leaves to the task.
+#[derive(Default)]
+struct Locked {
+    close: bool,
+    /// The replies may wait for the end of the round.
+    defer: bool,
+    /// A replica: its stream is pulled a piece per pass.
+    replica: bool,
+    aof_wait: Option<crate::state::aof::Durable>,
+}
+
+/// One pass under the state lock: the client's record taken out, output
+/// others queued for it, a wait that ended, the batch, then the record's
+/// figures and the round's bookkeeping. `None`: the client is gone.
+fn under_lock(st: &mut State, c: &mut Conn, timed_out: bool) -> Option<Locked> {
+    let mut self_evicted = false;
+    st.tick(std::time::Instant::now());
+    let woken = st.woken;
+    let mut cl = st.clients.remove(&c.id)?;
+    if cl.killed {
+        st.clients.insert(c.id, cl);
+        return None;
+    }
+    c.busy_tx.apply(st, &mut cl);
+    st.stats.net_input_bytes += std::mem::take(&mut c.bytes_in);
+    let aof_mark = st.aof.offset;
+    // Replies of earlier batches the socket has not taken yet: from
+    // here they are counted in `out`, not as unsent.
+    let carried = c.out.len();
+    let mut spilled = 0;
+    c.unsent.store(0, Ordering::Relaxed);
+    let had_pending = !cl.pending.is_empty();
+    if !cl.pending.is_empty() {
+        c.out.buf.extend_from_slice(&cl.pending);
+        cl.pending.clear();
+        cl.pending_trim();
+    }
+    if c.blocked.is_some() && (cl.blocked.is_none() || timed_out) {
+        // Served by another client's command (the reply was in
+        // `pending`), or out of time.
+        crate::cmd::blocking::unblock_timed_out(st, &mut cl, &mut c.out);
+        c.blocked = None;
+    }
+    if c.blocked.is_none() {
+        let ran = crate::cmd::batch::run(
+            st,
+            &mut cl,
+            &mut c.out,
+            &mut c.batch,
+            &c.spill,
+            &c.unsent,
+            OUT_START,
+        );
+        c.paused = ran.paused;
+        c.blocked = ran.blocked;
+        self_evicted = ran.self_evicted;
+        spilled = ran.spilled;
+        if let Some(e) = c.proto_err.as_ref().filter(|_| c.batch.is_empty()) {
+            c.out.error(&format!("ERR {e}"));
+            cl.close_after_reply = true;
+        }
+    }
+    let replica = cl.peer.replica;
+    if replica {
+        st.repl_pull(&mut cl, &mut c.out.buf);
+    }
+    cl.last_interaction_ms = st.wall_ms();
+    cl.qbuf = c.inbuf.len();
+    cl.qbuf_alloc = c.dec.reserved();
+    cl.argv_pending = if c.dec.in_progress() {
+        c.dec.partial_len()
+    } else {
+        0
+    };
+    let produced = c.out.len() + spilled - carried;
+    // A replica's output is its sync and the stream (counted as
+    // it is queued), as Redis counts neither here.
+    if !replica {
+        st.stats.net_output_bytes += produced as u64;
+    }
+    cl.rbuf.used(produced);
+    // The replies count as the client's output until written.
+    c.unsent.store(c.out.len(), Ordering::Relaxed);
+    c.timeout_s = st.tun.timeout_s;
+    c.monitor = cl.monitor || cl.peer.replica;
+    c.busy_tx.in_multi = cl.multi.is_some();
+    c.dec.unauthenticated = !cl.authenticated;
+    let close = cl.close_after_reply;
+    // Replies wait for the end of the round (see `round`), except
+    // after a batch that woke other connections (PUBLISH): their
+    // writes already form the burst, and holding the publisher back
+    // only made subscribers flush smaller batches (fan-out to 100
+    // subscribers: 1.5 -> 0.8 of Redis). Nor does output others
+    // queued for this client wait (tracking messages after an
+    // eviction round): Redis writes it before it reads the next
+    // command, so that command's eviction check does not count it.
+    let defer = st.woken == woken && !had_pending;
+    st.clients.insert(c.id, cl);
+    // Evicted by its own command: no reply.
+    if self_evicted {
+        st.remove_client(c.id);
+    }
+    let evicted = self_evicted || st.evict_clients() && !st.clients.contains_key(&c.id);
+    if evicted {
+        c.out.buf.clear();
+    }
+    let aof_wait = st.aof.commit(aof_mark, had_pending);
+    Some(Locked {
+        close: close || evicted,
+        defer,
+        replica,
+        aof_wait,
+    })
+}
+
+pub async fn serve<S>(shared: Arc<Shared>, mut sock: S, peer: Peer)
+where
+    S: AsyncRead + AsyncWrite + Unpin + std::os::fd::AsRawFd + Duplex,
+{
+    let fd = sock.as_raw_fd();
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = ReplyBuf::new(false);
+    let Some(Admitted {
+        id,
+        wake,
+        unsent,
+        spill,
+        max_bulk,
+        timeout_s,
+        authenticated,
+    }) = admit(&shared, &mut sock, &peer, &mut inbuf, &mut out).await
+    else {
+        return;
+    };
+    let outbox = crate::core::round::Outbox::new(fd, wake.clone(), unsent.clone());
+    sock.attach(&outbox);
+    let mut dec = Decoder::new(max_bulk);
+    dec.unauthenticated = !authenticated;
+    let mut c = Conn {
+        id,
+        inbuf,
+        out,
+        dec,
+        batch: Vec::new(),
+        bytes_in: 0,
+        timeout_s,
+        monitor: false,
+        paused: false,
+        blocked: None,
+        proto_err: None,
+        busy_tx: BusyTx::default(),
+        unsent: unsent.clone(),
+        spill: spill.clone(),
+    };
+    // Input arrived that client eviction has not seen.
+    let mut unreported = false;
+    loop {
+        c.decode_batch();
         // A large request still arriving counts toward client memory now.
         if std::mem::take(&mut unreported)
-            && batch.is_empty()
-            && (inbuf.capacity() > KEEP_BUF || dec.in_progress() && dec.partial_len() > KEEP_BUF)
-            && !report_input(&shared, id, &inbuf, &dec).await
+            && c.batch.is_empty()
+            && (c.inbuf.capacity() > KEEP_BUF
+                || c.dec.in_progress() && c.dec.partial_len() > KEEP_BUF)
+            && !report_input(&shared, c.id, &c.inbuf, &c.dec).await
         {
             break;
         }
         let mut timed_out = false;
-        if paused {
+        if c.paused {
             // Poll the pause; wake early for output others produce for us.
             tokio::select! {
                 biased;
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(PAUSE_POLL) => {}
             }
-        } else if blocked.is_some() || (batch.is_empty() && proto_err.is_none()) {
-            // Idle clients are closed after `timeout` seconds; MONITOR and
-            // blocked clients are exempt, as in Redis.
-            let idle = (blocked.is_none() && timeout_s > 0 && !monitor)
-                .then(|| Duration::from_secs(timeout_s as u64));
-            // `read_buf` grows a full buffer by only 64 bytes: make room for a
-            // real read (this also reclaims space consumed by earlier requests).
-            if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-                inbuf.reserve(READ_CHUNK);
-            }
-            let read = sock.read_buf(&mut inbuf);
-            let event = tokio::select! {
-                biased;
-                _ = wake.notified() => Event::Wake,
-                r = read => match r {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => { bytes_in += n as u64; Event::Read }
-                },
-                _ = sleep_until_ms(blocked.flatten()), if blocked.is_some() => Event::Deadline,
-                _ = sleep_or_never(idle) => break,
-            };
-            match event {
+        } else if c.blocked.is_some() || (c.batch.is_empty() && c.proto_err.is_none()) {
+            match wait_input(&mut sock, &mut c, &wake).await {
                 Event::Read => {
                     unreported = true;
                     continue;
                 }
                 Event::Deadline => timed_out = true,
                 Event::Wake => {}
+                Event::Closed => break,
             }
         }
         // Replies still in the outbox go out ahead of this batch's (and
         // count as unsent meanwhile).
-        let stalled = sock.reclaim(&outbox, &mut out.buf);
-        let guard = shared.lock_or_busy().await;
-        let mut defer = false;
-        // A replica's stream is pulled a piece per pass, and the task wakes
-        // itself for the next: its output is written by itself.
-        let mut replica = false;
-        let mut aof_wait = None;
-        let mut self_evicted = false;
-        let close = if let Some(mut guard) = guard {
-            let st = &mut *guard;
-            st.tick(std::time::Instant::now());
-            let woken = st.woken;
-            let Some(mut cl) = st.clients.remove(&id) else {
-                break;
-            };
-            if cl.killed {
-                st.clients.insert(id, cl);
-                break;
+        let stalled = sock.reclaim(&outbox, &mut c.out.buf);
+        let l = if let Some(mut guard) = shared.lock_or_busy().await {
+            match under_lock(&mut guard, &mut c, timed_out) {
+                Some(l) => l,
+                None => break,
             }
-            busy_tx.apply(st, &mut cl);
-            st.stats.net_input_bytes += std::mem::take(&mut bytes_in);
-            let aof_mark = st.aof.offset;
-            // Replies of earlier batches the socket has not taken yet: from
-            // here they are counted in `out`, not as unsent.
-            let carried = out.len();
-            let mut spilled = 0;
-            unsent.store(0, Ordering::Relaxed);
-            let had_pending = !cl.pending.is_empty();
-            if !cl.pending.is_empty() {
-                out.buf.extend_from_slice(&cl.pending);
-                cl.pending.clear();
-                cl.pending_trim();
-            }
-            if blocked.is_some() && (cl.blocked.is_none() || timed_out) {
-                // Served by another client's command (the reply was in
-                // `pending`), or out of time.
-                crate::cmd::blocking::unblock_timed_out(st, &mut cl, &mut out);
-                blocked = None;
-            }
-            if blocked.is_none() {
-                let mut done = 0;
-                paused = false;
-                out.cap = crate::state::pubsub::hard_limit(&cl, &st.tun.obuf_limits);
-                let weigh = st.cfg.maxmemory_clients.bytes(st.cfg.maxmemory) > 0;
-                let mut weighed = out.len() + spill.len();
-                for args in batch.iter_mut() {
-                    if st.pause.is_some() && crate::cmd::pause::must_pause(st, &cl, args, now_ms())
-                    {
-                        paused = true;
-                        break;
-                    }
-                    execute_owned(st, &mut cl, &mut out, args);
-                    done += 1;
-                    // Large output is held as a list (`spill`) of copies
-                    // sized to it: the buffer, grown by doubling, may be
-                    // twice its size, and is reused for the next replies.
-                    if out.len() >= SPILL_AT {
-                        spilled += out.len();
-                        spill.push(Bytes::copy_from_slice(&out.buf));
-                        out.buf.clear();
-                    }
-                    // Past its output limit the client gets nothing more and
-                    // the rest of its pipeline is not run, as in Redis.
-                    if crate::state::pubsub::close_if_over_limit(
-                        &mut cl,
-                        &st.tun.obuf_limits,
-                        out.len(),
-                    ) {
-                        out.buf.clear();
-                        spill.clear();
-                        cl.close_after_reply = true;
-                        done = batch.len();
-                        break;
-                    }
-                    // Client eviction weighs the output as it grows, as
-                    // Redis does before each command: the clients go
-                    // before the next command evicts keys for them.
-                    if weigh && out.len() + spill.len() >= weighed + EVICT_STEP {
-                        weighed = out.len() + spill.len();
-                        unsent.store(out.len(), Ordering::Relaxed);
-                        let gone = st.evict_clients_with(Some(&cl));
-                        unsent.store(0, Ordering::Relaxed);
-                        if gone {
-                            self_evicted = true;
-                            done = batch.len();
-                            break;
-                        }
-                    }
-                    if let Some(b) = &cl.blocked {
-                        blocked = Some(b.deadline);
-                        break;
-                    }
-                    if cl.close_after_reply || st.shutdown.is_some() {
-                        done = batch.len();
-                        break;
-                    }
-                }
-                batch.drain(..done);
-                // The buffer grown for the spilled replies is not held
-                // while the socket takes them.
-                if spilled > 0 && out.buf.capacity() > OUT_START {
-                    spilled += out.len();
-                    spill.push(Bytes::copy_from_slice(&out.buf));
-                    out.buf = ReplyBuf::new(false).buf;
-                }
-                cl.paused = paused;
-                if let Some(e) = proto_err.as_ref().filter(|_| batch.is_empty()) {
-                    out.error(&format!("ERR {e}"));
-                    cl.close_after_reply = true;
-                }
-            }
-            replica = cl.peer.replica;
-            if replica {
-                st.repl_pull(&mut cl, &mut out.buf);
-            }
-            cl.last_interaction_ms = st.wall_ms();
-            cl.qbuf = inbuf.len();
-            cl.qbuf_alloc = dec.reserved();
-            cl.argv_pending = if dec.in_progress() {
-                dec.partial_len()
-            } else {
-                0
-            };
-            let produced = out.len() + spilled - carried;
-            // A replica's output is its sync and the stream (counted as
-            // it is queued), as Redis counts neither here.
-            if !replica {
-                st.stats.net_output_bytes += produced as u64;
-            }
-            cl.rbuf.used(produced);
-            // The replies count as the client's output until written.
-            unsent.store(out.len(), Ordering::Relaxed);
-            timeout_s = st.tun.timeout_s;
-            monitor = cl.monitor || cl.peer.replica;
-            busy_tx.in_multi = cl.multi.is_some();
-            dec.unauthenticated = !cl.authenticated;
-            let close = cl.close_after_reply;
-            // Replies wait for the end of the round (see `round`), except
-            // after a batch that woke other connections (PUBLISH): their
-            // writes already form the burst, and holding the publisher back
-            // only made subscribers flush smaller batches (fan-out to 100
-            // subscribers: 1.5 -> 0.8 of Redis). Nor does output others
-            // queued for this client wait (tracking messages after an
-            // eviction round): Redis writes it before it reads the next
-            // command, so that command's eviction check does not count it.
-            defer = st.woken == woken && !had_pending;
-            st.clients.insert(id, cl);
-            // Evicted by its own command: no reply.
-            if self_evicted {
-                st.remove_client(id);
-            }
-            let evicted = self_evicted || st.evict_clients() && !st.clients.contains_key(&id);
-            if evicted {
-                out.buf.clear();
-            }
-            aof_wait = st.aof.commit(aof_mark, had_pending);
-            close || evicted
         } else {
-            if blocked.is_none() {
-                busy_replies(&shared, Some(id), &mut batch, &mut out, &mut busy_tx).await;
+            if c.blocked.is_none() {
+                busy_replies(
+                    &shared,
+                    Some(c.id),
+                    &mut c.batch,
+                    &mut c.out,
+                    &mut c.busy_tx,
+                )
+                .await;
             }
-            false
+            Locked::default()
         };
+        let Locked {
+            close,
+            mut defer,
+            replica,
+            aof_wait,
+        } = l;
         crate::core::round::batch_ran();
         if let Some(d) = aof_wait {
             // It waits for the end of the round too.
@@ -378,9 +484,9 @@ where
         }
         // Only when the task will next wait for input: otherwise it would
         // run on, and its output wait, until the round ends.
-        let idle = batch.is_empty() && !wake.is_set();
-        let small = (1..=crate::core::round::OUTBOX_MAX).contains(&out.len());
-        let queued = !spill.is_empty();
+        let idle = c.batch.is_empty() && !wake.is_set();
+        let small = (1..=crate::core::round::OUTBOX_MAX).contains(&c.out.len());
+        let queued = !c.spill.is_empty();
         if defer
             && idle
             && small
@@ -388,49 +494,20 @@ where
             && !stalled
             && !replica
             && !queued
-            && sock.seal(&mut out.buf)
+            && sock.seal(&mut c.out.buf)
         {
-            outbox.put(&mut out.buf);
+            outbox.put(&mut c.out.buf);
         }
         // (Records a TLS stream took back may wait with no new output.)
-        if !out.is_empty() || queued || sock.buffered() {
-            if defer {
-                crate::core::round::after().await;
-            }
-            // While the socket takes nothing, the client's next requests
-            // are read and run, as Redis does: its output keeps growing
-            // toward its limits.
-            let read = (blocked.is_none() && !paused && !close).then_some(Input {
-                buf: &mut inbuf,
-                dec: &mut dec,
-                batch: &mut batch,
-                err: &mut proto_err,
-                bytes: &mut bytes_in,
-            });
-            let held = Held {
-                buf: &mut out.buf,
-                spill: &spill,
-                unsent: &unsent,
-            };
-            match write_out(&mut sock, held, &shared, id, &wake, read).await {
+        if !c.out.is_empty() || queued || sock.buffered() {
+            match write_replies(&mut sock, &shared, &mut c, &wake, defer, close).await {
                 Written::All => {}
                 Written::Closed => break,
-                Written::Part(off) => {
-                    compact_unsent(&mut out.buf, off);
-                    continue;
-                }
-            }
-            out.buf.clear();
-            // Buffers grown for one big batch are given back: they count in
-            // used_memory, and a pipelining client's idle megabyte was a
-            // megabyte of keys evicted under maxmemory, and tracking
-            // messages to ten clients kept 120 KB that evicted more keys.
-            if out.buf.capacity() > OUT_START {
-                out.buf = ReplyBuf::new(false).buf;
+                Written::Part(_) => continue,
             }
         }
-        if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
-            inbuf = BytesMut::with_capacity(READ_CHUNK);
+        if c.inbuf.is_empty() && c.inbuf.capacity() > KEEP_BUF {
+            c.inbuf = BytesMut::with_capacity(READ_CHUNK);
         }
         if close {
             break;
@@ -438,15 +515,15 @@ where
     }
     // A client that sent its last request and closed its side still gets
     // the replies in the outbox, if the socket takes them now.
-    out.buf.clear();
-    sock.reclaim(&outbox, &mut out.buf);
+    c.out.buf.clear();
+    sock.reclaim(&outbox, &mut c.out.buf);
     outbox.close();
-    if !out.is_empty() || sock.buffered() {
-        let _ = sock.try_write(&out.buf);
+    if !c.out.is_empty() || sock.buffered() {
+        let _ = sock.try_write(&c.out.buf);
     }
     // A busy script may be waiting for this client to leave (INFO's
     // connected_slaves in a loop).
-    shared.with_state(move |st| st.remove_client(id)).await;
+    shared.with_state(move |st| st.remove_client(c.id)).await;
 }
 
 /// Drops the `off` bytes written from output the socket has not taken.
@@ -764,6 +841,8 @@ fn spill_unsent(spill: &crate::core::spill::Spill, buf: &mut BytesMut, off: &mut
 }
 
 enum Event {
+    /// The peer closed, or the client was idle past `timeout`.
+    Closed,
     Wake,
     Read,
     Deadline,

@@ -99,6 +99,7 @@ pub const DISPATCH: &[&str] = &[
     "ctx.rs",
     "exec.rs",
     "slowlog.rs",
+    "batch.rs",
 ];
 /// The one module that names the families: it installs their handlers in
 /// the command table at start-up.
