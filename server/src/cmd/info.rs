@@ -473,7 +473,7 @@ fn info_section(c: &mut Ctx, name: &str, o: &mut String) {
                 f!(
                     "db{i}:keys={},expires={},avg_ttl={}",
                     db.len(),
-                    db.expires.len(),
+                    db.expires_len(),
                     db.avg_ttl.max(0)
                 );
             }

@@ -228,7 +228,7 @@ pub fn summary(st: &mut crate::state::State) -> MemSummary {
         }
         keys += d.len() as u64;
         let main = d.len() as u64 * 64 + d.keys().buckets() as u64 * 8;
-        let exp = d.expires.len() as u64 * 48 + d.expires.buckets() as u64 * 8;
+        let exp = d.expires_len() as u64 * 48 + d.expires_buckets() as u64 * 8;
         dbs.push((i, main, exp));
     }
     let clients: u64 = st
