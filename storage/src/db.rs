@@ -174,6 +174,27 @@ impl Slots {
         })
     }
 
+    /// The tables of `key`'s slot, if it has any keys.
+    #[inline(never)]
+    fn find(&self, key: &[u8]) -> Option<&Tables> {
+        self.tables[key_hash_slot(key) as usize]
+            .as_deref()
+            .map(|s| &s.t)
+    }
+
+    #[inline(never)]
+    fn find_mut(&mut self, key: &[u8]) -> Option<&mut Tables> {
+        self.tables[key_hash_slot(key) as usize]
+            .as_deref_mut()
+            .map(|s| &mut s.t)
+    }
+
+    /// The tables of `slot`, made if absent.
+    #[inline(never)]
+    fn entry(&mut self, slot: usize) -> &mut Tables {
+        &mut self.tables[slot].get_or_insert_with(Default::default).t
+    }
+
     fn tree(&self, w: Which) -> &Fenwick {
         match w {
             Which::Keys => &self.keys,
@@ -183,6 +204,7 @@ impl Slots {
 
     /// Records `dk` keys and `de` TTLs added to (or, negative, removed from)
     /// `slot`, whose tables were just changed.
+    #[inline(never)]
     fn count(&mut self, slot: usize, dk: i64, de: i64) {
         if dk != 0 {
             self.keys.add(slot, dk);
@@ -206,6 +228,18 @@ impl Slots {
             s.listed = true;
             self.rehashing.push(slot as u16);
         }
+    }
+
+    /// A random key (`Which::Keys`) or key with a TTL, from a slot picked
+    /// by its size.
+    #[inline(never)]
+    fn random_key<R: rand::Rng>(&self, w: Which, rng: &mut R) -> Option<CBytes> {
+        let (_, t) = self.weighted(w, rng)?;
+        let k = match w {
+            Which::Keys => t.keys.random(rng).map(|(k, _)| k),
+            Which::Expires => t.expires.random(rng).map(|(k, _)| k),
+        };
+        k.cloned()
     }
 
     /// A slot picked with probability proportional to its count.
@@ -308,6 +342,14 @@ impl Slots {
     }
 }
 
+/// `key_hash_slot` kept out of line, as is every slotted branch of
+/// `Layout`'s accessors: the standalone path, which never takes them, then
+/// stays as small as before slots, and is inlined where it was.
+#[inline(never)]
+fn slot_hash(key: &[u8]) -> usize {
+    key_hash_slot(key) as usize
+}
+
 impl Layout {
     /// The slot `key` is kept in: always 0 standalone, so the one-table
     /// path never hashes the key for its slot.
@@ -315,7 +357,7 @@ impl Layout {
     fn slot_of(&self, key: &[u8]) -> usize {
         match self {
             Layout::Single(_) => 0,
-            Layout::Slotted(_) => key_hash_slot(key) as usize,
+            Layout::Slotted(_) => slot_hash(key),
         }
     }
 
@@ -332,9 +374,7 @@ impl Layout {
     fn find(&self, key: &[u8]) -> Option<&Tables> {
         match self {
             Layout::Single(t) => Some(t),
-            Layout::Slotted(s) => s.tables[key_hash_slot(key) as usize]
-                .as_deref()
-                .map(|s| &s.t),
+            Layout::Slotted(s) => s.find(key),
         }
     }
 
@@ -342,9 +382,7 @@ impl Layout {
     fn find_mut(&mut self, key: &[u8]) -> Option<&mut Tables> {
         match self {
             Layout::Single(t) => Some(t),
-            Layout::Slotted(s) => s.tables[key_hash_slot(key) as usize]
-                .as_deref_mut()
-                .map(|s| &mut s.t),
+            Layout::Slotted(s) => s.find_mut(key),
         }
     }
 
@@ -354,7 +392,7 @@ impl Layout {
     fn entry(&mut self, slot: usize) -> &mut Tables {
         match self {
             Layout::Single(t) => t,
-            Layout::Slotted(s) => &mut s.tables[slot].get_or_insert_with(Default::default).t,
+            Layout::Slotted(s) => s.entry(slot),
         }
     }
 
@@ -633,6 +671,7 @@ impl Db {
         self.expire_at(key).is_some()
     }
 
+    #[inline]
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
         let t = self.layout.find(key)?;
         if t.expires.is_empty() {
@@ -643,11 +682,13 @@ impl Db {
 
     /// Past its time, as Redis counts it: the key lives through the
     /// millisecond of its deadline.
+    #[inline]
     pub fn is_expired(&self, key: &[u8], now_ms: i64) -> bool {
         self.expire_at(key).is_some_and(|t| t < now_ms)
     }
 
     /// Deletes `key` if its time has passed; true if it did.
+    #[inline]
     pub fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
         self.clock_ms = now_ms;
         if self.is_expired(key, now_ms) {
@@ -792,6 +833,13 @@ impl Db {
     /// Takes `key` out with its access clock and expiry time (RENAME, MOVE,
     /// SWAPDB-like moves keep both, as Redis moves the object).
     pub fn take_entry(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
+        self.take_key(key)
+    }
+
+    // Inlined into both `take_entry` and `remove`, so that `remove` drops
+    // the parts it does not return in place rather than moving them out.
+    #[inline(always)]
+    fn take_key(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
         let slot = self.layout.slot_of(key);
         let Tables { keys, expires } = self.layout.at_mut(slot)?;
         let (k, v, mut a) = keys.remove_meta(key)?;
@@ -829,24 +877,22 @@ impl Db {
     /// probability proportional to its size, so a key is as likely as in
     /// one table.
     pub fn random_key<R: rand::Rng>(&self, rng: &mut R) -> Option<CBytes> {
-        let t = match &self.layout {
-            Layout::Single(t) => t,
-            Layout::Slotted(s) => s.weighted(Which::Keys, rng)?.1,
-        };
-        t.keys.random(rng).map(|(k, _)| k.clone())
+        match &self.layout {
+            Layout::Single(t) => t.keys.random(rng).map(|(k, _)| k.clone()),
+            Layout::Slotted(s) => s.random_key(Which::Keys, rng),
+        }
     }
 
     /// A random key with a TTL (volatile-random eviction), or `None`.
     pub fn random_volatile_key<R: rand::Rng>(&self, rng: &mut R) -> Option<CBytes> {
-        let t = match &self.layout {
-            Layout::Single(t) => t,
-            Layout::Slotted(s) => s.weighted(Which::Expires, rng)?.1,
-        };
-        t.expires.random(rng).map(|(k, _)| k.clone())
+        match &self.layout {
+            Layout::Single(t) => t.expires.random(rng).map(|(k, _)| k.clone()),
+            Layout::Slotted(s) => s.random_key(Which::Expires, rng),
+        }
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
-        self.take_entry(key).map(|(_, v, _, _)| v)
+        self.take_key(key).map(|(_, v, _, _)| v)
     }
 
     /// Sets the expiry of an existing key.
@@ -873,13 +919,24 @@ impl Db {
         self.persist_at(self.layout.slot_of(key), key)
     }
 
+    #[inline]
     fn persist_at(&mut self, slot: usize, key: &[u8]) -> bool {
+        // Most keys have no TTL: only that check on `set`'s path.
+        if self
+            .layout
+            .at_mut(slot)
+            .is_none_or(|t| t.expires.is_empty())
+        {
+            return false;
+        }
+        self.remove_ttl(slot, key)
+    }
+
+    #[inline(never)]
+    fn remove_ttl(&mut self, slot: usize, key: &[u8]) -> bool {
         let Some(t) = self.layout.at_mut(slot) else {
             return false;
         };
-        if t.expires.is_empty() {
-            return false;
-        }
         if self.snap.is_some() {
             before_ttl_change(&mut self.snap, t, self.clock_ms, self.lfu, key);
         }
