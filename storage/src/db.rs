@@ -5,9 +5,15 @@
 //! the active expire cycle samples only keys that can expire. A key past its
 //! time is logically absent: callers check [`Db::is_expired`] (or let
 //! [`Db::expire_if_needed`] delete it) before reading.
+//!
+//! Standalone, a database is one such pair of tables. Slotted (cluster
+//! mode, [`Db::slotted`]) it is one pair per hash slot, so that a slot's
+//! keys can be counted, listed and dropped at the cost of that slot alone;
+//! every other method means the same in both layouts.
 
+use crate::slot::{key_hash_slot, Fenwick, SLOTS, SLOT_BITS};
 use crate::snapshot::{Capture, KeyMeta, Plain};
-use crate::{CBytes, Dict, Value};
+use crate::{CBytes, Dict, TableStats, Value};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// A key's access clock, for OBJECT IDLETIME / FREQ and (later) LRU/LFU
@@ -88,13 +94,448 @@ pub struct EvictSample {
     pub expire: Option<i64>,
 }
 
+/// One database, or one hash slot of it: the keys and the expiry times of
+/// those keys.
+#[derive(Default)]
+struct Tables {
+    keys: Dict<Value, Access>,
+    expires: Dict<i64>,
+}
+
+/// Where a database keeps its keys. Standalone (the default) is one table
+/// pair inline, so a lookup costs what it did before slots existed plus one
+/// well-predicted branch on the variant; slotted (cluster mode) has one
+/// table pair per hash slot, so a slot's keys are found without walking the
+/// others.
+// Inline on purpose: boxing the standalone tables would add a pointer
+// chase to every lookup.
+#[allow(clippy::large_enum_variant)]
+enum Layout {
+    Single(Tables),
+    Slotted(Box<Slots>),
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout::Single(Tables::default())
+    }
+}
+
+/// The per-slot tables of a slotted database.
+///
+/// A slot's tables are allocated with its first key and freed with its
+/// last, so an empty slot costs one pointer (the whole directory is 128 KB,
+/// the two count trees 256 KB). The count trees give each slot's size and
+/// running sums in O(log SLOTS), which is what picks a slot weighted by its
+/// size (random sampling fair over keys, not slots) and skips empty slots
+/// in the cursor walks.
+struct Slots {
+    tables: Box<[Option<Box<Slot>>]>,
+    keys: Fenwick,
+    expires: Fenwick,
+    len: usize,
+    expires_len: usize,
+    /// Slots with a rehash to finish in the cron (a slot may be listed
+    /// again after being freed and recreated; a stale entry costs one
+    /// check).
+    rehashing: Vec<u16>,
+    /// Where the cron's shrink pass resumes.
+    resize_cursor: usize,
+}
+
+#[derive(Default)]
+struct Slot {
+    t: Tables,
+    /// In `Slots::rehashing`.
+    listed: bool,
+}
+
+/// Which count a slotted walk follows: slots with keys, or with TTLs.
+#[derive(Clone, Copy)]
+enum Which {
+    Keys,
+    Expires,
+}
+
+const SLOT_MASK: u64 = SLOTS as u64 - 1;
+/// Slots the cron checks for shrinking per call (resuming after them).
+const CRON_SLOTS: usize = 64;
+
+impl Slots {
+    fn new() -> Box<Slots> {
+        Box::new(Slots {
+            tables: (0..SLOTS).map(|_| None).collect(),
+            keys: Fenwick::new(),
+            expires: Fenwick::new(),
+            len: 0,
+            expires_len: 0,
+            rehashing: Vec::new(),
+            resize_cursor: 0,
+        })
+    }
+
+    /// The tables of `key`'s slot, if it has any keys.
+    #[inline(never)]
+    fn find(&self, key: &[u8]) -> Option<&Tables> {
+        self.tables[key_hash_slot(key) as usize]
+            .as_deref()
+            .map(|s| &s.t)
+    }
+
+    #[inline(never)]
+    fn find_mut(&mut self, key: &[u8]) -> Option<&mut Tables> {
+        self.tables[key_hash_slot(key) as usize]
+            .as_deref_mut()
+            .map(|s| &mut s.t)
+    }
+
+    /// The tables of `slot`, made if absent.
+    #[inline(never)]
+    fn entry(&mut self, slot: usize) -> &mut Tables {
+        &mut self.tables[slot].get_or_insert_with(Default::default).t
+    }
+
+    fn tree(&self, w: Which) -> &Fenwick {
+        match w {
+            Which::Keys => &self.keys,
+            Which::Expires => &self.expires,
+        }
+    }
+
+    /// Records `dk` keys and `de` TTLs added to (or, negative, removed from)
+    /// `slot`, whose tables were just changed.
+    #[inline(never)]
+    fn count(&mut self, slot: usize, dk: i64, de: i64) {
+        if dk != 0 {
+            self.keys.add(slot, dk);
+            self.len = (self.len as i64 + dk) as usize;
+        }
+        if de != 0 {
+            self.expires.add(slot, de);
+            self.expires_len = (self.expires_len as i64 + de) as usize;
+        }
+        let Some(s) = self.tables[slot].as_deref_mut() else {
+            return;
+        };
+        if s.t.keys.is_empty() {
+            debug_assert!(s.t.expires.is_empty());
+            self.tables[slot] = None;
+        } else if (dk > 0 || de > 0)
+            && !s.listed
+            && (s.t.keys.is_rehashing() || s.t.expires.is_rehashing())
+        {
+            // A table grows only on insertion.
+            s.listed = true;
+            self.rehashing.push(slot as u16);
+        }
+    }
+
+    /// A random key (`Which::Keys`) or key with a TTL, from a slot picked
+    /// by its size.
+    #[inline(never)]
+    fn random_key<R: rand::Rng>(&self, w: Which, rng: &mut R) -> Option<CBytes> {
+        let (_, t) = self.weighted(w, rng)?;
+        let k = match w {
+            Which::Keys => t.keys.random(rng).map(|(k, _)| k),
+            Which::Expires => t.expires.random(rng).map(|(k, _)| k),
+        };
+        k.cloned()
+    }
+
+    /// A slot picked with probability proportional to its count.
+    fn weighted<R: rand::Rng>(&self, w: Which, rng: &mut R) -> Option<(usize, &Tables)> {
+        let total = match w {
+            Which::Keys => self.len,
+            Which::Expires => self.expires_len,
+        };
+        if total == 0 {
+            return None;
+        }
+        let slot = self.tree(w).find(rng.gen_range(0..total as u64))?;
+        Some((slot, &self.tables[slot].as_deref()?.t))
+    }
+
+    /// One step of a cursor walk over the slots with a nonzero `w` count:
+    /// `f` scans one slot's tables from that slot's own cursor. See
+    /// [`Keys::scan`] for the encoding.
+    fn scan(&self, cursor: u64, w: Which, f: impl FnOnce(&Tables, u64) -> u64) -> u64 {
+        let tree = self.tree(w);
+        let want = (cursor & SLOT_MASK) as usize;
+        let Some(slot) = tree.next_nonempty(want) else {
+            return 0;
+        };
+        let inner = if slot == want { cursor >> SLOT_BITS } else { 0 };
+        let t = &self.tables[slot].as_deref().expect("counted slot").t;
+        Self::next_cursor(tree, slot, f(t, inner))
+    }
+
+    /// As [`Slots::scan`], with the slot's tables writable.
+    fn scan_mut(&mut self, cursor: u64, w: Which, f: impl FnOnce(&mut Tables, u64) -> u64) -> u64 {
+        let tree = match w {
+            Which::Keys => &self.keys,
+            Which::Expires => &self.expires,
+        };
+        let want = (cursor & SLOT_MASK) as usize;
+        let Some(slot) = tree.next_nonempty(want) else {
+            return 0;
+        };
+        let inner = if slot == want { cursor >> SLOT_BITS } else { 0 };
+        let t = &mut self.tables[slot].as_deref_mut().expect("counted slot").t;
+        Self::next_cursor(tree, slot, f(t, inner))
+    }
+
+    fn next_cursor(tree: &Fenwick, slot: usize, inner: u64) -> u64 {
+        if inner != 0 {
+            return inner << SLOT_BITS | slot as u64;
+        }
+        // This slot is done: the next one with keys, at its start (never 0,
+        // as it is above this one); none left ends the walk.
+        tree.next_nonempty(slot + 1).map_or(0, |s| s as u64)
+    }
+
+    fn cron(&mut self) {
+        // The same bucket budget as a one-table database's cron, spread over
+        // the slots being rehashed.
+        let mut budget = 100;
+        while budget > 0 {
+            let Some(&slot) = self.rehashing.last() else {
+                break;
+            };
+            let Some(s) = self.tables[slot as usize].as_deref_mut() else {
+                self.rehashing.pop();
+                continue;
+            };
+            budget -= 1;
+            let keys = s.t.keys.rehash(100);
+            let expires = s.t.expires.rehash(100);
+            if !keys && !expires {
+                s.listed = false;
+                self.rehashing.pop();
+            }
+        }
+        let mut i = self.resize_cursor;
+        let mut checked = 0;
+        for _ in 0..SLOTS {
+            if checked == CRON_SLOTS {
+                break;
+            }
+            if self.tables[i].is_some() {
+                checked += 1;
+                self.shrink(i);
+            }
+            i = (i + 1) % SLOTS;
+        }
+        self.resize_cursor = i;
+    }
+
+    /// Starts shrinking `slot`'s tables if they are mostly empty.
+    fn shrink(&mut self, slot: usize) {
+        let Some(s) = self.tables[slot].as_deref_mut() else {
+            return;
+        };
+        s.t.keys.shrink_if_needed();
+        s.t.expires.shrink_if_needed();
+        if !s.listed && (s.t.keys.is_rehashing() || s.t.expires.is_rehashing()) {
+            s.listed = true;
+            self.rehashing.push(slot as u16);
+        }
+    }
+}
+
+/// `key_hash_slot` kept out of line, as is every slotted branch of
+/// `Layout`'s accessors: the standalone path, which never takes them, then
+/// stays as small as before slots, and is inlined where it was.
+#[inline(never)]
+fn slot_hash(key: &[u8]) -> usize {
+    key_hash_slot(key) as usize
+}
+
+impl Layout {
+    /// The slot `key` is kept in: always 0 standalone, so the one-table
+    /// path never hashes the key for its slot.
+    #[inline]
+    fn slot_of(&self, key: &[u8]) -> usize {
+        match self {
+            Layout::Single(_) => 0,
+            Layout::Slotted(_) => slot_hash(key),
+        }
+    }
+
+    #[inline]
+    fn at_mut(&mut self, slot: usize) -> Option<&mut Tables> {
+        match self {
+            Layout::Single(t) => Some(t),
+            Layout::Slotted(s) => s.tables[slot].as_deref_mut().map(|s| &mut s.t),
+        }
+    }
+
+    /// The tables `key` is (or would be) in, if they exist.
+    #[inline]
+    fn find(&self, key: &[u8]) -> Option<&Tables> {
+        match self {
+            Layout::Single(t) => Some(t),
+            Layout::Slotted(s) => s.find(key),
+        }
+    }
+
+    #[inline]
+    fn find_mut(&mut self, key: &[u8]) -> Option<&mut Tables> {
+        match self {
+            Layout::Single(t) => Some(t),
+            Layout::Slotted(s) => s.find_mut(key),
+        }
+    }
+
+    /// The tables of `slot`, made if absent; the caller then inserts and
+    /// calls [`Layout::count`].
+    #[inline]
+    fn entry(&mut self, slot: usize) -> &mut Tables {
+        match self {
+            Layout::Single(t) => t,
+            Layout::Slotted(s) => s.entry(slot),
+        }
+    }
+
+    /// See [`Slots::count`]; the one-table layout counts in its dicts.
+    #[inline]
+    fn count(&mut self, slot: usize, dk: i64, de: i64) {
+        if let Layout::Slotted(s) = self {
+            s.count(slot, dk, de);
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Layout::Single(t) => t.keys.len(),
+            Layout::Slotted(s) => s.len,
+        }
+    }
+
+    fn expires_len(&self) -> usize {
+        match self {
+            Layout::Single(t) => t.expires.len(),
+            Layout::Slotted(s) => s.expires_len,
+        }
+    }
+
+    /// An empty layout of the same kind.
+    fn empty_like(&self) -> Layout {
+        match self {
+            Layout::Single(_) => Layout::default(),
+            Layout::Slotted(_) => Layout::Slotted(Slots::new()),
+        }
+    }
+
+    /// Every table pair, in slot order.
+    fn tables(&self) -> TablesIter<'_> {
+        match self {
+            Layout::Single(t) => TablesIter::One(Some(t)),
+            Layout::Slotted(s) => TablesIter::Slots(s.tables.iter()),
+        }
+    }
+
+    /// One step of a cursor walk over the keys (`Which::Keys`) or the TTLs:
+    /// `f` scans one table from a table cursor and returns the next.
+    #[inline]
+    fn scan(&self, cursor: u64, w: Which, f: impl FnOnce(&Tables, u64) -> u64) -> u64 {
+        match self {
+            Layout::Single(t) => f(t, cursor),
+            Layout::Slotted(s) => s.scan(cursor, w, f),
+        }
+    }
+
+    #[inline]
+    fn scan_mut(&mut self, cursor: u64, w: Which, f: impl FnOnce(&mut Tables, u64) -> u64) -> u64 {
+        match self {
+            Layout::Single(t) => f(t, cursor),
+            Layout::Slotted(s) => s.scan_mut(cursor, w, f),
+        }
+    }
+}
+
+enum TablesIter<'a> {
+    One(Option<&'a Tables>),
+    Slots(std::slice::Iter<'a, Option<Box<Slot>>>),
+}
+
+impl<'a> Iterator for TablesIter<'a> {
+    type Item = &'a Tables;
+    fn next(&mut self) -> Option<&'a Tables> {
+        match self {
+            TablesIter::One(t) => t.take(),
+            TablesIter::Slots(it) => it.find_map(|s| s.as_deref().map(|s| &s.t)),
+        }
+    }
+}
+
+/// The keys of a database, read-only, whatever its layout (one table, or
+/// one per hash slot).
+#[derive(Clone, Copy)]
+pub struct Keys<'a>(&'a Layout);
+
+impl<'a> Keys<'a> {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every key with its value (slot by slot when slotted).
+    pub fn iter(&self) -> impl Iterator<Item = (&'a CBytes, &'a Value)> + 'a {
+        self.0.tables().flat_map(|t| t.keys.iter())
+    }
+
+    /// Visits the entries at `cursor` and returns the next cursor (0 when
+    /// the scan is complete), with SCAN's guarantee: a key present for the
+    /// whole scan is returned at least once, whatever resizing happens in
+    /// between.
+    ///
+    /// Standalone, the cursor is the table's own (see [`Dict::scan`]).
+    /// Slotted, its low 14 bits are the slot and the bits above the slot's
+    /// table cursor; when a slot's table is done the cursor moves to the
+    /// next slot with keys at table cursor 0, and past the last slot it is
+    /// 0. Each slot's walk thus has its table's guarantee, and a slot left
+    /// behind cannot gain a key that was present all along.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&CBytes, &Value)) -> u64 {
+        self.0
+            .scan(cursor, Which::Keys, |t, c| t.keys.scan(c, &mut f))
+    }
+
+    /// Buckets of every table, for memory accounting.
+    pub fn buckets(&self) -> usize {
+        self.0.tables().map(|t| t.keys.buckets()).sum()
+    }
+
+    /// The shape of the main table and, while a rehash runs, its target's
+    /// (DEBUG HTSTATS); slotted, every slot's summed as one.
+    pub fn stats(&self) -> Vec<TableStats> {
+        stats_of(self.0.tables().map(|t| t.keys.stats()))
+    }
+}
+
+fn stats_of(per_table: impl Iterator<Item = Vec<TableStats>>) -> Vec<TableStats> {
+    let empty = || TableStats::new(0, std::iter::empty());
+    let mut sum = vec![empty()];
+    for s in per_table {
+        for (i, t) in s.iter().enumerate() {
+            if sum.len() <= i {
+                sum.push(empty());
+            }
+            sum[i].add(t);
+        }
+    }
+    sum
+}
+
 #[derive(Default)]
 pub struct Db {
     /// Private: every write goes through `Db`'s methods, which run the
-    /// snapshot hook (a BGSAVE in progress captures a key before it changes).
-    keys: Dict<Value, Access>,
-    pub expires: Dict<i64>,
-    /// Where the active expire cycle resumes its scan of `expires`.
+    /// snapshot hook (a BGSAVE in progress captures a key before it changes)
+    /// and keep the slot counts.
+    layout: Layout,
+    /// Where the active expire cycle resumes its walk of the TTLs.
     pub expire_cursor: u64,
     /// Running average TTL of sampled keys (ms), for INFO keyspace.
     pub avg_ttl: i64,
@@ -108,6 +549,19 @@ pub struct Db {
     epoch: u32,
     /// The running snapshot of this database, if any.
     snap: Option<Box<Capture>>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Entries the slot walks (`slot_keys`, `slot_len` standalone) looked
+    /// at, for tests that check a slot costs only its own keys.
+    static SLOT_WALK_VISITS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[inline]
+fn count_slot_walk_visit() {
+    #[cfg(test)]
+    SLOT_WALK_VISITS.with(|v| v.set(v.get() + 1));
 }
 
 /// Saves the entry's current contents to the running snapshot unless it is
@@ -154,40 +608,87 @@ fn save_entry(
     cap.record(key, v, exp, idle, freq);
 }
 
+/// The access clock (24-bit seconds) at `ms`.
+fn access_clock_at(ms: i64) -> u32 {
+    ((ms.max(0) / 1000) as u64 & CLOCK_MAX as u64) as u32
+}
+
 impl Db {
-    /// Room for `keys` keys, `expires` of them with a TTL (RDB load).
-    pub fn reserve(&mut self, keys: usize, expires: usize) {
-        self.keys.reserve(keys);
-        self.expires.reserve(expires);
+    /// A database kept in one table per hash slot (cluster mode), so a
+    /// slot's keys are counted, listed and dropped at the cost of that slot
+    /// alone. `Db::default()` is the standalone one-table layout.
+    pub fn slotted() -> Db {
+        Db {
+            layout: Layout::Slotted(Slots::new()),
+            ..Db::default()
+        }
     }
 
-    /// The main dict, read-only.
-    pub fn keys(&self) -> &Dict<Value, Access> {
-        &self.keys
+    pub fn is_slotted(&self) -> bool {
+        matches!(self.layout, Layout::Slotted(_))
+    }
+
+    /// Room for `keys` keys, `expires` of them with a TTL (RDB load).
+    /// Standalone only: how a slotted database's keys spread over the slots
+    /// is known only as they arrive, and each slot's table is small enough
+    /// that growing it as they do costs little.
+    pub fn reserve(&mut self, keys: usize, expires: usize) {
+        if let Layout::Single(t) = &mut self.layout {
+            t.keys.reserve(keys);
+            t.expires.reserve(expires);
+        }
+    }
+
+    /// The keys, read-only.
+    pub fn keys(&self) -> Keys<'_> {
+        Keys(&self.layout)
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.layout.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
+    /// Keys with a TTL.
+    pub fn expires_len(&self) -> usize {
+        self.layout.expires_len()
+    }
+
+    /// Buckets of the TTL tables, for memory accounting.
+    pub fn expires_buckets(&self) -> usize {
+        self.layout.tables().map(|t| t.expires.buckets()).sum()
+    }
+
+    /// The TTL tables' shape (DEBUG HTSTATS), as [`Keys::stats`].
+    pub fn expires_stats(&self) -> Vec<TableStats> {
+        stats_of(self.layout.tables().map(|t| t.expires.stats()))
+    }
+
+    pub fn has_expire(&self, key: &[u8]) -> bool {
+        self.expire_at(key).is_some()
+    }
+
+    #[inline]
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
-        if self.expires.is_empty() {
+        let t = self.layout.find(key)?;
+        if t.expires.is_empty() {
             return None;
         }
-        self.expires.get(key).copied()
+        t.expires.get(key).copied()
     }
 
     /// Past its time, as Redis counts it: the key lives through the
     /// millisecond of its deadline.
+    #[inline]
     pub fn is_expired(&self, key: &[u8], now_ms: i64) -> bool {
         self.expire_at(key).is_some_and(|t| t < now_ms)
     }
 
     /// Deletes `key` if its time has passed; true if it did.
+    #[inline]
     pub fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
         self.clock_ms = now_ms;
         if self.is_expired(key, now_ms) {
@@ -201,7 +702,7 @@ impl Db {
     /// The value, ignoring expiry (callers expire first). Counts as an
     /// access of the key (its LRU/LFU clock); see [`Db::peek`].
     pub fn get(&self, key: &[u8]) -> Option<&Value> {
-        let (_, v, a) = self.keys.get_entry_meta(key)?;
+        let (_, v, a) = self.layout.find(key)?.keys.get_entry_meta(key)?;
         self.touch(a);
         Some(v)
     }
@@ -209,21 +710,22 @@ impl Db {
     /// The value without counting an access (Redis's `LOOKUP_NOTOUCH`:
     /// TYPE, TTL, EXISTS, OBJECT).
     pub fn peek(&self, key: &[u8]) -> Option<&Value> {
-        self.keys.get(key)
+        self.layout.find(key)?.keys.get(key)
     }
 
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
         let now = self.access_clock();
         let lfu = self.lfu;
-        let (v, a) = self.keys.get_mut_meta(key)?;
-        pre_write(&mut self.snap, &self.expires, now, lfu, key, v, a);
+        let Tables { keys, expires } = self.layout.find_mut(key)?;
+        let (v, a) = keys.get_mut_meta(key)?;
+        pre_write(&mut self.snap, expires, now, lfu, key, v, a);
         touch_with(a, now, lfu);
         Some(v)
     }
 
     /// The value at `key`, created with `make` if absent.
     pub fn get_or_add(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Value {
-        if !self.keys.contains_key(key) {
+        if !self.contains(key) {
             self.add(key, make());
         }
         self.get_mut(key).expect("just added")
@@ -235,7 +737,7 @@ impl Db {
     }
 
     fn access_clock(&self) -> u32 {
-        ((self.clock_ms.max(0) / 1000) as u64 & CLOCK_MAX as u64) as u32
+        access_clock_at(self.clock_ms)
     }
 
     fn touch(&self, a: &Access) {
@@ -250,14 +752,14 @@ impl Db {
     /// Milliseconds since `key` was last accessed (second resolution), as
     /// Redis's `estimateObjectIdleTime`.
     pub fn idle_ms(&self, key: &[u8]) -> Option<u64> {
-        let (_, _, a) = self.keys.get_entry_meta(key)?;
+        let (_, _, a) = self.layout.find(key)?.keys.get_entry_meta(key)?;
         Some(elapsed_s(self.access_clock(), a.clock()) as u64 * 1000)
     }
 
     /// The LFU counter of `key` after decay (OBJECT FREQ), not counting as
     /// an access.
     pub fn freq(&self, key: &[u8]) -> Option<u8> {
-        let (_, _, a) = self.keys.get_entry_meta(key)?;
+        let (_, _, a) = self.layout.find(key)?.keys.get_entry_meta(key)?;
         Some(decayed(a, self.access_clock(), self.lfu))
     }
 
@@ -265,7 +767,10 @@ impl Db {
     /// counter (RESTORE IDLETIME / FREQ, the RDB IDLE / FREQ opcodes).
     pub fn set_access(&mut self, key: &[u8], idle_s: Option<u64>, freq: Option<u8>) {
         let now = self.access_clock();
-        if let Some((_, a)) = self.keys.get_mut_meta(key) {
+        let Some(t) = self.layout.find_mut(key) else {
+            return;
+        };
+        if let Some((_, a)) = t.keys.get_mut_meta(key) {
             let clock = match idle_s {
                 Some(i) => {
                     let i = i.min(CLOCK_MAX as u64 - 1) as u32;
@@ -282,131 +787,243 @@ impl Db {
     }
 
     pub fn contains(&self, key: &[u8]) -> bool {
-        self.keys.contains_key(key)
+        self.layout
+            .find(key)
+            .is_some_and(|t| t.keys.contains_key(key))
     }
 
     /// Stores `val` under `key`, dropping any TTL unless `keep_ttl`.
     pub fn set(&mut self, key: &[u8], val: Value, keep_ttl: bool) {
         let now = self.access_clock();
-        let lfu = self.lfu.enabled;
-        match self.keys.get_mut_meta(key) {
-            Some((slot, a)) => {
-                pre_write(&mut self.snap, &self.expires, now, self.lfu, key, slot, a);
-                *slot = val;
+        let lfu = self.lfu;
+        let slot = self.layout.slot_of(key);
+        let Tables { keys, expires } = self.layout.entry(slot);
+        match keys.get_mut_meta(key) {
+            Some((v, a)) => {
+                pre_write(&mut self.snap, expires, now, lfu, key, v, a);
+                *v = val;
                 // As Redis's dbOverwrite: a new value is a fresh access under
                 // LRU; under LFU it inherits the counter (the lookup that
                 // preceded the write already counted the access).
-                if !lfu {
+                if !lfu.enabled {
                     a.store(now, a.counter());
                 }
             }
             None => {
-                self.keys
-                    .insert_new_guarded(CBytes::new(key), val, Access::new(now, self.epoch))
+                keys.insert_new_guarded(CBytes::new(key), val, Access::new(now, self.epoch));
+                self.layout.count(slot, 1, 0);
             }
         }
         if !keep_ttl {
-            self.persist(key);
+            self.persist_at(slot, key);
         }
     }
 
     /// Adds a key known to be absent.
     pub fn add(&mut self, key: &[u8], val: Value) {
         let a = Access::new(self.access_clock(), self.epoch);
-        self.keys.insert_new_guarded(CBytes::new(key), val, a);
+        let slot = self.layout.slot_of(key);
+        self.layout
+            .entry(slot)
+            .keys
+            .insert_new_guarded(CBytes::new(key), val, a);
+        self.layout.count(slot, 1, 0);
     }
 
     /// Takes `key` out with its access clock and expiry time (RENAME, MOVE,
     /// SWAPDB-like moves keep both, as Redis moves the object).
     pub fn take_entry(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
-        let (k, v, mut a) = self.keys.remove_meta(key)?;
-        self.saved_on_removal(&k, &v, &mut a);
-        let exp = if self.expires.is_empty() {
-            None
-        } else {
-            self.expires.remove(key).map(|(_, t)| t)
-        };
-        Some((k, v, a, exp))
+        self.take_key(key)
     }
 
-    /// A removed entry (its TTL still in `expires`) goes to the running
-    /// snapshot first if it is not there yet.
-    #[inline]
-    fn saved_on_removal(&mut self, k: &[u8], v: &Value, a: &mut Access) {
+    // Inlined into both `take_entry` and `remove`, so that `remove` drops
+    // the parts it does not return in place rather than moving them out.
+    #[inline(always)]
+    fn take_key(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
+        let slot = self.layout.slot_of(key);
+        let Tables { keys, expires } = self.layout.at_mut(slot)?;
+        let (k, v, mut a) = keys.remove_meta(key)?;
+        // A removed entry (its TTL still in `expires`) goes to the running
+        // snapshot first if it is not there yet.
         if self.snap.is_some() {
-            let now = self.access_clock();
-            pre_write(&mut self.snap, &self.expires, now, self.lfu, k, v, a);
+            let now = access_clock_at(self.clock_ms);
+            pre_write(&mut self.snap, expires, now, self.lfu, &k, &v, &mut a);
         }
+        let exp = if expires.is_empty() {
+            None
+        } else {
+            expires.remove(key).map(|(_, t)| t)
+        };
+        self.layout.count(slot, -1, -(exp.is_some() as i64));
+        Some((k, v, a, exp))
     }
 
     /// Puts an entry from [`Db::take_entry`] under `key`, which must be
     /// absent.
     pub fn put_entry(&mut self, key: CBytes, val: Value, mut access: Access, expire: Option<i64>) {
-        debug_assert!(!self.keys.contains_key(&key));
+        debug_assert!(!self.contains(&key));
         // A new key here as far as a running snapshot is concerned.
         access.1 = self.epoch;
-        if let Some(t) = expire {
-            self.expires.insert_new_guarded(key.clone(), t, ());
+        let slot = self.layout.slot_of(&key);
+        let t = self.layout.entry(slot);
+        if let Some(at) = expire {
+            t.expires.insert_new_guarded(key.clone(), at, ());
         }
-        self.keys.insert_new_guarded(key, val, access);
+        t.keys.insert_new_guarded(key, val, access);
+        self.layout.count(slot, 1, expire.is_some() as i64);
     }
 
-    /// A random key, or `None` when empty.
+    /// A random key, or `None` when empty. Slotted, the slot is picked with
+    /// probability proportional to its size, so a key is as likely as in
+    /// one table.
     pub fn random_key<R: rand::Rng>(&self, rng: &mut R) -> Option<CBytes> {
-        self.keys.random(rng).map(|(k, _)| k.clone())
+        match &self.layout {
+            Layout::Single(t) => t.keys.random(rng).map(|(k, _)| k.clone()),
+            Layout::Slotted(s) => s.random_key(Which::Keys, rng),
+        }
+    }
+
+    /// A random key with a TTL (volatile-random eviction), or `None`.
+    pub fn random_volatile_key<R: rand::Rng>(&self, rng: &mut R) -> Option<CBytes> {
+        match &self.layout {
+            Layout::Single(t) => t.expires.random(rng).map(|(k, _)| k.clone()),
+            Layout::Slotted(s) => s.random_key(Which::Expires, rng),
+        }
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
-        let (k, v, mut a) = self.keys.remove_meta(key)?;
-        self.saved_on_removal(&k, &v, &mut a);
-        if !self.expires.is_empty() {
-            self.expires.remove(key);
-        }
-        Some(v)
+        self.take_key(key).map(|(_, v, _, _)| v)
     }
 
     /// Sets the expiry of an existing key.
     pub fn set_expire(&mut self, key: &[u8], at_ms: i64) {
-        debug_assert!(self.keys.contains_key(key));
-        self.before_ttl_change(key);
-        match self.expires.get_mut(key) {
+        debug_assert!(self.contains(key));
+        let slot = self.layout.slot_of(key);
+        let Some(t) = self.layout.at_mut(slot) else {
+            return;
+        };
+        if self.snap.is_some() {
+            before_ttl_change(&mut self.snap, t, self.clock_ms, self.lfu, key);
+        }
+        match t.expires.get_mut(key) {
             Some(t) => *t = at_ms,
-            None => self.expires.insert_new_guarded(CBytes::new(key), at_ms, ()),
+            None => {
+                t.expires.insert_new_guarded(CBytes::new(key), at_ms, ());
+                self.layout.count(slot, 0, 1);
+            }
         }
     }
 
     /// Removes the TTL; true if there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
-        if self.expires.is_empty() {
-            return false;
-        }
-        self.before_ttl_change(key);
-        self.expires.remove(key).is_some()
+        self.persist_at(self.layout.slot_of(key), key)
     }
 
-    fn before_ttl_change(&mut self, key: &[u8]) {
+    #[inline]
+    fn persist_at(&mut self, slot: usize, key: &[u8]) -> bool {
+        // Most keys have no TTL: only that check on `set`'s path.
+        if self
+            .layout
+            .at_mut(slot)
+            .is_none_or(|t| t.expires.is_empty())
+        {
+            return false;
+        }
+        self.remove_ttl(slot, key)
+    }
+
+    #[inline(never)]
+    fn remove_ttl(&mut self, slot: usize, key: &[u8]) -> bool {
+        let Some(t) = self.layout.at_mut(slot) else {
+            return false;
+        };
         if self.snap.is_some() {
-            let now = self.access_clock();
-            if let Some((v, a)) = self.keys.get_mut_meta(key) {
-                pre_write(&mut self.snap, &self.expires, now, self.lfu, key, v, a);
+            before_ttl_change(&mut self.snap, t, self.clock_ms, self.lfu, key);
+        }
+        let had = t.expires.remove(key).is_some();
+        if had {
+            self.layout.count(slot, 0, -1);
+        }
+        had
+    }
+
+    // ---------------------------------------------------------- hash slots
+
+    /// Keys in `slot`. O(1) slotted; standalone (which has no use for it)
+    /// it hashes every key, so that both layouts answer alike.
+    pub fn slot_len(&self, slot: usize) -> usize {
+        match &self.layout {
+            Layout::Slotted(s) => s.tables[slot].as_ref().map_or(0, |s| s.t.keys.len()),
+            Layout::Single(_) => self.slot_walk(slot).count(),
+        }
+    }
+
+    /// Up to `max` keys of `slot` (CLUSTER GETKEYSINSLOT, slot migration),
+    /// walking only that slot's table when slotted.
+    pub fn slot_keys(&self, slot: usize, max: usize) -> Vec<CBytes> {
+        self.slot_walk(slot).take(max).cloned().collect()
+    }
+
+    /// The keys of `slot`: its own table slotted, every key filtered by its
+    /// hash standalone.
+    fn slot_walk(&self, slot: usize) -> impl Iterator<Item = &CBytes> + '_ {
+        let (t, filter) = match &self.layout {
+            Layout::Single(t) => (Some(t), true),
+            Layout::Slotted(s) => (s.tables[slot].as_deref().map(|s| &s.t), false),
+        };
+        t.into_iter()
+            .flat_map(|t| t.keys.iter())
+            .inspect(|_| count_slot_walk_visit())
+            .map(|(k, _)| k)
+            .filter(move |k| !filter || key_hash_slot(k) as usize == slot)
+    }
+
+    /// Deletes every key of `slot` with its TTL and returns how many there
+    /// were. A running snapshot first saves those it has not yet, as for any
+    /// deletion. Slotted, the slot's tables go at once.
+    pub fn clear_slot(&mut self, slot: usize) -> usize {
+        let Layout::Slotted(s) = &mut self.layout else {
+            let keys: Vec<CBytes> = self.slot_walk(slot).cloned().collect();
+            for k in &keys {
+                self.remove(k);
+            }
+            return keys.len();
+        };
+        let Some(mut gone) = s.tables[slot].take() else {
+            return 0;
+        };
+        let Tables { keys, expires } = &mut gone.t;
+        let (n, e) = (keys.len(), expires.len());
+        if self.snap.is_some() {
+            let now = access_clock_at(self.clock_ms);
+            for (k, v, a) in keys.iter_meta_mut() {
+                pre_write(&mut self.snap, expires, now, self.lfu, k, v, a);
             }
         }
+        s.keys.add(slot, -(n as i64));
+        s.expires.add(slot, -(e as i64));
+        s.len -= n;
+        s.expires_len -= e;
+        n
     }
 
     /// Empties the database, returning the old contents (to drop elsewhere).
-    /// The clock and LFU settings stay. A running snapshot first saves the
-    /// rest of the old contents (synchronously: FLUSHDB/FLUSHALL during a
-    /// BGSAVE are rare) and carries on with the empty database.
+    /// The layout, clock and LFU settings stay. A running snapshot first
+    /// saves the rest of the old contents (synchronously: FLUSHDB/FLUSHALL
+    /// during a BGSAVE are rare) and carries on with the empty database.
     pub fn take(&mut self) -> Db {
         if self.snap.is_some() {
             while !self.snapshot_step(usize::MAX, usize::MAX) {}
         }
-        let mut old = std::mem::take(self);
-        self.clock_ms = old.clock_ms;
-        self.lfu = old.lfu;
-        self.epoch = old.epoch;
-        self.snap = old.snap.take();
-        old
+        let fresh = Db {
+            layout: self.layout.empty_like(),
+            clock_ms: self.clock_ms,
+            lfu: self.lfu,
+            epoch: self.epoch,
+            snap: self.snap.take(),
+            ..Db::default()
+        };
+        std::mem::replace(self, fresh)
     }
 
     /// Puts back the contents `take` returned (a replacement that failed),
@@ -439,8 +1056,8 @@ impl Db {
             epoch,
             opts,
             meta,
-            self.keys.len(),
-            self.expires.len(),
+            self.len(),
+            self.expires_len(),
         )));
     }
 
@@ -454,12 +1071,7 @@ impl Db {
     pub fn snapshot_step(&mut self, max_keys: usize, max_bytes: usize) -> bool {
         let now = self.access_clock();
         let lfu = self.lfu;
-        let Db {
-            keys,
-            expires,
-            snap,
-            ..
-        } = self;
+        let Db { layout, snap, .. } = self;
         let Some(cap) = snap.as_deref_mut() else {
             return true;
         };
@@ -469,11 +1081,15 @@ impl Db {
                 return false;
             }
             let epoch = cap.epoch;
-            cap.cursor = keys.scan_meta_mut(cap.cursor, |k, v, a| {
-                if a.1 < epoch {
-                    a.1 = epoch;
-                    save_entry(cap, expires, now, lfu, k, v, a);
-                }
+            let cursor = cap.cursor;
+            cap.cursor = layout.scan_mut(cursor, Which::Keys, |t, c| {
+                let Tables { keys, expires } = t;
+                keys.scan_meta_mut(c, |k, v, a| {
+                    if a.1 < epoch {
+                        a.1 = epoch;
+                        save_entry(cap, expires, now, lfu, k, v, a);
+                    }
+                })
             });
             cap.walk_done = cap.cursor == 0;
         }
@@ -495,8 +1111,9 @@ impl Db {
         self.snap.take()
     }
 
-    /// One step of active expiry: scans `expires` from the saved cursor
-    /// until `sample` keys were looked at, deletes those past their time and
+    /// One step of active expiry: walks the TTLs from the saved cursor
+    /// (slot by slot when slotted, skipping slots without TTLs) until
+    /// `sample` keys were looked at, deletes those past their time and
     /// returns them with the number sampled.
     pub fn expire_sample(&mut self, now_ms: i64, sample: usize) -> (usize, Vec<CBytes>) {
         let mut seen = 0;
@@ -505,15 +1122,19 @@ impl Db {
         let mut ttl_n = 0i64;
         let mut buckets = 0;
         loop {
-            self.expire_cursor = self.expires.scan(self.expire_cursor, |k, &t| {
-                seen += 1;
-                if t < now_ms {
-                    dead.push(k.clone());
-                } else {
-                    ttl_sum += t - now_ms;
-                    ttl_n += 1;
-                }
-            });
+            self.expire_cursor = self
+                .layout
+                .scan(self.expire_cursor, Which::Expires, |t, c| {
+                    t.expires.scan(c, |k, &t| {
+                        seen += 1;
+                        if t < now_ms {
+                            dead.push(k.clone());
+                        } else {
+                            ttl_sum += t - now_ms;
+                            ttl_n += 1;
+                        }
+                    })
+                });
             buckets += 1;
             if self.expire_cursor == 0 || seen >= sample || buckets >= sample * 20 {
                 break;
@@ -538,13 +1159,19 @@ impl Db {
     /// freeing is worth a background thread (lazyfree): counts entries, as
     /// Redis's `lazyfreeGetFreeEffort`.
     pub fn free_effort(&self) -> usize {
-        self.keys.len() + self.expires.len()
+        self.len() + self.expires_len()
     }
 
     /// Eviction sampling: up to `n` random keys (among keys with a TTL if
     /// `volatile`), each passed to `f` with what the policies rank by. Not
     /// an access. Redis samples the same way (a few random keys per round,
     /// the best kept in a pool by the caller).
+    ///
+    /// Slotted, the sample is a run of `n` keys in slot order starting at a
+    /// uniformly random key: within a slot it is that table's sample, and a
+    /// slot too small for the rest of the run hands it on to the next slot.
+    /// So every key is as likely to be sampled as in one table, and small
+    /// slots are not over-sampled as picking slots alike would.
     pub fn sample_for_eviction<R: rand::Rng>(
         &self,
         n: usize,
@@ -553,33 +1180,110 @@ impl Db {
         mut f: impl FnMut(&CBytes, EvictSample),
     ) {
         let now = self.access_clock();
-        let sample = |a: &Access, expire: Option<i64>| EvictSample {
-            idle_ms: elapsed_s(now, a.clock()) as u64 * 1000,
-            freq: decayed(a, now, self.lfu),
-            expire,
+        let lfu = self.lfu;
+        let s = match &self.layout {
+            Layout::Single(t) => {
+                sample_tables(t, volatile, n, rng, now, lfu, &mut f);
+                return;
+            }
+            Layout::Slotted(s) => s,
         };
-        if volatile {
-            self.expires.sample(rng, n, |key, &t, _| {
-                if let Some((_, _, a)) = self.keys.get_entry_meta(key) {
-                    f(key, sample(a, Some(t)));
-                }
-            });
+        let (w, total) = if volatile {
+            (Which::Expires, s.expires_len)
         } else {
-            self.keys
-                .sample(rng, n, |key, _, a| f(key, sample(a, self.expire_at(key))));
+            (Which::Keys, s.len)
+        };
+        let tree = s.tree(w);
+        let mut left = n.min(total);
+        if left == 0 {
+            return;
+        }
+        let start = rng.gen_range(0..total as u64);
+        let mut slot = tree.find(start).expect("below the total");
+        // Keys of the first slot before the run's start.
+        let mut skip = (start - tree.below(slot)) as usize;
+        // A slot's sample may come back short; the run still moves on, so
+        // this ends after at most `left` slots.
+        while left > 0 {
+            let t = &s.tables[slot].as_deref().expect("counted slot").t;
+            let size = if volatile {
+                t.expires.len()
+            } else {
+                t.keys.len()
+            };
+            let take = left.min(size - skip);
+            sample_tables(t, volatile, take, rng, now, lfu, &mut f);
+            left -= take;
+            skip = 0;
+            slot = tree
+                .next_nonempty(slot + 1)
+                .or_else(|| tree.next_nonempty(0))
+                .expect("nonempty");
         }
     }
 
     /// Housekeeping from the server's cron: bounded rehash work, shrinking.
     pub fn cron(&mut self) {
-        for _ in 0..100 {
-            if !self.keys.rehash(100) {
-                break;
+        match &mut self.layout {
+            Layout::Single(t) => {
+                for _ in 0..100 {
+                    if !t.keys.rehash(100) {
+                        break;
+                    }
+                }
+                t.expires.rehash(100);
+                t.keys.shrink_if_needed();
+                t.expires.shrink_if_needed();
             }
+            Layout::Slotted(s) => s.cron(),
         }
-        self.expires.rehash(100);
-        self.keys.shrink_if_needed();
-        self.expires.shrink_if_needed();
+    }
+}
+
+/// Saves a key's entry to the running snapshot before its TTL changes.
+fn before_ttl_change(
+    snap: &mut Option<Box<Capture>>,
+    t: &mut Tables,
+    clock_ms: i64,
+    lfu: Lfu,
+    key: &[u8],
+) {
+    let Tables { keys, expires } = t;
+    if let Some((v, a)) = keys.get_mut_meta(key) {
+        pre_write(snap, expires, access_clock_at(clock_ms), lfu, key, v, a);
+    }
+}
+
+/// Up to `n` sampled entries of one table pair for eviction.
+fn sample_tables<R: rand::Rng>(
+    t: &Tables,
+    volatile: bool,
+    n: usize,
+    rng: &mut R,
+    now: u32,
+    lfu: Lfu,
+    f: &mut impl FnMut(&CBytes, EvictSample),
+) {
+    let sample = |a: &Access, expire: Option<i64>| EvictSample {
+        idle_ms: elapsed_s(now, a.clock()) as u64 * 1000,
+        freq: decayed(a, now, lfu),
+        expire,
+    };
+    if volatile {
+        t.expires.sample(rng, n, |key, &at, _| {
+            if let Some((_, _, a)) = t.keys.get_entry_meta(key) {
+                f(key, sample(a, Some(at)));
+            }
+        });
+    } else {
+        t.keys.sample(rng, n, |key, _, a| {
+            let exp = if t.expires.is_empty() {
+                None
+            } else {
+                t.expires.get(key).copied()
+            };
+            f(key, sample(a, exp))
+        });
     }
 }
 
@@ -638,11 +1342,11 @@ mod tests {
     use crate::snapshot;
     use std::collections::BTreeMap;
 
-    type Image = BTreeMap<(usize, Vec<u8>), (Vec<u8>, Option<i64>)>;
+    pub(super) type Image = BTreeMap<(usize, Vec<u8>), (Vec<u8>, Option<i64>)>;
 
     /// Wraps the records of `db` (taken from its capture) in a file and
     /// loads it back: key -> (string value, expire).
-    fn take_output(d: &mut Db) -> Option<(usize, Vec<u8>)> {
+    pub(super) fn take_output(d: &mut Db) -> Option<(usize, Vec<u8>)> {
         d.snapshot_output().map(|(i, b, p)| {
             let mut out = Vec::new();
             snapshot::compress_marked(b, p, &mut out);
@@ -652,7 +1356,7 @@ mod tests {
         })
     }
 
-    fn snapshot_contents(parts: &[(usize, Vec<u8>)]) -> Image {
+    pub(super) fn snapshot_contents(parts: &[(usize, Vec<u8>)]) -> Image {
         let mut file = b"REDIS0010".to_vec();
         for (i, p) in parts {
             snapshot::select_db(&mut file, *i, None);
@@ -680,7 +1384,17 @@ mod tests {
 
     #[test]
     fn snapshot_saves_the_image_at_its_start_whatever_the_writes() {
-        let mut d = db_at(1_000);
+        snapshot_image_survives_writes(db_at(1_000));
+    }
+
+    #[test]
+    fn slotted_snapshot_saves_the_image_at_its_start_whatever_the_writes() {
+        let mut d = Db::slotted();
+        d.set_clock(1_000);
+        snapshot_image_survives_writes(d);
+    }
+
+    fn snapshot_image_survives_writes(mut d: Db) {
         for i in 0..2000 {
             d.add(
                 format!("k{i}").as_bytes(),
@@ -749,7 +1463,7 @@ mod tests {
         assert_eq!(cap.keys_saved, 2000);
         assert!(cap.keys_captured > 0);
         // A second snapshot sees the current contents.
-        let now: Vec<Vec<u8>> = d.keys.iter().map(|(k, _)| k.to_vec()).collect();
+        let now: Vec<Vec<u8>> = d.keys().iter().map(|(k, _)| k.to_vec()).collect();
         d.snapshot_begin(0, 2, SaveOpts::default(), snapshot::KeyMeta::None);
         while !d.snapshot_step(100, usize::MAX) {}
         let got = snapshot_contents(&[take_output(&mut d).unwrap()]);
@@ -840,7 +1554,7 @@ mod tests {
         a.add(b"k", Value::str(b"v"));
         a.set_expire(b"k", 99_000);
         let (k, v, acc, exp) = a.take_entry(b"k").unwrap();
-        assert!(a.is_empty() && a.expires.is_empty());
+        assert!(a.is_empty() && a.expires_len() == 0);
         b.put_entry(CBytes::new(b"n"), v, acc, exp);
         assert_eq!(b.expire_at(b"n"), Some(99_000));
         assert_eq!(b.idle_ms(b"n"), Some(49_000));
@@ -852,7 +1566,7 @@ mod tests {
         let (k, v, acc, exp) = b.take_entry(b"p").unwrap();
         assert_eq!(exp, None);
         a.put_entry(k, v, acc, exp);
-        assert!(a.expires.is_empty());
+        assert!(a.expires_len() == 0);
     }
 
     #[test]
@@ -865,6 +1579,7 @@ mod tests {
         assert_eq!(d.random_key(&mut rng).as_deref(), Some(&b"k"[..]));
         let old = d.take();
         assert_eq!(old.len(), 1);
+        assert!(!d.is_slotted());
         assert_eq!(old.free_effort(), 1);
         assert!(d.is_empty());
         assert!(d.lfu.enabled);
@@ -879,6 +1594,10 @@ mod tests {
         assert!(!d.expire_if_needed(b"k", 10_000));
         assert_eq!(d.clock_ms, 10_000);
         assert!(d.expire_if_needed(b"k", 10_001));
-        assert!(d.is_empty() && d.expires.is_empty());
+        assert!(d.is_empty() && d.expires_len() == 0);
     }
 }
+
+#[cfg(test)]
+#[path = "db_slot_tests.rs"]
+mod slot_tests;

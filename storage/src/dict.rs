@@ -99,6 +99,16 @@ pub struct Dict<V, M = ()> {
 
 const INITIAL: usize = 4;
 
+fn new_hasher() -> ahash::RandomState {
+    // Tests draw from seeded RNGs; fixed hash seeds put the entries in the
+    // same buckets every run, so what a test draws is the same every run.
+    if cfg!(test) {
+        ahash::RandomState::with_seeds(1, 2, 3, 4)
+    } else {
+        ahash::RandomState::new()
+    }
+}
+
 /// Whether the memory for a keyspace table of this many bytes may be
 /// allocated now (see [`Dict::insert_new_guarded`]).
 static GROW_GUARD: std::sync::OnceLock<fn(usize) -> bool> = std::sync::OnceLock::new();
@@ -150,6 +160,21 @@ impl TableStats {
     }
 }
 
+impl TableStats {
+    /// Adds another table's shape to this one, as if the two tables were
+    /// one (a database kept in one table per hash slot).
+    pub fn add(&mut self, o: &TableStats) {
+        self.size += o.size;
+        self.used += o.used;
+        self.slots += o.slots;
+        self.max_chain = self.max_chain.max(o.max_chain);
+        self.chained += o.chained;
+        for (a, b) in self.chains.iter_mut().zip(o.chains.iter()) {
+            *a += b;
+        }
+    }
+}
+
 impl<V, M: Default> Default for Dict<V, M> {
     fn default() -> Self {
         Self::with_meta()
@@ -168,7 +193,7 @@ impl<V, M: Default> Dict<V, M> {
         Dict {
             t: [Table::new(0), Table::new(0)],
             rehash_idx: None,
-            hasher: ahash::RandomState::new(),
+            hasher: new_hasher(),
         }
     }
 
@@ -442,6 +467,27 @@ impl<V, M: Default> Dict<V, M> {
     /// large one off the hot path (FLUSHALL ASYNC, UNLINK).
     pub fn take(&mut self) -> Dict<V, M> {
         std::mem::take(self)
+    }
+
+    /// Every entry with its metadata writable (a slot emptied at once
+    /// passes each entry to the snapshot hook first).
+    pub fn iter_meta_mut(&mut self) -> impl Iterator<Item = (&CBytes, &V, &mut M)> {
+        self.t
+            .iter_mut()
+            .flat_map(|t| t.buckets.iter_mut())
+            .flat_map(|link| {
+                let mut cur = link.as_deref_mut();
+                std::iter::from_fn(move || {
+                    let Node {
+                        key,
+                        val,
+                        next,
+                        meta,
+                    } = cur.take()?;
+                    cur = next.as_deref_mut();
+                    Some((&*key, &*val, meta))
+                })
+            })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&CBytes, &V)> {

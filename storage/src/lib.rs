@@ -4,7 +4,8 @@
 //! when short), [`Dict`] (the incrementally rehashed hash table every
 //! database and hash type builds on, with Redis's reverse-binary SCAN
 //! cursor), [`Value`] with its encodings, and [`Db`] (one numbered database:
-//! keys, values and expiry times). It knows nothing of RESP or sockets, and
+//! keys, values and expiry times, in one table or one per hash slot: see
+//! [`slot`]). It knows nothing of RESP or sockets, and
 //! time comes in as an argument (`now_ms`) so tests can drive the clock.
 
 pub mod aofcmd;
@@ -22,13 +23,14 @@ pub mod quicklist;
 pub mod rdb;
 pub mod set;
 pub mod skiplist;
+pub mod slot;
 pub mod snapshot;
 pub mod stream;
 mod value;
 pub mod zset;
 
 pub use cbytes::CBytes;
-pub use db::Db;
+pub use db::{Db, Keys};
 pub use dict::{set_grow_guard, Dict, TableStats};
 pub use hash::{Hash, HashLimits};
 pub use intset::Intset;

@@ -127,7 +127,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let mut text = String::from("[Dictionary HT]\n");
             ht_stats(&mut text, &c.st.dbs[db].keys().stats());
             text += "[Expires HT]\n";
-            ht_stats(&mut text, &c.st.dbs[db].expires.stats());
+            ht_stats(&mut text, &c.st.dbs[db].expires_stats());
             c.out.verbatim(text.as_bytes());
         }
         ("htstats-key", 3) => debug_htstats_key(c, &a[2])?,

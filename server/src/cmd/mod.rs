@@ -17,8 +17,8 @@
 
 pub mod acl;
 pub mod aof;
-pub mod bitmap;
 pub mod batch;
+pub mod bitmap;
 pub mod blocking;
 pub mod busy;
 mod call;

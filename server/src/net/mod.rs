@@ -1,5 +1,9 @@
 //! The top floor: sockets, tasks and the process.
 pub mod conn;
+pub mod full_sync;
+pub mod handshake;
+pub mod link_state;
+pub mod link_wire;
 pub mod load;
 pub mod replica;
 pub mod server;

@@ -442,7 +442,7 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
     let mut expired_total = 0usize;
     for db in 0..st.dbs.len() {
         loop {
-            if st.dbs[db].expires.is_empty() {
+            if st.dbs[db].expires_len() == 0 {
                 break;
             }
             let (seen, dead) = st.dbs[db].expire_sample(now, 20);

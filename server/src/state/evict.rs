@@ -414,7 +414,7 @@ impl State {
                 let db = (self.memory.next_random_db + i) % n;
                 let d = &self.dbs[db];
                 let key = if policy.volatile() {
-                    d.expires.random(&mut rng).map(|(k, _)| k.clone())
+                    d.random_volatile_key(&mut rng)
                 } else {
                     d.random_key(&mut rng)
                 };
@@ -430,7 +430,7 @@ impl State {
             for db in 0..self.dbs.len() {
                 let d = &self.dbs[db];
                 let pool_len = if policy.volatile() {
-                    d.expires.len()
+                    d.expires_len()
                 } else {
                     d.len()
                 };
@@ -456,7 +456,7 @@ impl State {
             // that lost their TTL; a key deleted meanwhile is skipped by
             // the caller (its removal fails).
             while let Some(c) = self.memory.pool.pop() {
-                if !policy.volatile() || self.dbs[c.db].expires.contains_key(&c.key) {
+                if !policy.volatile() || self.dbs[c.db].has_expire(&c.key) {
                     return Some((c.db, c.key));
                 }
             }

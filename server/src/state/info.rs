@@ -485,7 +485,7 @@ fn keyspace(st: &mut State, o: &mut String) {
             o,
             "db{i}:keys={},expires={},avg_ttl={}",
             db.len(),
-            db.expires.len(),
+            db.expires_len(),
             db.avg_ttl.max(0)
         );
     }
@@ -536,7 +536,7 @@ pub fn summary(st: &mut State) -> MemSummary {
         }
         keys += d.len() as u64;
         let main = d.len() as u64 * 64 + d.keys().buckets() as u64 * 8;
-        let exp = d.expires.len() as u64 * 48 + d.expires.buckets() as u64 * 8;
+        let exp = d.expires_len() as u64 * 48 + d.expires_buckets() as u64 * 8;
         dbs.push((i, main, exp));
     }
     let clients: u64 = st

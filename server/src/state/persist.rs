@@ -88,7 +88,7 @@ fn write_db<W: Write>(
     if db.is_empty() {
         return Ok(());
     }
-    w.select_db(index, db.len(), db.expires.len())?;
+    w.select_db(index, db.len(), db.expires_len())?;
     for (k, v) in db.keys().iter() {
         let (idle, freq) = match meta {
             AccessMeta::None => (None, None),
