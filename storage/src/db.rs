@@ -941,6 +941,7 @@ impl Db {
     }
 
     // ---------------------------------------------------------- hash slots
+    // A `slot` argument is below [`SLOTS`].
 
     /// Keys in `slot`. O(1) slotted; standalone (which has no use for it)
     /// it hashes every key, so that both layouts answer alike.
