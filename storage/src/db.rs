@@ -189,6 +189,12 @@ impl Slots {
             .map(|s| &mut s.t)
     }
 
+    #[inline(never)]
+    fn locate_mut(&mut self, key: &[u8]) -> Option<(usize, &mut Tables)> {
+        let slot = key_hash_slot(key) as usize;
+        Some((slot, &mut self.tables[slot].as_deref_mut()?.t))
+    }
+
     /// The tables of `slot`, made if absent.
     #[inline(never)]
     fn entry(&mut self, slot: usize) -> &mut Tables {
@@ -361,11 +367,13 @@ impl Layout {
         }
     }
 
+    /// The tables `key` is in, if they exist, with their slot (for
+    /// [`Layout::count`]).
     #[inline]
-    fn at_mut(&mut self, slot: usize) -> Option<&mut Tables> {
+    fn locate_mut(&mut self, key: &[u8]) -> Option<(usize, &mut Tables)> {
         match self {
-            Layout::Single(t) => Some(t),
-            Layout::Slotted(s) => s.tables[slot].as_deref_mut().map(|s| &mut s.t),
+            Layout::Single(t) => Some((0, t)),
+            Layout::Slotted(s) => s.locate_mut(key),
         }
     }
 
@@ -808,14 +816,16 @@ impl Db {
                 if !lfu.enabled {
                     a.store(now, a.counter());
                 }
+                // The entry was saved above with its TTL, if a snapshot
+                // wanted it; a new key has no TTL to drop.
+                if !keep_ttl && !expires.is_empty() && expires.remove(key).is_some() {
+                    self.layout.count(slot, 0, -1);
+                }
             }
             None => {
                 keys.insert_new_guarded(CBytes::new(key), val, Access::new(now, self.epoch));
                 self.layout.count(slot, 1, 0);
             }
-        }
-        if !keep_ttl {
-            self.persist_at(slot, key);
         }
     }
 
@@ -840,8 +850,7 @@ impl Db {
     // the parts it does not return in place rather than moving them out.
     #[inline(always)]
     fn take_key(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
-        let slot = self.layout.slot_of(key);
-        let Tables { keys, expires } = self.layout.at_mut(slot)?;
+        let (slot, Tables { keys, expires }) = self.layout.locate_mut(key)?;
         let (k, v, mut a) = keys.remove_meta(key)?;
         // A removed entry (its TTL still in `expires`) goes to the running
         // snapshot first if it is not there yet.
@@ -898,8 +907,7 @@ impl Db {
     /// Sets the expiry of an existing key.
     pub fn set_expire(&mut self, key: &[u8], at_ms: i64) {
         debug_assert!(self.contains(key));
-        let slot = self.layout.slot_of(key);
-        let Some(t) = self.layout.at_mut(slot) else {
+        let Some((slot, t)) = self.layout.locate_mut(key) else {
             return;
         };
         if self.snap.is_some() {
@@ -916,27 +924,12 @@ impl Db {
 
     /// Removes the TTL; true if there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
-        self.persist_at(self.layout.slot_of(key), key)
-    }
-
-    #[inline]
-    fn persist_at(&mut self, slot: usize, key: &[u8]) -> bool {
-        // Most keys have no TTL: only that check on `set`'s path.
-        if self
-            .layout
-            .at_mut(slot)
-            .is_none_or(|t| t.expires.is_empty())
-        {
-            return false;
-        }
-        self.remove_ttl(slot, key)
-    }
-
-    #[inline(never)]
-    fn remove_ttl(&mut self, slot: usize, key: &[u8]) -> bool {
-        let Some(t) = self.layout.at_mut(slot) else {
+        let Some((slot, t)) = self.layout.locate_mut(key) else {
             return false;
         };
+        if t.expires.is_empty() {
+            return false;
+        }
         if self.snap.is_some() {
             before_ttl_change(&mut self.snap, t, self.clock_ms, self.lfu, key);
         }
@@ -948,6 +941,7 @@ impl Db {
     }
 
     // ---------------------------------------------------------- hash slots
+    // A `slot` argument is below [`SLOTS`].
 
     /// Keys in `slot`. O(1) slotted; standalone (which has no use for it)
     /// it hashes every key, so that both layouts answer alike.
