@@ -177,16 +177,30 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
             let _ = std::fs::write(&pidfile, format!("{}\n", std::process::id()));
         }
     }
+    // With a dataset on disk, clients connecting while it loads are answered
+    // (-LOADING for what cannot run yet), as Redis does. With nothing on
+    // disk there is nothing to wait for: the server is ready before it
+    // accepts anyone, so no client sees -LOADING or is served before
+    // "Ready to accept connections" is logged.
+    let on_disk = {
+        let st = shared.state.lock();
+        st.cfg.appendonly || crate::state::persist::rdb_path(&st).exists()
+    };
+    // Redis tells its supervisor it loads either way.
+    crate::net::service::loading();
+    if !on_disk {
+        crate::net::load::at_startup(&shared)
+            .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
+        tokio::spawn(cron(shared.clone()));
+        info!("Ready to accept connections tcp");
+        crate::net::service::ready();
+    }
     {
-        // Until the loader has its figures: nobody connecting may see the
-        // dataset before it is loaded. With nothing on disk there is nothing
-        // to wait for: Redis then never answers -LOADING, and a client that
-        // connects before the loader's thread has run must not see it.
-        let mut st = shared.state.lock();
-        if st.cfg.appendonly || crate::state::persist::rdb_path(&st).exists() {
-            st.loading = Some(crate::state::persist::Loading::new(0));
+        if on_disk {
+            // Until the loader has its figures: nobody connecting may see
+            // the dataset before it is loaded.
+            shared.state.lock().loading = Some(crate::state::persist::Loading::new(0));
         }
-        drop(st);
         let tls_ctx = shared.state.lock().tls.clone();
         let tasks = spawn_accept(&shared, &tls_ctx, listeners);
         let mut st = shared.state.lock();
@@ -209,14 +223,14 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
             Some(crate::state::info::crash_report(&mut st))
         }
     });
-    // Clients connecting meanwhile are answered, with -LOADING for what
-    // cannot run yet, as Redis does.
-    crate::net::service::loading();
+    let mut loading = on_disk;
     let mut loader = tokio::task::spawn_blocking({
         let shared = shared.clone();
-        move || crate::net::load::at_startup(&shared)
+        move || match on_disk {
+            true => crate::net::load::at_startup(&shared),
+            false => Ok(()),
+        }
     });
-    let mut loading = true;
 
     loop {
         tokio::select! {
