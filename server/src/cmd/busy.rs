@@ -211,6 +211,7 @@ impl BusyTx {
         }
         if self.in_multi && cl.multi.is_none() {
             cl.multi = Some(Vec::new());
+            cl.multi_traits = 0;
         }
         if std::mem::take(&mut self.refused) {
             cl.multi_error = true;

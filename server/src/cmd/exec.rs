@@ -123,6 +123,9 @@ fn dispatch(
         st.tracking_flush(cl, &mut out.buf);
     }
     let cmd = cmd?;
+    if cl.multi.is_some() && !gate::runs_in_multi(cmd.name) {
+        cl.multi_traits |= gate::traits(st, cmd, args);
+    }
     if let Some(queue) = &mut cl.multi {
         if !gate::runs_in_multi(cmd.name) {
             cl.last_cmd = cmd.name;

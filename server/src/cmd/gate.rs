@@ -93,7 +93,7 @@ fn check(
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));
     }
-    if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd) {
+    if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd, args) {
         return Err((Some(cmd), Error::other(crate::state::persist::MISCONF)));
     }
     // A script's own commands are checked by the script (`cmd::scripting`).
@@ -161,15 +161,71 @@ pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const MASTERDOWN: &str =
     "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
+/// What the gate asks of a command beyond its flags, decided once per
+/// command; for EXEC, of every command it queued (`Client::multi_traits`,
+/// accumulated as they were queued, as Redis accumulates `cmd_flags`).
+pub mod traits {
+    /// A write command (MISCONF refuses it).
+    pub const WRITES: u8 = 1;
+    /// A write, or a script or function not declared `no-writes`
+    /// (min-replicas and a read-only replica refuse it).
+    pub const MAY_WRITE: u8 = 2;
+    /// May grow memory (refused over maxmemory).
+    pub const DENYOOM: u8 = 4;
+    /// Not allowed on a stale replica.
+    pub const DENIES_STALE: u8 = 8;
+    /// Held back by CLIENT PAUSE WRITE: a write or may-replicate command,
+    /// a script or function not declared `no-writes` (one not known yet
+    /// counts as writing).
+    pub const PAUSE_WRITE: u8 = 16;
+}
+
+/// The traits of `cmd` run with `args`.
+pub fn traits(st: &State, cmd: &Command, args: &[Bytes]) -> u8 {
+    let mut t = 0;
+    if cmd.has(flags::WRITE) {
+        t |= traits::WRITES | traits::MAY_WRITE | traits::PAUSE_WRITE;
+    }
+    if script_writes(st, cmd, args) {
+        t |= traits::MAY_WRITE;
+    }
+    if cmd.has(flags::DENYOOM) {
+        t |= traits::DENYOOM;
+    }
+    if !serves_stale(st, cmd, args) {
+        t |= traits::DENIES_STALE;
+    }
+    if holds_back(st, cmd, args) {
+        t |= traits::PAUSE_WRITE;
+    }
+    t
+}
+
+/// What CLIENT PAUSE WRITE holds back of one command: a write or
+/// may-replicate command, a script or function not declared `no-writes`
+/// (one not known yet counts as writing). An EXEC is held back for what it
+/// queued (`gate::traits::PAUSE_WRITE`).
+fn holds_back(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
+    if cmd.has(flags::WRITE) || crate::core::command::may_replicate(cmd.name) {
+        return true;
+    }
+    if !matches!(cmd.name, "eval" | "evalsha" | "fcall") {
+        return false;
+    }
+    let script_flags = runner_flags(st, cmd, args);
+    script_flags.is_none_or(|f| f & scripting::flags::NO_WRITES == 0)
+}
+
+/// Whether `cmd` (or, for EXEC, a command it queued) has trait `t`.
+pub fn has_trait(st: &State, cl: &Client, cmd: &Command, args: &[Bytes], t: u8) -> bool {
+    traits(st, cmd, args) & t != 0
+        || cmd.name == "exec" && cl.multi.is_some() && cl.multi_traits & t != 0
+}
+
 /// Whether `cmd` is refused on a stale replica: not flagged `stale`, or an
 /// EXEC that queued such a command.
 fn denies_stale(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-    !serves_stale(st, cmd, args)
-        || (cmd.name == "exec"
-            && cl.multi.as_ref().is_some_and(|q| {
-                q.iter()
-                    .any(|a| resolve(a).is_ok_and(|c| !serves_stale(st, c, a)))
-            }))
+    has_trait(st, cl, cmd, args, traits::DENIES_STALE)
 }
 
 /// Whether `cmd` is flagged `stale`. A script or function that declared
@@ -224,19 +280,18 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
         return true;
     }
     match (&cl.multi, cmd.name) {
-        (Some(q), "exec") => q
-            .iter()
-            .any(|a| resolve(a).is_ok_and(|c| c.has(flags::DENYOOM))),
+        (Some(_), "exec") => cl.multi_traits & traits::DENYOOM != 0,
         (Some(_), "discard" | "quit" | "reset") => false,
         (Some(_), _) => true,
         (None, _) => false,
     }
 }
 
-/// Whether `cmd` is refused with MISCONF now: a write (see `writes`) or
-/// PING (as Redis).
-fn misconf_denies(st: &State, cl: &Client, cmd: &Command) -> bool {
-    (writes(cl, cmd) || cmd.name == "ping") && crate::state::persist::writes_denied(st)
+/// Whether `cmd` is refused with MISCONF now: a write (or an EXEC that
+/// queued one) or PING (as Redis).
+fn misconf_denies(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
+    (has_trait(st, cl, cmd, args, traits::WRITES) || cmd.name == "ping")
+        && crate::state::persist::writes_denied(st)
 }
 
 /// Whether `cmd` runs a script or function whose shebang does not say
@@ -250,23 +305,7 @@ fn script_writes(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
 /// Whether `cmd` may write: a write command, a script or function not
 /// declared `no-writes`, or an EXEC whose queue holds one of them.
 fn may_write(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-    let one = |c: &Command, a: &[Bytes]| c.has(flags::WRITE) || script_writes(st, c, a);
-    one(cmd, args)
-        || (cmd.name == "exec"
-            && cl
-                .multi
-                .as_ref()
-                .is_some_and(|q| q.iter().any(|a| resolve(a).is_ok_and(|c| one(c, a)))))
-}
-
-/// Whether `cmd` writes: a write command, or an EXEC whose queue holds one.
-fn writes(cl: &Client, cmd: &Command) -> bool {
-    cmd.has(flags::WRITE)
-        || (cmd.name == "exec"
-            && cl.multi.as_ref().is_some_and(|q| {
-                q.iter()
-                    .any(|a| resolve(a).is_ok_and(|c| c.has(flags::WRITE)))
-            }))
+    has_trait(st, cl, cmd, args, traits::MAY_WRITE)
 }
 
 /// Replies with the error, counted in the error stats unless it was where

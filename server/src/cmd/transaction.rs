@@ -30,6 +30,7 @@ fn multi(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         return Err(Error::other("ERR MULTI calls can not be nested"));
     }
     c.cl.multi = Some(Vec::new());
+    c.cl.multi_traits = 0;
     c.out.ok();
     Ok(())
 }

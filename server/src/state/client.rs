@@ -73,6 +73,10 @@ pub struct Client {
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was rejected while queuing: EXEC must abort.
     pub multi_error: bool,
+    /// What the queued commands may do (`cmd::gate::traits`), accumulated
+    /// as they are queued, as Redis's `mstate.cmd_flags`: EXEC is judged
+    /// by it once, not by re-reading its queue.
+    pub multi_traits: u8,
     pub watched: Vec<(usize, Bytes)>,
     /// A watched key changed: EXEC must fail.
     pub dirty_cas: bool,
@@ -200,6 +204,7 @@ impl Client {
             paused: false,
             multi: None,
             multi_error: false,
+            multi_traits: 0,
             watched: Vec::new(),
             dirty_cas: false,
             subs: Default::default(),

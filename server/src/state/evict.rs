@@ -392,14 +392,7 @@ impl State {
         drop(v);
         let freed = before.saturating_sub(used_memory());
         self.stats.evicted_keys += 1;
-        if !self.watched.is_empty() {
-            self.touch_watched(db, key);
-        }
-        self.notify(crate::core::config::class::EVICTED, "evicted", db, key);
-        self.propagate_del(db, key);
-        if self.tracking.armed {
-            self.invalidate_key(key, 0);
-        }
+        self.server_deleted(db, key, crate::core::config::class::EVICTED, "evicted");
         Some(freed)
     }
 

@@ -323,14 +323,21 @@ impl State {
         self.clock_base = (self.tick_us, ms * 1000);
     }
 
-    /// Deletes a key found expired, with the bookkeeping every deletion by
-    /// expiry needs.
+    /// The bookkeeping of a key that expired, once deleted.
     pub fn expired(&mut self, db: usize, key: &[u8]) {
         self.stats.expired_keys += 1;
+        self.server_deleted(db, key, crate::core::config::class::EXPIRED, "expired");
+    }
+
+    /// What follows a key the server deleted by itself (expired, evicted):
+    /// its watchers dirty, its keyspace event, a DEL in the stream, and its
+    /// tracking invalidation: one path for both causes, as Redis's
+    /// `deleteExpiredKeyAndPropagate` and eviction share theirs.
+    pub fn server_deleted(&mut self, db: usize, key: &[u8], class: u32, event: &str) {
         if !self.watched.is_empty() {
             self.touch_watched(db, key);
         }
-        self.notify(crate::core::config::class::EXPIRED, "expired", db, key);
+        self.notify(class, event, db, key);
         self.propagate_del(db, key);
         if self.tracking.armed {
             self.invalidate_key(key, 0);
