@@ -67,10 +67,10 @@ fn string_for_write<'a>(
     let db = c.cl.db;
     let mut grown = false;
     if c.st.write_str(db, key, c.now)?.is_none() {
-        c.st.dbs[db].add(key, Value::Str(StrValue::raw(Vec::new())));
+        c.st.shard.dbs[db].add(key, Value::Str(StrValue::raw(Vec::new())));
         grown = true;
     }
-    match c.st.dbs[db].get_mut(key) {
+    match c.st.shard.dbs[db].get_mut(key) {
         Some(Value::Str(s)) => {
             let v = s.make_raw();
             if v.len() < bytes {
@@ -327,9 +327,9 @@ fn bitop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
     c.st.expire_if_needed(db, &a[2], c.now);
     if maxlen > 0 {
-        c.st.dbs[db].set(&a[2], Value::Str(StrValue::raw(res)), false);
+        c.st.shard.dbs[db].set(&a[2], Value::Str(StrValue::raw(res)), false);
         c.st.changed(class::STRING, "set", db, &a[2]);
-    } else if c.st.dbs[db].remove(&a[2]).is_some() {
+    } else if c.st.shard.dbs[db].remove(&a[2]).is_some() {
         c.st.changed(class::GENERIC, "del", db, &a[2]);
     }
     c.out.int(maxlen as i64);

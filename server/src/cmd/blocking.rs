@@ -12,13 +12,13 @@ use storage::Value;
 /// blocked, while the keys have data. A served command can make more
 /// keys ready (BLMOVE pushes), so this loops until none are left.
 pub fn serve_blocked(st: &mut State) {
-    while !st.ready_keys.is_empty() {
-        for (db, key) in std::mem::take(&mut st.ready_keys) {
-            let Some(queue) = st.blocking.get(&(db, key.clone())) else {
+    while !st.shard.ready_keys.is_empty() {
+        for (db, key) in std::mem::take(&mut st.shard.ready_keys) {
+            let Some(queue) = st.shard.blocking.get(&(db, key.clone())) else {
                 continue;
             };
             for id in queue.clone() {
-                let has_data = match st.dbs[db].get(&key) {
+                let has_data = match st.shard.dbs[db].get(&key) {
                     Some(Value::List(_)) => Some(BlockKind::List),
                     Some(Value::ZSet(_)) => Some(BlockKind::ZSet),
                     Some(Value::Stream(_)) => Some(BlockKind::Stream),

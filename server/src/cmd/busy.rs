@@ -90,14 +90,14 @@ pub async fn busy_call(shared: &Shared, id: u64, args: Vec<Bytes>, tx: &mut Busy
 fn run_while_busy(st: &mut State, id: u64, args: &[Bytes], tx: &mut BusyTx) -> Option<BytesMut> {
     let mut cl = st.clients.remove(&id)?;
     tx.apply(st, &mut cl);
-    let ready = std::mem::take(&mut st.ready_keys);
+    let ready = std::mem::take(&mut st.shard.ready_keys);
     let cas = std::mem::take(&mut st.dirty_cas_running);
     let mut out = ReplyBuf::new(cl.resp3);
     st.tick(std::time::Instant::now());
     execute(st, &mut cl, &mut out, args);
     st.dirty_cas_running = cas;
-    let mut ready_now = std::mem::replace(&mut st.ready_keys, ready);
-    st.ready_keys.append(&mut ready_now);
+    let mut ready_now = std::mem::replace(&mut st.shard.ready_keys, ready);
+    st.shard.ready_keys.append(&mut ready_now);
     tx.in_multi = cl.multi.is_some();
     st.clients.insert(id, cl);
     Some(out.buf)

@@ -118,7 +118,7 @@ pub(super) fn call(
         };
     }
     // Inside EXEC or a script, waiters are served when the whole block ends.
-    if !st.ready_keys.is_empty() && !cl.deny_blocking {
+    if !st.shard.ready_keys.is_empty() && !cl.deny_blocking {
         super::blocking::serve_blocked(st);
         // Events of the commands served come after this command's reply.
         if !st.pubsub.self_out.is_empty() {

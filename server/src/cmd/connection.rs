@@ -67,7 +67,7 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// SELECT index
 fn select(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let i = int_arg(&a[1]).map_err(|_| Error::InvalidDbIndex)?;
-    if i < 0 || i as usize >= c.st.dbs.len() {
+    if i < 0 || i as usize >= c.st.shard.dbs.len() {
         return Err(Error::DbIndexOutOfRange);
     }
     c.cl.db = i as usize;

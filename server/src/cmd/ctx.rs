@@ -19,7 +19,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub fn db(&mut self) -> &mut Db {
-        &mut self.st.dbs[self.cl.db]
+        &mut self.st.shard.dbs[self.cl.db]
     }
 
     /// Whether a blocking command may block now; if not (MULTI, scripts) it
@@ -62,7 +62,7 @@ impl Ctx<'_> {
         if !self.propagating() {
             return;
         }
-        let d = &self.st.dbs[self.cl.db];
+        let d = &self.st.shard.dbs[self.cl.db];
         let op = if !d.contains(key) {
             vec![Bytes::from_static(b"DEL"), key.clone()]
         } else if let Some(t) = d.expire_at(key) {

@@ -122,12 +122,12 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let db = int_arg(&a[2])?;
             let db = usize::try_from(db)
                 .ok()
-                .filter(|&d| d < c.st.dbs.len())
+                .filter(|&d| d < c.st.shard.dbs.len())
                 .ok_or_else(|| Error::other("ERR Out of range database"))?;
             let mut text = String::from("[Dictionary HT]\n");
-            ht_stats(&mut text, &c.st.dbs[db].keys().stats());
+            ht_stats(&mut text, &c.st.shard.dbs[db].keys().stats());
             text += "[Expires HT]\n";
-            ht_stats(&mut text, &c.st.dbs[db].expires_stats());
+            ht_stats(&mut text, &c.st.shard.dbs[db].expires_stats());
             c.out.verbatim(text.as_bytes());
         }
         ("htstats-key", 3) => debug_htstats_key(c, &a[2])?,
@@ -154,7 +154,7 @@ fn debug_htstats_key(c: &mut Ctx, key: &[u8]) -> CmdResult {
     let db = c.cl.db;
     c.st.expire_if_needed(db, key, c.now);
     let tables =
-        match c.st.dbs[db].get(key) {
+        match c.st.shard.dbs[db].get(key) {
             None => return Err(Error::NoSuchKey),
             Some(storage::Value::Hash(storage::Hash::Table(d))) => d.stats(),
             Some(storage::Value::Set(storage::Set::Table(d))) => d.stats(),
@@ -209,7 +209,7 @@ fn ht_stats(text: &mut String, tables: &[storage::TableStats]) {
 fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
     let db = c.cl.db;
     let now = c.now;
-    let Some(v) = c.st.dbs[db].get(key) else {
+    let Some(v) = c.st.shard.dbs[db].get(key) else {
         return Err(Error::NoSuchKey);
     };
     let enc = v.encoding();
@@ -343,14 +343,14 @@ fn debug_populate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         let mut key = prefix.to_vec();
         key.push(b':');
         key.extend_from_slice(i.to_string().as_bytes());
-        if c.st.dbs[db].contains(&key) {
+        if c.st.shard.dbs[db].contains(&key) {
             continue;
         }
         let mut val = format!("value:{i}").into_bytes();
         if let Some(sz) = size {
             val.resize(sz, 0);
         }
-        c.st.dbs[db].add(&key, storage::Value::str(&val));
+        c.st.shard.dbs[db].add(&key, storage::Value::str(&val));
     }
     c.out.ok();
     Ok(())
@@ -380,9 +380,9 @@ fn debug_reload(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let mut file = std::fs::File::open(&path)
         .map_err(|_| Error::other("ERR Error trying to load the RDB dump, check server logs."))?;
     if flush {
-        for db in 0..c.st.dbs.len() {
+        for db in 0..c.st.shard.dbs.len() {
             c.st.touch_all_watched(db, None);
-            drop(c.st.dbs[db].take());
+            drop(c.st.shard.dbs[db].take());
         }
         c.st.invalidate_all();
         if let Some(e) = c.st.engine.as_mut() {
@@ -484,7 +484,7 @@ fn hex(d: &Digest) -> String {
 /// DEBUG DIGEST: Redis's dataset digest (40 zeros when empty).
 fn debug_digest(c: &mut Ctx) -> CmdResult {
     let mut fin = [0u8; 20];
-    for (i, db) in c.st.dbs.iter().enumerate() {
+    for (i, db) in c.st.shard.dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }
@@ -506,7 +506,7 @@ fn debug_digest_value(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.array(a.len() - 2);
     for k in &a[2..] {
         let mut d = [0u8; 20];
-        let d0 = &c.st.dbs[db];
+        let d0 = &c.st.shard.dbs[db];
         if let Some(v) = d0.peek(k) {
             object_digest(&mut d, v, d0.expire_at(k).is_some());
         }

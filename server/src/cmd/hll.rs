@@ -68,9 +68,9 @@ fn write_or_create<'a>(c: &'a mut Ctx, key: &[u8]) -> Result<(&'a mut Vec<u8>, b
     let created = c.st.write_str(db, key, c.now)?.is_none();
     if created {
         let v = Value::Str(StrValue::raw(hll::new_value()));
-        c.st.dbs[db].add(key, v);
+        c.st.shard.dbs[db].add(key, v);
     }
-    match c.st.dbs[db].get_mut(key) {
+    match c.st.shard.dbs[db].get_mut(key) {
         Some(Value::Str(s)) => {
             hll_bytes(s)?;
             Ok((s.make_raw(), created))
@@ -122,7 +122,7 @@ fn pfcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             Some(card) => card,
             None => {
                 let card = hll::count(v).map_err(|_| corrupt())?;
-                if let Some(Value::Str(s)) = c.st.dbs[c.cl.db].get_mut(key) {
+                if let Some(Value::Str(s)) = c.st.shard.dbs[c.cl.db].get_mut(key) {
                     hll::set_cache(s.make_raw(), card);
                 }
                 c.st.changed(0, "", c.cl.db, key);

@@ -68,7 +68,7 @@ fn del_generic(c: &mut Ctx, a: &[Bytes], lazy: bool) -> CmdResult {
     let mut n = 0;
     for k in &a[1..] {
         c.st.expire_if_needed(db, k, c.now);
-        if let Some(v) = c.st.dbs[db].remove(k) {
+        if let Some(v) = c.st.shard.dbs[db].remove(k) {
             drop_value(v, lazy);
             c.st.changed(class::GENERIC, "del", db, k);
             n += 1;
@@ -131,11 +131,11 @@ fn rename_generic(c: &mut Ctx, a: &[Bytes], nx: bool) -> CmdResult {
             c.out.int(0);
             return Ok(());
         }
-        if let Some(old) = c.st.dbs[db].remove(dst) {
+        if let Some(old) = c.st.shard.dbs[db].remove(dst) {
             drop_value(old, c.st.cfg.lazyfree_lazy_server_del);
         }
     }
-    let d = &mut c.st.dbs[db];
+    let d = &mut c.st.shard.dbs[db];
     if let Some((_, v, access, exp)) = d.take_entry(src) {
         d.put_entry(CBytes::new(dst), v, access, exp);
     }
@@ -168,7 +168,7 @@ fn db_index(c: &Ctx, arg: &[u8]) -> Result<usize, Error> {
             "ERR value is out of range, value must between -2147483648 and 2147483647",
         ));
     }
-    if n < 0 || n as usize >= c.st.dbs.len() {
+    if n < 0 || n as usize >= c.st.shard.dbs.len() {
         return Err(Error::DbIndexOutOfRange);
     }
     Ok(n as usize)
@@ -201,17 +201,17 @@ fn copy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.int(0);
         return Ok(());
     };
-    let exp = c.st.dbs[src_db].expire_at(src);
+    let exp = c.st.shard.dbs[src_db].expire_at(src);
     if c.st.lookup_write(dst_db, dst, c.now).is_some() {
         if !replace {
             c.out.int(0);
             return Ok(());
         }
-        if let Some(old) = c.st.dbs[dst_db].remove(dst) {
+        if let Some(old) = c.st.shard.dbs[dst_db].remove(dst) {
             drop_value(old, c.st.cfg.lazyfree_lazy_server_del);
         }
     }
-    let d = &mut c.st.dbs[dst_db];
+    let d = &mut c.st.shard.dbs[dst_db];
     d.set_clock(c.now);
     d.add(dst, v);
     if let Some(t) = exp {
@@ -238,8 +238,8 @@ fn move_cmd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.int(0);
         return Ok(());
     }
-    if let Some((k, v, access, exp)) = c.st.dbs[src_db].take_entry(key) {
-        c.st.dbs[dst_db].put_entry(k, v, access, exp);
+    if let Some((k, v, access, exp)) = c.st.shard.dbs[src_db].take_entry(key) {
+        c.st.shard.dbs[dst_db].put_entry(k, v, access, exp);
     }
     c.st.changed(class::GENERIC, "move_from", src_db, key);
     c.st.changed_again(class::GENERIC, "move_to", dst_db, key);
@@ -302,7 +302,7 @@ fn expire_generic(
         return Ok(());
     }
     if fl != 0 {
-        let cur = c.st.dbs[db].expire_at(key);
+        let cur = c.st.shard.dbs[db].expire_at(key);
         let refuse = (fl & EXPIRE_NX != 0 && cur.is_some())
             || (fl & EXPIRE_XX != 0 && cur.is_none())
             || (fl & EXPIRE_GT != 0 && cur.is_none_or(|t| when <= t))
@@ -314,12 +314,12 @@ fn expire_generic(
     }
     if c.st.already_expired(when, c.now) {
         // A time in the past deletes the key at once (replicated as DEL).
-        if let Some(v) = c.st.dbs[db].remove(key) {
+        if let Some(v) = c.st.shard.dbs[db].remove(key) {
             drop_value(v, c.st.cfg.lazyfree_lazy_expire);
         }
         c.st.changed(class::GENERIC, "del", db, key);
     } else {
-        c.st.dbs[db].set_expire(key, when);
+        c.st.shard.dbs[db].set_expire(key, when);
         c.st.changed(class::GENERIC, "expire", db, key);
     }
     c.propagate_expiry(key, &a[3..]);
@@ -355,7 +355,7 @@ fn ttl_generic(c: &mut Ctx, a: &[Bytes], ms: bool, absolute: bool) -> CmdResult 
         c.out.int(-2);
         return Ok(());
     }
-    let Some(at) = c.st.dbs[db].expire_at(&a[1]) else {
+    let Some(at) = c.st.shard.dbs[db].expire_at(&a[1]) else {
         c.out.int(-1);
         return Ok(());
     };
@@ -387,7 +387,7 @@ fn pexpiretime(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// PERSIST key
 fn persist(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
-    let done = c.st.lookup_write(db, &a[1], c.now).is_some() && c.st.dbs[db].persist(&a[1]);
+    let done = c.st.lookup_write(db, &a[1], c.now).is_some() && c.st.shard.dbs[db].persist(&a[1]);
     if done {
         c.st.changed(class::GENERIC, "persist", db, &a[1]);
     }
@@ -412,7 +412,7 @@ fn touch(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn keys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let pat = &a[1][..];
     let all = pat == b"*";
-    let d = &c.st.dbs[c.cl.db];
+    let d = &c.st.shard.dbs[c.cl.db];
     let now = c.now;
     // Expired keys are skipped, not deleted: KEYS only reads.
     let found: Vec<&CBytes> = d
@@ -437,7 +437,7 @@ fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let o = scan_opts(&a[2..], true)?;
     let count = o.count;
     let db = c.cl.db;
-    let d = &c.st.dbs[db];
+    let d = &c.st.shard.dbs[db];
     let mut found: Vec<CBytes> = Vec::new();
     let mut cur = cursor;
     // As Redis: at most 10 buckets per requested key, so a sparse table
@@ -484,7 +484,7 @@ fn randomkey(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     // ends (each try removes one), but with many expired keys it could take
     // long, so after 100 tries fall back to one pass for a live key.
     for _ in 0..100 {
-        let Some(k) = c.st.dbs[db].random_key(&mut rng) else {
+        let Some(k) = c.st.shard.dbs[db].random_key(&mut rng) else {
             c.out.null();
             return Ok(());
         };
@@ -493,7 +493,7 @@ fn randomkey(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             return Ok(());
         }
     }
-    let d = &c.st.dbs[db];
+    let d = &c.st.shard.dbs[db];
     let live = d
         .keys()
         .iter()
@@ -548,7 +548,7 @@ fn object_idletime(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if lfu_policy(c) {
         return Err(Error::other("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let d = &mut c.st.dbs[db];
+    let d = &mut c.st.shard.dbs[db];
     d.set_clock(c.now);
     let idle = d.idle_ms(&a[2]).unwrap_or(0);
     c.out.int((idle / 1000) as i64);
@@ -565,7 +565,7 @@ fn object_freq(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if !lfu_policy(c) {
         return Err(Error::other("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let d = &mut c.st.dbs[db];
+    let d = &mut c.st.shard.dbs[db];
     d.set_clock(c.now);
     let f = d.freq(&a[2]).unwrap_or(0);
     c.out.int(f as i64);
@@ -600,7 +600,7 @@ fn object_help(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// DBSIZE
 fn dbsize(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let n = c.st.dbs[c.cl.db].len();
+    let n = c.st.shard.dbs[c.cl.db].len();
     c.out.int(n as i64);
     Ok(())
 }
@@ -619,11 +619,12 @@ fn flush_async(c: &Ctx, a: &[Bytes]) -> Result<bool, Error> {
 /// Empties database `db`; counts the removed keys as changes.
 fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
     c.st.touch_all_watched(db, None);
-    let old = c.st.dbs[db].take();
+    let old = c.st.shard.dbs[db].take();
     c.st.dirty += old.len() as u64;
     // Blocked XREADGROUPs on its keys fail now.
     let waiting: Vec<_> =
-        c.st.blocking
+        c.st.shard
+            .blocking
             .keys()
             .filter(|(d, _)| *d == db)
             .cloned()
@@ -657,7 +658,7 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         crate::state::persist::abort_bgsave(c.st);
         c.st.repl_bgsave_done(false, None);
     }
-    for db in 0..c.st.dbs.len() {
+    for db in 0..c.st.shard.dbs.len() {
         flush_db(c, db, lazy);
     }
     if save {
@@ -683,17 +684,18 @@ fn swapdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let x = parse(&a[1], "first")?;
     let y = parse(&a[2], "second")?;
-    let n = c.st.dbs.len() as i64;
+    let n = c.st.shard.dbs.len() as i64;
     if x < 0 || x >= n || y < 0 || y >= n {
         return Err(Error::DbIndexOutOfRange);
     }
     let (x, y) = (x as usize, y as usize);
     c.st.touch_all_watched(x, Some(y));
     c.st.touch_all_watched(y, Some(x));
-    c.st.dbs.swap(x, y);
+    c.st.shard.dbs.swap(x, y);
     // Clients blocked on a key of either database may now find data.
     let waiting: Vec<(usize, Bytes)> =
-        c.st.blocking
+        c.st.shard
+            .blocking
             .keys()
             .filter(|(d, _)| *d == x || *d == y)
             .cloned()

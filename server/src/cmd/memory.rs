@@ -188,7 +188,7 @@ fn usage(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let key = &a[2];
     // Not a keyspace access: no hit/miss counted, no event.
     c.st.expire_if_needed(c.cl.db, key, c.now);
-    let Some(v) = c.st.dbs[c.cl.db].peek(key) else {
+    let Some(v) = c.st.shard.dbs[c.cl.db].peek(key) else {
         c.out.null();
         return Ok(());
     };

@@ -46,7 +46,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             continue;
         };
         let payload = rdb::dump_payload(v, &opts);
-        let ttl = c.st.dbs[c.cl.db]
+        let ttl = c.st.shard.dbs[c.cl.db]
             .expire_at(k)
             .map_or(0, |t| (t - c.now).max(1));
         moving.push((k.clone(), ttl, payload));
@@ -118,7 +118,7 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     let db = c.cl.db;
     for k in &moved {
-        c.st.dbs[db].remove(k);
+        c.st.shard.dbs[db].remove(k);
         c.st.changed(class::GENERIC, "del", db, k);
     }
     if moved.is_empty() {

@@ -122,7 +122,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             Error::other("ERR Bad data format")
         }
     })?;
-    let deleted = replace && c.st.dbs[db].remove(key).is_some();
+    let deleted = replace && c.st.shard.dbs[db].remove(key).is_some();
     if ttl > 0 && !absttl {
         ttl = ttl.saturating_add(c.now);
     }
@@ -135,10 +135,10 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.ok();
         return Ok(());
     }
-    c.st.dbs[db].set_clock(c.now);
-    c.st.dbs[db].add(key, value);
+    c.st.shard.dbs[db].set_clock(c.now);
+    c.st.shard.dbs[db].add(key, value);
     if ttl > 0 {
-        c.st.dbs[db].set_expire(key, ttl);
+        c.st.shard.dbs[db].set_expire(key, ttl);
     }
     // As Redis: FREQ counts under an LFU policy, IDLETIME under the others.
     let lfu = persist::access_meta(c.st).is_lfu();
@@ -147,7 +147,7 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         (idle.map(|i| i as u64), None)
     };
-    c.st.dbs[db].set_access(key, idle, freq);
+    c.st.shard.dbs[db].set_access(key, idle, freq);
     c.st.changed(class::GENERIC, "restore", db, key);
     if ttl > 0 && !absttl {
         // The absolute time, so a replay expires the key at the same moment.

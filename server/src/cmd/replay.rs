@@ -65,11 +65,11 @@ pub(crate) fn load_rdb<H: Hold>(
     progress: &LoadProgress,
 ) -> Result<storage::rdb::LoadSummary, storage::rdb::LoadError> {
     let opts = load_opts(st, false);
-    let n = st.dbs.len();
-    let mut dbs = std::mem::replace(&mut st.dbs, (0..n).map(|_| Db::default()).collect());
+    let n = st.shard.dbs.len();
+    let mut dbs = std::mem::replace(&mut st.shard.dbs, (0..n).map(|_| Db::default()).collect());
     let mut engine = st.engine.take();
     let res = st.unlocked(|| load_dbs(&mut dbs, &mut engine, input, &opts, Some(progress)));
-    st.dbs = dbs;
+    st.shard.dbs = dbs;
     st.engine = engine;
     // Settings changed meanwhile reach the loaded databases.
     st.apply_all();
@@ -247,9 +247,9 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
     let text = std::fs::read_to_string(dir.join(format!("{name}.manifest")))
         .map_err(|e| format!("Can't open the AOF manifest {name}.manifest: {e}"))?;
     let m = Manifest::parse(&text)?;
-    for db in 0..st.dbs.len() {
+    for db in 0..st.shard.dbs.len() {
         st.touch_all_watched(db, None);
-        drop(st.dbs[db].take());
+        drop(st.shard.dbs[db].take());
     }
     // The log recreates the functions too, as a restart would.
     if let Some(e) = st.engine.as_mut() {

@@ -241,7 +241,7 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         for v in s.iter() {
             bulk_val(c.out, v);
         }
-        c.st.dbs[db].remove(&a[1]);
+        c.st.shard.dbs[db].remove(&a[1]);
         c.st.changed_n(class::SET, "spop", db, &a[1], n as u64);
         c.st.notify(class::GENERIC, "del", db, &a[1]);
         c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
@@ -273,7 +273,7 @@ fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let (src, dst, m) = (&a[1], &a[2], &a[3]);
     c.st.expire_if_needed(db, src, now);
     c.st.expire_if_needed(db, dst, now);
-    let d = &c.st.dbs[db];
+    let d = &c.st.shard.dbs[db];
     let Some(sv) = d.get(src) else {
         c.out.int(0);
         return Ok(());
@@ -288,7 +288,7 @@ fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.int(s.contains(m) as i64);
         return Ok(());
     }
-    let Some(Value::Set(s)) = c.st.dbs[db].get_mut(src) else {
+    let Some(Value::Set(s)) = c.st.shard.dbs[db].get_mut(src) else {
         unreachable!("checked above")
     };
     if !s.remove(m) {
@@ -349,13 +349,13 @@ fn store(c: &mut Ctx, dst: &[u8], set: Set, event: &str) {
     let db = c.cl.db;
     if set.is_empty() {
         c.st.expire_if_needed(db, dst, c.now);
-        if c.st.dbs[db].remove(dst).is_some() {
+        if c.st.shard.dbs[db].remove(dst).is_some() {
             c.st.changed(class::GENERIC, "del", db, dst);
         }
         c.out.int(0);
     } else {
         let n = set.len();
-        c.st.dbs[db].set(dst, Value::Set(set), false);
+        c.st.shard.dbs[db].set(dst, Value::Set(set), false);
         c.st.changed(class::SET, event, db, dst);
         c.out.int(n as i64);
     }
@@ -368,7 +368,7 @@ fn new_result() -> Set {
 /// SINTER key [key ...]
 fn sinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     check_sets(c, &a[1..])?;
-    let found = sets_at(&c.st.dbs[c.cl.db], &a[1..]);
+    let found = sets_at(&c.st.shard.dbs[c.cl.db], &a[1..]);
     let Some(mut sets) = found.into_iter().collect::<Option<Vec<&Set>>>() else {
         c.out.set(0);
         return Ok(());
@@ -385,7 +385,7 @@ fn sinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn sinterstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     check_sets(c, &a[2..])?;
     let max = c.st.tun.set_max_intset;
-    let found = sets_at(&c.st.dbs[c.cl.db], &a[2..]);
+    let found = sets_at(&c.st.shard.dbs[c.cl.db], &a[2..]);
     let mut result = new_result();
     if let Some(mut sets) = found.into_iter().collect::<Option<Vec<&Set>>>() {
         for v in inter(&mut sets, 0) {
@@ -424,7 +424,7 @@ fn sintercard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     let keys = &a[2..end];
     check_sets(c, keys)?;
-    let found = sets_at(&c.st.dbs[c.cl.db], keys);
+    let found = sets_at(&c.st.shard.dbs[c.cl.db], keys);
     let n = match found.into_iter().collect::<Option<Vec<&Set>>>() {
         Some(mut sets) => inter(&mut sets, limit).len(),
         None => 0,
@@ -443,7 +443,7 @@ enum Op {
 fn union_diff(c: &mut Ctx, keys: &[Bytes], op: Op) -> Result<Set, Error> {
     check_sets(c, keys)?;
     let max = c.st.tun.set_max_intset;
-    let sets = sets_at(&c.st.dbs[c.cl.db], keys);
+    let sets = sets_at(&c.st.shard.dbs[c.cl.db], keys);
     let mut out = new_result();
     match op {
         Op::Union => {

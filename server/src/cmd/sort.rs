@@ -336,7 +336,7 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
         Some(Value::ZSet(z)) => z.len(),
         Some(_) => return Err(WRONGTYPE),
     };
-    let is_set = matches!(c.st.dbs[db].get(key), Some(Value::Set(_)));
+    let is_set = matches!(c.st.shard.dbs[db].get(key), Some(Value::Set(_)));
     // A set's order is arbitrary: what is stored or given to a script is
     // made deterministic by sorting it. (Id 0 with blocking denied is a
     // script's client, or the AOF loader, which replays only STORE forms.)
@@ -346,7 +346,7 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
         o.alpha = true;
         o.by = None;
     }
-    if let Some(Value::ZSet(z)) = c.st.dbs[db].get_mut(key) {
+    if let Some(Value::ZSet(z)) = c.st.shard.dbs[db].get_mut(key) {
         if z.as_listpack().is_some() {
             z.convert_to_skiplist();
         }
@@ -369,7 +369,7 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
 
     let mut els = Arena::default();
     let mut items: Vec<Item> = load(
-        c.st.dbs[db].get(key),
+        c.st.shard.dbs[db].get(key),
         dontsort,
         o.desc,
         &mut start,
@@ -428,11 +428,11 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
     }
     if outputlen > 0 {
         c.st.expire_if_needed(db, dest, now);
-        c.st.dbs[db].set(dest, Value::List(Box::new(list)), false);
+        c.st.shard.dbs[db].set(dest, Value::List(Box::new(list)), false);
         c.st.changed(class::LIST, "sortstore", db, dest);
         // Redis counts one change per stored element.
         c.st.dirty += outputlen as u64 - 1;
-    } else if c.st.dbs[db].remove(dest).is_some() {
+    } else if c.st.shard.dbs[db].remove(dest).is_some() {
         c.st.changed(class::GENERIC, "del", db, dest);
     }
     c.out.int(outputlen as i64);
@@ -591,7 +591,7 @@ mod tests {
             }
         }
         fn put(&mut self, k: &str, v: Value) {
-            self.st.dbs[0].set(k.as_bytes(), v, false);
+            self.st.shard.dbs[0].set(k.as_bytes(), v, false);
         }
         fn list(&mut self, k: &str, els: &[&str]) {
             let mut l = Quicklist::new(-2);
@@ -648,7 +648,7 @@ mod tests {
             }
         }
         fn lrange(&self, k: &str) -> Vec<String> {
-            match self.st.dbs[0].get(k.as_bytes()) {
+            match self.st.shard.dbs[0].get(k.as_bytes()) {
                 Some(Value::List(l)) => l
                     .iter()
                     .map(|e| String::from_utf8_lossy(&e.to_vec()).into_owned())
@@ -736,7 +736,7 @@ mod tests {
         assert_eq!(t.words("SORT s BY nosort GET k_* LIMIT 0 2 STORE d"), "2");
         assert_eq!(t.lrange("d"), ["", ""]);
         assert_eq!(t.words("SORT s LIMIT 0 0 STORE d"), "0");
-        assert!(t.st.dbs[0].get(b"d").is_none());
+        assert!(t.st.shard.dbs[0].get(b"d").is_none());
         t.put("str", Value::str(b"x"));
         assert_eq!(
             t.words("SORT str"),
@@ -749,9 +749,15 @@ mod tests {
         crate::cmd::families::install();
         let mut t = T::new();
         t.zset("z", &[(3.0, "c"), (1.0, "a"), (2.0, "b"), (4.0, "d")]);
-        assert_eq!(t.st.dbs[0].get(b"z").map(Value::encoding), Some("listpack"));
+        assert_eq!(
+            t.st.shard.dbs[0].get(b"z").map(Value::encoding),
+            Some("listpack")
+        );
         assert_eq!(t.words("SORT_RO z BY nosort DESC LIMIT 1 2"), "c b");
-        assert_eq!(t.st.dbs[0].get(b"z").map(Value::encoding), Some("skiplist"));
+        assert_eq!(
+            t.st.shard.dbs[0].get(b"z").map(Value::encoding),
+            Some("skiplist")
+        );
         assert_eq!(t.words("SORT z BY nosort LIMIT 3 10"), "d");
         assert_eq!(t.words("SORT z ALPHA DESC"), "d c b a");
         t.zset("zn", &[(1.0, "10"), (2.0, "9"), (3.0, "100"), (4.0, "-1")]);

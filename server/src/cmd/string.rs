@@ -162,7 +162,7 @@ fn propagate_set_pxat(c: &mut Ctx, key: &Bytes, val: &Bytes) {
         return;
     }
     let mut op = vec![Bytes::from_static(b"SET"), key.clone(), val.clone()];
-    if let Some(t) = c.st.dbs[c.cl.db].expire_at(key) {
+    if let Some(t) = c.st.shard.dbs[c.cl.db].expire_at(key) {
         op.extend([Bytes::from_static(b"PXAT"), int(t)]);
     }
     c.propagate_as(op);
@@ -186,7 +186,7 @@ fn set_generic(
         c.st.expire_if_needed(db, key, c.now);
         None
     };
-    let exists = (nx || xx) && c.st.dbs[db].contains(key);
+    let exists = (nx || xx) && c.st.shard.dbs[db].contains(key);
     if (nx && exists) || (xx && !exists) {
         match (get, old) {
             (true, Some(v)) => c.out.bulk(&v),
@@ -194,9 +194,9 @@ fn set_generic(
         }
         return Ok(());
     }
-    c.st.dbs[db].set(key, Value::str(val), ttl == Ttl::Keep);
+    c.st.shard.dbs[db].set(key, Value::str(val), ttl == Ttl::Keep);
     if let Ttl::At(t) = ttl {
-        c.st.dbs[db].set_expire(key, t);
+        c.st.shard.dbs[db].set_expire(key, t);
     }
     c.st.changed(class::STRING, "set", db, key);
     if let Ttl::At(_) = ttl {
@@ -217,7 +217,7 @@ fn setnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         c.out.int(0);
         return Ok(());
     }
-    c.st.dbs[db].add(&a[1], Value::str(&a[2]));
+    c.st.shard.dbs[db].add(&a[1], Value::str(&a[2]));
     c.st.changed(class::STRING, "set", db, &a[1]);
     c.out.int(1);
     Ok(())
@@ -254,7 +254,7 @@ fn getdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
-    c.st.dbs[db].remove(&a[1]);
+    c.st.shard.dbs[db].remove(&a[1]);
     c.st.changed(class::GENERIC, "del", db, &a[1]);
     c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
     Ok(())
@@ -278,13 +278,13 @@ fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.bulk(&val);
     if let Some(at) = at {
         if c.st.already_expired(at, c.now) {
-            c.st.dbs[db].remove(&a[1]);
+            c.st.shard.dbs[db].remove(&a[1]);
             c.st.changed(class::GENERIC, "del", db, &a[1]);
         } else {
-            c.st.dbs[db].set_expire(&a[1], at);
+            c.st.shard.dbs[db].set_expire(&a[1], at);
             c.st.changed(class::GENERIC, "expire", db, &a[1]);
         }
-    } else if e.persist && c.st.dbs[db].persist(&a[1]) {
+    } else if e.persist && c.st.shard.dbs[db].persist(&a[1]) {
         c.st.changed(class::GENERIC, "persist", db, &a[1]);
     }
     c.propagate_expiry(&a[1], &[]);
@@ -319,7 +319,7 @@ fn mset_all(c: &mut Ctx, a: &[Bytes]) {
     let db = c.cl.db;
     for kv in a[1..].chunks_exact(2) {
         c.st.expire_if_needed(db, &kv[0], c.now);
-        c.st.dbs[db].set(&kv[0], Value::str(&kv[1]), false);
+        c.st.shard.dbs[db].set(&kv[0], Value::str(&kv[1]), false);
         c.st.changed(class::STRING, "set", db, &kv[0]);
     }
 }
@@ -347,7 +347,7 @@ fn append(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let max = c.st.tun.max_bulk.max(0) as u64;
     let len = match c.st.write_str(db, &a[1], c.now)? {
         None => {
-            c.st.dbs[db].add(&a[1], Value::str(&a[2]));
+            c.st.shard.dbs[db].add(&a[1], Value::str(&a[2]));
             a[2].len()
         }
         Some(s) => {
@@ -410,7 +410,7 @@ fn setrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     check_len(c, off as u64, val.len() as u64)?;
     if !exists {
-        c.st.dbs[db].add(&a[1], Value::Str(StrValue::raw(Vec::new())));
+        c.st.shard.dbs[db].add(&a[1], Value::Str(StrValue::raw(Vec::new())));
     }
     let Some(s) = c.st.write_str(db, &a[1], c.now)? else {
         return Ok(());
@@ -441,8 +441,8 @@ fn incr_by(c: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
             n
         }
     };
-    if !c.st.dbs[db].contains(key) {
-        c.st.dbs[db].add(key, Value::Str(StrValue::Int(n)));
+    if !c.st.shard.dbs[db].contains(key) {
+        c.st.shard.dbs[db].add(key, Value::Str(StrValue::Int(n)));
     }
     c.st.changed(class::STRING, "incrby", db, key);
     c.out.int(n);
@@ -489,7 +489,7 @@ fn incrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     };
     let text = sum.to_human();
     // Redis stores the formatted result as a plain string, never `int`.
-    c.st.dbs[db].set(
+    c.st.shard.dbs[db].set(
         &a[1],
         Value::Str(StrValue::Emb(CBytes::new(text.as_bytes()))),
         true,

@@ -45,8 +45,8 @@ fn exec(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let aborted = std::mem::take(&mut c.cl.multi_error);
     // A watched key past its time counts as changed, as in Redis, whether
     // or not an expiry cycle has deleted it yet.
-    let dirty =
-        c.cl.dirty_cas || (c.cl.watched.iter()).any(|(db, k)| c.st.dbs[*db].is_expired(k, c.now));
+    let dirty = c.cl.dirty_cas
+        || (c.cl.watched.iter()).any(|(db, k)| c.st.shard.dbs[*db].is_expired(k, c.now));
     c.st.unwatch_all(c.cl);
     if aborted {
         return Err(Error::other(

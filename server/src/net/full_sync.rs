@@ -96,7 +96,7 @@ async fn plan(
         "swapdb" => LoadInto::Swap {
             is_async: st.replid == master_replid,
         },
-        "on-empty-db" if st.dbs.iter().all(|d| d.is_empty()) => LoadInto::Emptied,
+        "on-empty-db" if st.shard.dbs.iter().all(|d| d.is_empty()) => LoadInto::Emptied,
         _ => LoadInto::Disk,
     };
     let to = if into == LoadInto::Disk {
@@ -135,7 +135,7 @@ async fn plan(
         progress,
         received,
         opts,
-        n: st.dbs.len(),
+        n: st.shard.dbs.len(),
         path,
     })
 }
@@ -396,11 +396,11 @@ fn free_dbs(dbs: Vec<Db>) {
 /// are told to drop them all, as for a FLUSHALL.
 fn replace_dataset(st: &mut State, dbs: Vec<Db>, engine: Option<scripting::Engine>) -> Vec<Db> {
     let mut new = dbs.into_iter();
-    let mut old = Vec::with_capacity(st.dbs.len());
-    for i in 0..st.dbs.len() {
+    let mut old = Vec::with_capacity(st.shard.dbs.len());
+    for i in 0..st.shard.dbs.len() {
         st.touch_all_watched(i, None);
-        old.push(st.dbs[i].take());
-        st.dbs[i].restore(new.next().unwrap_or_default());
+        old.push(st.shard.dbs[i].take());
+        st.shard.dbs[i].restore(new.next().unwrap_or_default());
         st.touch_all_watched(i, None);
     }
     st.invalidate_all();

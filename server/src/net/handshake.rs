@@ -101,7 +101,7 @@ pub(super) async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(false);
         }
         let mut st = shared.lock_eventually().await;
-        st.replica_keys_with_expire = storage::Dict::new();
+        st.shard.replica_keys_with_expire = storage::Dict::new();
         st.replid = id.to_string();
         let size = st.cfg.repl_backlog_size;
         st.repl.reset_backlog(size, off);

@@ -401,7 +401,7 @@ async fn cron(shared: Arc<Shared>) {
         }
         st.tracking_cron();
         st.migrate.close_idle(now);
-        for db in st.dbs.iter_mut() {
+        for db in st.shard.dbs.iter_mut() {
             db.cron();
         }
         // A soft output limit must also close a client nobody writes to.
@@ -454,12 +454,12 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
     let start = std::time::Instant::now();
     let mut sampled_total = 0usize;
     let mut expired_total = 0usize;
-    for db in 0..st.dbs.len() {
+    for db in 0..st.shard.dbs.len() {
         loop {
-            if st.dbs[db].expires_len() == 0 {
+            if st.shard.dbs[db].expires_len() == 0 {
                 break;
             }
-            let (seen, dead) = st.dbs[db].expire_sample(now, 20);
+            let (seen, dead) = st.shard.dbs[db].expire_sample(now, 20);
             sampled_total += seen;
             expired_total += dead.len();
             for k in &dead {

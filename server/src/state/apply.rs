@@ -113,7 +113,7 @@ impl State {
         let lfu = self.cfg.maxmemory_policy.lfu();
         let log_factor = self.cfg.lfu_log_factor.clamp(0, u32::MAX as i64) as u32;
         let decay_time = self.cfg.lfu_decay_time.clamp(0, u32::MAX as i64) as u32;
-        for db in &mut self.dbs {
+        for db in &mut self.shard.dbs {
             db.lfu.enabled = lfu;
             db.lfu.log_factor = log_factor;
             db.lfu.decay_time = decay_time;

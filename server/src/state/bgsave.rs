@@ -100,7 +100,7 @@ impl Child {
 }
 
 fn end_captures(st: &mut State) {
-    for db in st.dbs.iter_mut() {
+    for db in st.shard.dbs.iter_mut() {
         db.snapshot_end();
     }
 }
@@ -261,7 +261,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         .unwrap_or_default();
     st.rdb.epoch += 1;
     let (epoch, meta) = (st.rdb.epoch, key_meta(st));
-    for (i, db) in st.dbs.iter_mut().enumerate() {
+    for (i, db) in st.shard.dbs.iter_mut().enumerate() {
         db.snapshot_begin(i, epoch, opts, meta);
     }
     let (ids, eof_line) = match &target {
@@ -312,7 +312,8 @@ pub fn bgsave_progress(st: &State) -> (u64, u64) {
     if !child_active(st) {
         return (0, 0);
     }
-    st.dbs
+    st.shard
+        .dbs
         .iter()
         .filter_map(|d| d.snapshot())
         .fold((0, 0), |(a, b), c| {
@@ -373,7 +374,7 @@ fn slice(
     let start = Instant::now();
     out.bytes.clear();
     out.plain.clear();
-    let n = st.dbs.len();
+    let n = st.shard.dbs.len();
     if pos.resized.len() < n {
         pos.resized.resize(n, false);
     }
@@ -392,7 +393,7 @@ fn slice(
             bytes.clear();
         }
     };
-    for db in st.dbs.iter_mut() {
+    for db in st.shard.dbs.iter_mut() {
         emit(db, out, pos);
     }
     // The next database with keys left to walk. Not simply the next index:
@@ -401,7 +402,7 @@ fn slice(
     let unwalked = |st: &State, from: usize| {
         (0..n)
             .map(|i| (from + i) % n)
-            .find(|&i| st.dbs[i].snapshot().is_some_and(|c| !c.walk_done()))
+            .find(|&i| st.shard.dbs[i].snapshot().is_some_and(|c| !c.walk_done()))
     };
     let mut complete = false;
     loop {
@@ -410,7 +411,7 @@ fn slice(
             break;
         };
         pos.walking = i;
-        let db = &mut st.dbs[i];
+        let db = &mut st.shard.dbs[i];
         db.snapshot_step(max_keys, max_bytes);
         emit(db, out, pos);
         if out.bytes.len() >= max_bytes || start.elapsed() >= budget {
@@ -420,7 +421,7 @@ fn slice(
     if complete {
         // Every key is saved; records captured since were taken above
         // and none can come any more.
-        for db in st.dbs.iter_mut() {
+        for db in st.shard.dbs.iter_mut() {
             emit(db, out, pos);
             db.snapshot_end();
         }
@@ -590,6 +591,7 @@ impl Job {
                 0 => 0,
                 _ => {
                     let now: u64 = st
+                        .shard
                         .dbs
                         .iter()
                         .filter_map(|d| d.snapshot())
@@ -636,7 +638,7 @@ impl Job {
             if let Err(e) = put(&mut w, bytes) {
                 // Stop capturing at once: the save has failed.
                 let mut st = self.shared.state.lock();
-                for db in st.dbs.iter_mut() {
+                for db in st.shard.dbs.iter_mut() {
                     db.snapshot_end();
                 }
                 return Err(e);
@@ -767,7 +769,7 @@ mod tests {
         let mut file = b"REDIS0010".to_vec();
         st.rdb.epoch += 1;
         let epoch = st.rdb.epoch;
-        for (i, db) in st.dbs.iter_mut().enumerate() {
+        for (i, db) in st.shard.dbs.iter_mut().enumerate() {
             db.snapshot_begin(i, epoch, SaveOpts::default(), KeyMeta::None);
         }
         let mut pos = StreamPos::default();
@@ -780,10 +782,10 @@ mod tests {
             }
             between(st, pos.walking);
         }
-        assert!(st.dbs.iter().all(|d| d.snapshot().is_none()));
+        assert!(st.shard.dbs.iter().all(|d| d.snapshot().is_none()));
         file.push(rdb::OP_EOF);
         file.extend_from_slice(&[0; 8]);
-        let mut per_db = vec![0; st.dbs.len()];
+        let mut per_db = vec![0; st.shard.dbs.len()];
         rdb::load(&file, &Limits::default(), 0, false, |k| {
             per_db[k.db] += 1;
             Ok(())
@@ -794,7 +796,7 @@ mod tests {
 
     fn fill(st: &mut State, db: usize, n: usize) {
         for i in 0..n {
-            st.dbs[db].add(format!("k{i}").as_bytes(), Value::str(b"v"));
+            st.shard.dbs[db].add(format!("k{i}").as_bytes(), Value::str(b"v"));
         }
     }
 
@@ -807,7 +809,7 @@ mod tests {
         let got = snapshot_keys(&mut st, |st, walking| {
             // While db 3 is walked, the unwalked db 9 moves below it.
             if walking == 3 && !swapped {
-                st.dbs.swap(1, 9);
+                st.shard.dbs.swap(1, 9);
                 swapped = true;
             }
         });
@@ -821,12 +823,12 @@ mod tests {
         fill(&mut st, 0, 3000);
         fill(&mut st, 2, 500);
         let got = snapshot_keys(&mut st, |st, _| {
-            for db in st.dbs.iter_mut() {
+            for db in st.shard.dbs.iter_mut() {
                 drop(db.take());
             }
             fill(st, 5, 7);
         });
         assert_eq!((got[0], got[2], got[5]), (3000, 500, 0));
-        assert_eq!(st.dbs[5].len(), 7);
+        assert_eq!(st.shard.dbs[5].len(), 7);
     }
 }

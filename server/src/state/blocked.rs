@@ -12,7 +12,7 @@ impl State {
     /// place in a queue it is already in.
     pub fn register_blocked(&mut self, id: u64, b: &Blocked) {
         for k in &b.keys {
-            let q = self.blocking.entry((b.db, k.clone())).or_default();
+            let q = self.shard.blocking.entry((b.db, k.clone())).or_default();
             if !q.contains(&id) {
                 q.push_back(id);
             }
@@ -22,10 +22,10 @@ impl State {
     pub fn unregister_blocked(&mut self, id: u64, b: &Blocked) {
         for k in &b.keys {
             let slot = (b.db, k.clone());
-            if let Some(q) = self.blocking.get_mut(&slot) {
+            if let Some(q) = self.shard.blocking.get_mut(&slot) {
                 q.retain(|&c| c != id);
                 if q.is_empty() {
-                    self.blocking.remove(&slot);
+                    self.shard.blocking.remove(&slot);
                 }
             }
         }
@@ -33,8 +33,8 @@ impl State {
 
     pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
         let slot = (db, Bytes::copy_from_slice(key));
-        if self.blocking.contains_key(&slot) && !self.ready_keys.contains(&slot) {
-            self.ready_keys.push(slot);
+        if self.shard.blocking.contains_key(&slot) && !self.shard.ready_keys.contains(&slot) {
+            self.shard.ready_keys.push(slot);
         }
     }
 
@@ -48,7 +48,7 @@ impl State {
         if !b.args[0].eq_ignore_ascii_case(b"xreadgroup") {
             return None;
         }
-        let Some(Value::Stream(s)) = self.dbs[db].get(key) else {
+        let Some(Value::Stream(s)) = self.shard.dbs[db].get(key) else {
             return Some("UNBLOCKED the stream key no longer exists");
         };
         let at = b

@@ -388,7 +388,7 @@ impl State {
     /// None if the key was deleted since it was sampled.
     fn evict_key(&mut self, db: usize, key: &[u8]) -> Option<u64> {
         let before = used_memory();
-        let v = self.dbs[db].remove(key)?;
+        let v = self.shard.dbs[db].remove(key)?;
         drop(v);
         let freed = before.saturating_sub(used_memory());
         self.stats.evicted_keys += 1;
@@ -402,10 +402,10 @@ impl State {
         let mut rng = rand::thread_rng();
         if policy.random() {
             // Round-robin over the databases, a random key from each.
-            let n = self.dbs.len();
+            let n = self.shard.dbs.len();
             for i in 0..n {
                 let db = (self.memory.next_random_db + i) % n;
-                let d = &self.dbs[db];
+                let d = &self.shard.dbs[db];
                 let key = if policy.volatile() {
                     d.random_volatile_key(&mut rng)
                 } else {
@@ -420,8 +420,8 @@ impl State {
         }
         loop {
             let mut any = false;
-            for db in 0..self.dbs.len() {
-                let d = &self.dbs[db];
+            for db in 0..self.shard.dbs.len() {
+                let d = &self.shard.dbs[db];
                 let pool_len = if policy.volatile() {
                     d.expires_len()
                 } else {
@@ -449,7 +449,7 @@ impl State {
             // that lost their TTL; a key deleted meanwhile is skipped by
             // the caller (its removal fails).
             while let Some(c) = self.memory.pool.pop() {
-                if !policy.volatile() || self.dbs[c.db].has_expire(&c.key) {
+                if !policy.volatile() || self.shard.dbs[c.db].has_expire(&c.key) {
                     return Some((c.db, c.key));
                 }
             }

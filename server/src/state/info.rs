@@ -477,7 +477,7 @@ fn cluster(_: &mut State, o: &mut String) {
 
 fn keyspace(st: &mut State, o: &mut String) {
     f!(o, "# Keyspace");
-    for (i, db) in st.dbs.iter().enumerate() {
+    for (i, db) in st.shard.dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }
@@ -530,7 +530,7 @@ pub fn summary(st: &mut State) -> MemSummary {
     let startup = st.startup_memory.min(used);
     let mut dbs = Vec::new();
     let mut keys = 0;
-    for (i, d) in st.dbs.iter().enumerate() {
+    for (i, d) in st.shard.dbs.iter().enumerate() {
         if d.is_empty() {
             continue;
         }

@@ -18,15 +18,15 @@ impl State {
         // During CLIENT PAUSE the dataset must not change: an expired key
         // reads as missing but stays until the pause ends, as in Redis.
         if self.pause.is_some() {
-            return self.dbs[db].is_expired(key, now);
+            return self.shard.dbs[db].is_expired(key, now);
         }
         // A replica's keys expire through its master's DELs: an expired key
         // reads as missing to its clients and stays for its master's
         // commands, as in Redis.
         if self.repl.master.is_some() {
-            return !self.repl.applying && self.dbs[db].is_expired(key, now);
+            return !self.repl.applying && self.shard.dbs[db].is_expired(key, now);
         }
-        if self.dbs[db].expire_if_needed(key, now) {
+        if self.shard.dbs[db].expire_if_needed(key, now) {
             self.expired(db, key);
             true
         } else {
@@ -43,7 +43,7 @@ impl State {
 
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
         let gone = self.expire_if_needed(db, key, now);
-        let found = !gone && self.dbs[db].contains(key);
+        let found = !gone && self.shard.dbs[db].contains(key);
         if found {
             self.stats.keyspace_hits += 1;
         } else {
@@ -51,7 +51,7 @@ impl State {
             self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
             return None;
         }
-        self.dbs[db].get(key)
+        self.shard.dbs[db].get(key)
     }
 
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now: i64) -> Option<&mut Value> {
@@ -59,14 +59,14 @@ impl State {
         // expire, as Redis's write lookups do: what it creates then starts
         // without the old TTL (INCR of an expired key leaves TTL -1).
         let own_write = self.repl.master.is_some() && !self.repl.applying && !self.aof.loading;
-        if own_write && self.pause.is_none() && self.dbs[db].expire_if_needed(key, now) {
+        if own_write && self.pause.is_none() && self.shard.dbs[db].expire_if_needed(key, now) {
             self.expired(db, key);
             return None;
         }
         if self.expire_if_needed(db, key, now) {
             return None;
         }
-        self.dbs[db].get_mut(key)
+        self.shard.dbs[db].get_mut(key)
     }
 
     /// The value of type `T` at `key` for reading: `None` if absent,
@@ -102,7 +102,7 @@ impl State {
         make: impl FnOnce() -> Value,
     ) -> Result<&mut T, Error> {
         self.expire_if_needed(db, key, now);
-        let v = self.dbs[db].get_or_add(key, make);
+        let v = self.shard.dbs[db].get_or_add(key, make);
         T::of_mut(v).ok_or(WRONGTYPE)
     }
 
@@ -127,8 +127,11 @@ impl State {
     /// Deletes `key` if its aggregate became empty, as Redis does after any
     /// removal; true if it did.
     pub fn delete_if_empty(&mut self, db: usize, key: &[u8]) -> bool {
-        if self.dbs[db].get(key).is_some_and(Value::is_empty_aggregate) {
-            self.dbs[db].remove(key);
+        if self.shard.dbs[db]
+            .get(key)
+            .is_some_and(Value::is_empty_aggregate)
+        {
+            self.shard.dbs[db].remove(key);
             self.notify(class::GENERIC, "del", db, key);
             true
         } else {
@@ -139,10 +142,10 @@ impl State {
     /// Records that a command changed `key`: blocked clients, WATCH,
     /// client-side caching, dirty counter, keyspace event.
     pub fn changed(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
-        if !self.blocking.is_empty() {
+        if !self.shard.blocking.is_empty() {
             self.signal_ready(db, key);
         }
-        if !self.watched.is_empty() {
+        if !self.shard.watched.is_empty() {
             self.touch_watched(db, key);
         }
         if self.tracking.armed {
@@ -173,7 +176,7 @@ impl State {
     }
 
     fn peek_counted(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> Option<&Value> {
-        if !self.expire_if_needed(db, key, now) && self.dbs[db].contains(key) {
+        if !self.expire_if_needed(db, key, now) && self.shard.dbs[db].contains(key) {
             self.stats.keyspace_hits += 1;
         } else {
             self.stats.keyspace_misses += 1;
@@ -182,7 +185,7 @@ impl State {
             }
             return None;
         }
-        self.dbs[db].peek(key)
+        self.shard.dbs[db].peek(key)
     }
 
     /// Records a change of `key` that belongs to a command already counted

@@ -29,6 +29,7 @@ pub mod repl_cron;
 mod repl_out;
 pub mod role;
 pub mod script_flags;
+pub mod shard;
 pub mod shutdown;
 mod stats;
 pub mod tracking;
@@ -36,6 +37,7 @@ pub mod watch;
 
 pub use client::{validate_client_name, BlockKind, Blocked, Client, LuaDebug, ReplyMode};
 pub use repl_out::{RdbPush, RDB_WINDOW};
+pub use shard::Shard;
 pub use stats::{record_latency, CmdStat, Sample, SlowEntry, Stats};
 
 use crate::core::clock::{now_ms, now_us};
@@ -48,7 +50,6 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
-use storage::Db;
 use tokio::sync::Notify;
 
 #[derive(Clone, Copy)]
@@ -84,7 +85,8 @@ pub struct Tuning {
 pub type Relisten = fn(&mut State, bool, bool) -> std::io::Result<()>;
 
 pub struct State {
-    pub dbs: Vec<Db>,
+    /// The data: what a command's keys live in (see `shard`).
+    pub shard: Shard,
     pub cfg: Config,
     pub tun: Tuning,
     pub stats: Stats,
@@ -143,12 +145,6 @@ pub struct State {
     pub executable: String,
     /// Clients in MONITOR mode, so the common case skips the feed at once.
     pub monitors: usize,
-    /// Blocked client ids per (db, key), first come first served.
-    pub blocking: HashMap<(usize, Bytes), VecDeque<u64>>,
-    /// Keys with blocked clients that a command may have made servable.
-    pub ready_keys: Vec<(usize, Bytes)>,
-    /// WATCHed keys and the clients watching them.
-    pub watched: HashMap<(usize, Bytes), Vec<u64>>,
     /// A key watched by the running client changed (see `touch_watched`).
     pub dirty_cas_running: bool,
     /// The running command wrote an error reply while succeeding (a
@@ -196,8 +192,6 @@ pub struct State {
     pub tracking: crate::state::tracking::Tracking,
     /// The replication stream and the replicas (see `repl`).
     pub repl: crate::state::repl::Repl,
-    /// A writable replica's own keys with a TTL (see `replica`).
-    pub replica_keys_with_expire: storage::Dict<u64>,
     /// ACL users and log (see `acl`).
     pub acl: crate::core::acl::Acl,
 }
@@ -232,7 +226,7 @@ impl State {
         let n = cfg.databases.max(1) as usize;
         let run_id = random_hex40();
         let mut st = State {
-            dbs: (0..n).map(|_| Db::default()).collect(),
+            shard: Shard::new(n),
             cfg,
             tun: Tuning::default(),
             stats: Stats::default(),
@@ -261,9 +255,6 @@ impl State {
             shutdown_wait: None,
             tcp_port: 0,
             monitors: 0,
-            blocking: HashMap::new(),
-            ready_keys: Vec::new(),
-            watched: HashMap::new(),
             dirty_cas_running: false,
             failed_reply: false,
             woken: 0,
@@ -289,7 +280,6 @@ impl State {
             loading: None,
             tracking: Default::default(),
             repl: Default::default(),
-            replica_keys_with_expire: storage::Dict::new(),
             acl: Default::default(),
         };
         let _ = st.script_run.nudge.set(hand_off_worker);
@@ -334,7 +324,7 @@ impl State {
     /// tracking invalidation: one path for both causes, as Redis's
     /// `deleteExpiredKeyAndPropagate` and eviction share theirs.
     pub fn server_deleted(&mut self, db: usize, key: &[u8], class: u32, event: &str) {
-        if !self.watched.is_empty() {
+        if !self.shard.watched.is_empty() {
             self.touch_watched(db, key);
         }
         self.notify(class, event, db, key);

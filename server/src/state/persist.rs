@@ -127,7 +127,7 @@ fn write_snapshot_delayed<W: Write>(
         w.function(code)?;
     }
     let meta = access_meta(st);
-    for (i, db) in st.dbs.iter().enumerate() {
+    for (i, db) in st.shard.dbs.iter().enumerate() {
         write_db(&mut w, i, db, meta, key_delay)?;
     }
     w.finish()
@@ -230,7 +230,7 @@ pub fn load_here(
     merge: bool,
 ) -> Result<LoadSummary, rdb::LoadError> {
     let opts = load_opts(st, merge);
-    load_dbs(&mut st.dbs, &mut st.engine, input, &opts, None)
+    load_dbs(&mut st.shard.dbs, &mut st.engine, input, &opts, None)
 }
 
 /// What a load takes from the configuration, read before it starts (the

@@ -371,13 +371,13 @@ impl State {
             None
         };
         if let Some(n) = other.and_then(|a| storage::num::parse_i64(a)) {
-            if n >= 0 && (n as usize) < self.dbs.len() && n as usize != db {
+            if n >= 0 && (n as usize) < self.shard.dbs.len() && n as usize != db {
                 dbs.push(n as usize);
             }
         }
         for &d in &dbs {
             for a in &args[1..] {
-                if !self.dbs[d].contains(a) || self.dbs[d].is_expired(a, now) {
+                if !self.shard.dbs[d].contains(a) || self.shard.dbs[d].is_expired(a, now) {
                     self.pubsub.new_keys.push((d, a.clone()));
                 }
             }
@@ -392,7 +392,7 @@ impl State {
         if !self.pubsub.new_keys.is_empty() {
             let mut created = Vec::new();
             self.pubsub.new_keys.retain(|(d, k)| {
-                if self.dbs[*d].contains(k) {
+                if self.shard.dbs[*d].contains(k) {
                     if !created.contains(&(*d, k.clone())) {
                         created.push((*d, k.clone()));
                     }

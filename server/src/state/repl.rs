@@ -852,8 +852,10 @@ pub fn remember_own_expires(st: &mut State, db: usize, cmd: &'static Meta, args:
     };
     for (i, _) in keys {
         let key = &args[i];
-        if st.dbs[db].expire_at(key).is_some() {
-            *st.replica_keys_with_expire.get_or_insert_with(key, || 0) |= 1 << db;
+        if st.shard.dbs[db].expire_at(key).is_some() {
+            *st.shard
+                .replica_keys_with_expire
+                .get_or_insert_with(key, || 0) |= 1 << db;
         }
     }
 }
@@ -866,19 +868,19 @@ pub fn expire_own_keys(st: &mut State, now: i64) {
     let start = std::time::Instant::now();
     let mut rng = rand::thread_rng();
     let mut cycles = 0u32;
-    while let Some((key, &dbs)) = st.replica_keys_with_expire.random(&mut rng) {
+    while let Some((key, &dbs)) = st.shard.replica_keys_with_expire.random(&mut rng) {
         let key = key.clone();
         let mut keep = 0u64;
-        for db in (0..st.dbs.len().min(64)).filter(|d| dbs >> d & 1 == 1) {
-            if st.dbs[db].expire_if_needed(&key, now) {
+        for db in (0..st.shard.dbs.len().min(64)).filter(|d| dbs >> d & 1 == 1) {
+            if st.shard.dbs[db].expire_if_needed(&key, now) {
                 st.expired(db, &key);
-            } else if st.dbs[db].expire_at(&key).is_some() {
+            } else if st.shard.dbs[db].expire_at(&key).is_some() {
                 keep |= 1 << db;
             }
         }
         if keep == 0 {
-            st.replica_keys_with_expire.remove(&key);
-        } else if let Some(bits) = st.replica_keys_with_expire.get_mut(&key) {
+            st.shard.replica_keys_with_expire.remove(&key);
+        } else if let Some(bits) = st.shard.replica_keys_with_expire.get_mut(&key) {
             *bits = keep;
         }
         cycles += 1;

@@ -13,16 +13,20 @@ impl State {
         if cl.watched.contains(&slot) {
             return;
         }
-        self.watched.entry(slot.clone()).or_default().push(cl.id);
+        self.shard
+            .watched
+            .entry(slot.clone())
+            .or_default()
+            .push(cl.id);
         cl.watched.push(slot);
     }
 
     pub fn unwatch_all(&mut self, cl: &mut Client) {
         for slot in cl.watched.drain(..) {
-            if let Some(ids) = self.watched.get_mut(&slot) {
+            if let Some(ids) = self.shard.watched.get_mut(&slot) {
                 ids.retain(|&i| i != cl.id);
                 if ids.is_empty() {
-                    self.watched.remove(&slot);
+                    self.shard.watched.remove(&slot);
                 }
             }
         }
@@ -33,7 +37,7 @@ impl State {
     /// running is not in `clients`; its flag is carried by
     /// `dirty_cas_running` until the dispatcher hands it over.
     pub fn touch_watched(&mut self, db: usize, key: &[u8]) {
-        let Some(ids) = self.watched.get(&(db, Bytes::copy_from_slice(key))) else {
+        let Some(ids) = self.shard.watched.get(&(db, Bytes::copy_from_slice(key))) else {
             return;
         };
         for id in ids.clone() {
@@ -49,10 +53,11 @@ impl State {
     /// expired key counts as absent, and is deleted so that it does not turn
     /// up as expired-since-WATCH at EXEC.
     pub fn touch_all_watched(&mut self, db: usize, other: Option<usize>) {
-        if self.watched.is_empty() {
+        if self.shard.watched.is_empty() {
             return;
         }
         let slots: Vec<(usize, Bytes)> = self
+            .shard
             .watched
             .keys()
             .filter(|(d, _)| *d == db)
@@ -64,8 +69,8 @@ impl State {
                 self.expire_if_needed(d, &key, now);
                 self.expire_if_needed(o, &key, now);
             }
-            let exists =
-                self.dbs[d].contains(&key) || other.is_some_and(|o| self.dbs[o].contains(&key));
+            let exists = self.shard.dbs[d].contains(&key)
+                || other.is_some_and(|o| self.shard.dbs[o].contains(&key));
             if exists {
                 self.touch_watched(d, &key);
             }

@@ -268,7 +268,7 @@ fn setop_generic(
         }
     }
     let o = setop_opts(a, nk + 1 + setnum, setnum, op, dst.is_some(), card_only)?;
-    let d = &c.st.dbs[db];
+    let d = &c.st.shard.dbs[db];
     let srcs: Vec<(Src, f64)> = keys
         .iter()
         .zip(&o.weights)

@@ -55,11 +55,11 @@ pub fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
     let n = z.len();
     if n > 0 {
         c.st.expire_if_needed(db, dst, c.now);
-        c.st.dbs[db].set(dst, Value::ZSet(z), false);
+        c.st.shard.dbs[db].set(dst, Value::ZSet(z), false);
         c.st.changed(class::ZSET, event, db, dst);
     } else {
         c.st.expire_if_needed(db, dst, c.now);
-        if c.st.dbs[db].remove(dst).is_some() {
+        if c.st.shard.dbs[db].remove(dst).is_some() {
             c.st.changed(class::GENERIC, "del", db, dst);
         }
     }

@@ -428,7 +428,7 @@ fn parse_query<'a>(
 
 /// The source set at `key`, once [`State::read`] has looked it up.
 fn source<'s>(st: &'s State, db: usize, key: &[u8]) -> Option<&'s SortedSet> {
-    st.dbs[db].get(key).and_then(SortedSet::of)
+    st.shard.dbs[db].get(key).and_then(SortedSet::of)
 }
 
 /// The whole family: the source's type is checked first, then the
