@@ -1,19 +1,21 @@
-//! The dispatcher and the command families.
+//! The third floor: the dispatcher and the command families.
 //!
-//! A request goes through three steps, as in Redis: [`gate`] (the
-//! gatekeeper: lookup, arity, authentication, OOM, MISCONF, subscribed
-//! mode, in Redis's order), then MULTI queuing, then [`call`] (the handler
-//! and its bookkeeping: MONITOR, clock, propagation, statistics, CLIENT
-//! REPLY, blocked clients, slowlog). What a command is comes from
-//! [`table`]: Redis 7.0.15's own metadata joined with the handlers each
-//! family binds by name.
+//! A request goes through three steps, as in Redis ([`exec`]): [`gate`]
+//! (the gatekeeper: lookup, arity, authentication, OOM, MISCONF,
+//! subscribed mode, in Redis's order), then MULTI queuing, then [`call`]
+//! (the handler and its bookkeeping: MONITOR, clock, propagation,
+//! statistics, CLIENT REPLY, blocked clients, [`slowlog`]). What a command
+//! is comes from [`table`]: Redis 7.0.15's own metadata joined with the
+//! handlers the families bind by name, installed by [`families`].
 //!
-//! Shared machinery for the families: [`keyspace`] (typed key access with
-//! lazy expiry, and `State::changed`), [`blocking`] (waiting clients),
-//! [`scan`] (the SCAN family's cursor and options), [`help`] (HELP replies).
-//! [`perm`]: the ACL checks the gate, scripts and AUTH run. [`busy`]: what
-//! the connections run while a script is busy. [`replay`]: an AOF's
-//! commands through the dispatcher, at start-up and for DEBUG LOADAOF.
+//! Shared by the families: [`ctx`] (`Ctx`, the argument rules), [`blocking`]
+//! (serving waiting clients), [`scan`] (the SCAN family's cursor and
+//! options), [`help`] (HELP replies). [`perm`]: the ACL checks the gate,
+//! scripts and AUTH run. [`batch`]: a connection's pipelined batch.
+//! [`pause`]: CLIENT PAUSE's check. [`busy`]: what the connections run
+//! while a script is busy. [`replay`]: an AOF's commands through the
+//! dispatcher, at start-up and for DEBUG LOADAOF. Every other module is a
+//! family, which imports only these, `state` and `core`.
 
 pub mod acl;
 pub mod aof;

@@ -1,4 +1,5 @@
-//! Server state shared by all connections, behind one mutex.
+//! The second floor: the server state shared by all connections, behind
+//! one mutex, and everything that takes it.
 //!
 //! Every command runs with the [`State`] lock held, which makes each command
 //! (and later each MULTI/EXEC block and script) atomic across all keys. The
