@@ -244,6 +244,7 @@ impl Conn {
     /// Decodes the requests the input holds, up to a batch. Until AUTH
     /// succeeds, one at a time: the next one is decoded with the limits
     /// that apply after it.
+    #[inline]
     fn decode_batch(&mut self) {
         let max_batch = if self.dec.unauthenticated {
             1
@@ -277,6 +278,7 @@ struct Locked {
 /// One pass under the state lock: the client's record taken out, output
 /// others queued for it, a wait that ended, the batch, then the record's
 /// figures and the round's bookkeeping. `None`: the client is gone.
+#[inline]
 fn under_lock(st: &mut State, c: &mut Conn, timed_out: bool) -> Option<Locked> {
     let mut self_evicted = false;
     st.tick(std::time::Instant::now());
