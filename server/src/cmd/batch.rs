@@ -33,7 +33,7 @@ pub struct Ran {
 /// Runs the requests of `batch` in order, removing those run, until one
 /// blocks, a pause holds the next back, or the client is to end.
 /// `out_start` is the room a connection's output buffer is given back.
-#[inline]
+#[inline(always)]
 pub fn run(
     st: &mut State,
     cl: &mut Client,
