@@ -55,13 +55,18 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
     }
 }
 
+/// An error reply's first line without its `-` (given) and `ERR ` prefix,
+/// as Redis's `== CRITICAL ==` lines quote it.
+fn error_message(line: &[u8]) -> String {
+    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+    let msg = String::from_utf8_lossy(&line[..end]);
+    msg.strip_prefix("ERR ").unwrap_or(&msg).to_string()
+}
+
 /// An error reply meant for a replica, which never reads replies: logged
 /// as Redis does, and counted in `unexpected_error_replies`.
 fn error_to_replica(st: &mut State, reply: &[u8], name: &str) {
-    let line = &reply[1..];
-    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
-    let msg = String::from_utf8_lossy(&line[..end]);
-    let msg = msg.strip_prefix("ERR ").unwrap_or(&msg);
+    let msg = error_message(&reply[1..]);
     tracing::warn!(
         "== CRITICAL == This master is sending an error to its replica: '{msg}' after processing the command '{name}'"
     );
@@ -78,9 +83,7 @@ pub fn check_source_reply(st: &mut State, reply: &[u8], args: &[Bytes], aof: boo
     let Some(line) = reply.strip_prefix(b"-") else {
         return;
     };
-    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
-    let msg = String::from_utf8_lossy(&line[..end]);
-    let msg = msg.strip_prefix("ERR ").unwrap_or(&msg);
+    let msg = error_message(line);
     let name = resolve(args).map_or("<unknown>", |c| c.name);
     let (from, to) = if aof {
         ("server", "AOF-loading-client")

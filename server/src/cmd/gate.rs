@@ -180,40 +180,38 @@ pub mod traits {
     pub const PAUSE_WRITE: u8 = 16;
 }
 
-/// The traits of `cmd` run with `args`.
+/// The traits of `cmd` run with `args`. What a script or function
+/// declares (read once) replaces some of its command's flags: only
+/// `allow-stale` runs stale, `no-writes` (or no shebang) does not count as
+/// a write, and one not known yet is held back by CLIENT PAUSE WRITE.
 pub fn traits(st: &State, cmd: &Command, args: &[Bytes]) -> u8 {
+    use scripting::flags::{ALLOW_STALE, EVAL_COMPAT, NO_WRITES};
+    let declared = runner_flags(st, cmd, args);
+    let may_write_script = matches!(cmd.name, "eval" | "evalsha" | "fcall");
     let mut t = 0;
     if cmd.has(flags::WRITE) {
         t |= traits::WRITES | traits::MAY_WRITE | traits::PAUSE_WRITE;
     }
-    if script_writes(st, cmd, args) {
-        t |= traits::MAY_WRITE;
-    }
     if cmd.has(flags::DENYOOM) {
         t |= traits::DENYOOM;
     }
-    if !serves_stale(st, cmd, args) {
-        t |= traits::DENIES_STALE;
-    }
-    if holds_back(st, cmd, args) {
+    if crate::core::command::may_replicate(cmd.name) {
         t |= traits::PAUSE_WRITE;
     }
+    if may_write_script && declared.is_some_and(|f| f & (EVAL_COMPAT | NO_WRITES) == 0) {
+        t |= traits::MAY_WRITE;
+    }
+    if may_write_script && declared.is_none_or(|f| f & NO_WRITES == 0) {
+        t |= traits::PAUSE_WRITE;
+    }
+    let serves_stale = match declared {
+        Some(f) => f & ALLOW_STALE != 0,
+        None => cmd.has(flags::STALE),
+    };
+    if !serves_stale {
+        t |= traits::DENIES_STALE;
+    }
     t
-}
-
-/// What CLIENT PAUSE WRITE holds back of one command: a write or
-/// may-replicate command, a script or function not declared `no-writes`
-/// (one not known yet counts as writing). An EXEC is held back for what it
-/// queued (`gate::traits::PAUSE_WRITE`).
-fn holds_back(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
-    if cmd.has(flags::WRITE) || crate::core::command::may_replicate(cmd.name) {
-        return true;
-    }
-    if !matches!(cmd.name, "eval" | "evalsha" | "fcall") {
-        return false;
-    }
-    let script_flags = runner_flags(st, cmd, args);
-    script_flags.is_none_or(|f| f & scripting::flags::NO_WRITES == 0)
 }
 
 /// Whether `cmd` (or, for EXEC, a command it queued) has trait `t`.
@@ -226,16 +224,6 @@ pub fn has_trait(st: &State, cl: &Client, cmd: &Command, args: &[Bytes], t: u8) 
 /// EXEC that queued such a command.
 fn denies_stale(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
     has_trait(st, cl, cmd, args, traits::DENIES_STALE)
-}
-
-/// Whether `cmd` is flagged `stale`. A script or function that declared
-/// its flags replaces the command's: only `allow-stale` runs, and a
-/// script without a shebang never does.
-fn serves_stale(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
-    match runner_flags(st, cmd, args) {
-        Some(f) => f & scripting::flags::ALLOW_STALE != 0,
-        None => cmd.has(flags::STALE),
-    }
 }
 
 /// Commands a RESP2 client may run while subscribed.
@@ -292,14 +280,6 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
 fn misconf_denies(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
     (has_trait(st, cl, cmd, args, traits::WRITES) || cmd.name == "ping")
         && crate::state::persist::writes_denied(st)
-}
-
-/// Whether `cmd` runs a script or function whose shebang does not say
-/// `no-writes` (one without a shebang is judged by what it calls).
-fn script_writes(st: &State, cmd: &Command, args: &[Bytes]) -> bool {
-    use scripting::flags::{EVAL_COMPAT, NO_WRITES};
-    matches!(cmd.name, "eval" | "evalsha" | "fcall")
-        && runner_flags(st, cmd, args).is_some_and(|f| f & (EVAL_COMPAT | NO_WRITES) == 0)
 }
 
 /// Whether `cmd` may write: a write command, a script or function not
