@@ -53,6 +53,7 @@ pub(super) fn call(
     let mut ctx = Ctx { st, cl, out, now };
     let res = handler(&mut ctx, args);
     let Ctx { st, cl, out, .. } = ctx;
+    st.settle();
     st.command_end(prop, args);
     if cmd.has(flags::WRITE)
         && st.repl.master.is_some()

@@ -1,6 +1,7 @@
 //! What a handler gets ([`Ctx`]) and the argument rules families share.
 
 use crate::core::error::Error;
+use crate::state::shard::Keys;
 use crate::state::{BlockKind, Blocked, Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -20,6 +21,11 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn db(&mut self) -> &mut Db {
         &mut self.st.shard.dbs[self.cl.db]
+    }
+
+    /// The data operations' view of the client's database.
+    pub fn keys(&mut self) -> Keys<'_> {
+        self.st.keys(self.cl.db, self.now)
     }
 
     /// Whether a blocking command may block now; if not (MULTI, scripts) it

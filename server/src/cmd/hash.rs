@@ -12,11 +12,12 @@ use super::{int_arg, is, rand_count, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::random::distinct_indices;
+use crate::state::shard::Keys;
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
 use storage::num::LDouble;
-use storage::{CBytes, Hash, LpVal, Value};
+use storage::{CBytes, Hash, HashLimits, LpVal, Value};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("hset", hset),
@@ -64,33 +65,59 @@ fn hset_generic(c: &mut Ctx, a: &[Bytes], name: &str) -> Result<i64, Error> {
     if !a.len().is_multiple_of(2) {
         return Err(Error::Arity(name.into()));
     }
-    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
-    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
+    let lim = c.st.tun.hash_limits;
+    let added = op_hset(&mut c.keys(), &a[1], &a[2..], &lim)?;
+    c.st.changed_n(
+        class::HASH,
+        "hset",
+        c.cl.db,
+        &a[1],
+        (a.len() as u64 - 2) / 2,
+    );
+    Ok(added)
+}
+
+/// Sets each field/value pair of `pairs`; how many fields are new.
+pub fn op_hset(k: &mut Keys, key: &[u8], pairs: &[Bytes], lim: &HashLimits) -> Result<i64, Error> {
+    let h = k.write_or_create::<Hash>(key, new_hash)?;
     let mut added = 0;
-    for p in a[2..].chunks_exact(2) {
-        added += h.set(&p[0], &p[1], &lim) as i64;
+    for p in pairs.chunks_exact(2) {
+        added += h.set(&p[0], &p[1], lim) as i64;
     }
-    c.st.changed_n(class::HASH, "hset", db, &a[1], (a.len() as u64 - 2) / 2);
     Ok(added)
 }
 
 /// HSETNX key field value
 fn hsetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
-    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
-    if h.contains(&a[2]) {
-        c.out.int(0);
-        return Ok(());
+    let lim = c.st.tun.hash_limits;
+    let set = op_hsetnx(&mut c.keys(), &a[1], &a[2], &a[3], &lim)?;
+    if set {
+        c.st.changed(class::HASH, "hset", c.cl.db, &a[1]);
     }
-    h.set(&a[2], &a[3], &lim);
-    c.st.changed(class::HASH, "hset", db, &a[1]);
-    c.out.int(1);
+    c.out.int(set as i64);
     Ok(())
+}
+
+/// Sets `field` unless it exists; whether it did.
+fn op_hsetnx(
+    k: &mut Keys,
+    key: &[u8],
+    field: &[u8],
+    val: &[u8],
+    lim: &HashLimits,
+) -> Result<bool, Error> {
+    let h = k.write_or_create::<Hash>(key, new_hash)?;
+    if h.contains(field) {
+        return Ok(false);
+    }
+    h.set(field, val, lim);
+    Ok(true)
 }
 
 /// HGET key field
 fn hget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let h = k.read::<Hash>(&a[1])?;
     match h.and_then(|h| h.get_with(&a[2], |v| c.out.bulk(v))) {
         Some(()) => {}
         None => c.out.null(),
@@ -100,7 +127,8 @@ fn hget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// HMGET key field [field ...]
 fn hmget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let h = k.read::<Hash>(&a[1])?;
     c.out.array(a.len() - 2);
     for f in &a[2..] {
         if h.and_then(|h| h.get_with(f, |v| c.out.bulk(v))).is_none() {
@@ -112,7 +140,8 @@ fn hmget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// HGETALL key
 fn hgetall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(h) = k.read::<Hash>(&a[1])? else {
         c.out.map(0);
         return Ok(());
     };
@@ -136,7 +165,8 @@ fn hvals(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn hkeys_or_vals(c: &mut Ctx, a: &[Bytes], keys: bool) -> CmdResult {
-    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(h) = k.read::<Hash>(&a[1])? else {
         c.out.array(0);
         return Ok(());
     };
@@ -151,19 +181,7 @@ fn hkeys_or_vals(c: &mut Ctx, a: &[Bytes], keys: bool) -> CmdResult {
 /// HDEL key field [field ...]
 fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
-    let Some(h) = c.st.write::<Hash>(db, &a[1], c.now)? else {
-        c.out.int(0);
-        return Ok(());
-    };
-    let mut n = 0;
-    for f in &a[2..] {
-        if h.remove(f) {
-            n += 1;
-            if h.is_empty() {
-                break;
-            }
-        }
-    }
+    let n = op_hdel(&mut c.keys(), &a[1], &a[2..])?;
     if n > 0 {
         c.st.changed_n(class::HASH, "hdel", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
@@ -172,23 +190,43 @@ fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Removes `fields`; how many were there.
+fn op_hdel(k: &mut Keys, key: &[u8], fields: &[Bytes]) -> Result<i64, Error> {
+    let Some(h) = k.write::<Hash>(key)? else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for f in fields {
+        if h.remove(f) {
+            n += 1;
+            if h.is_empty() {
+                break;
+            }
+        }
+    }
+    Ok(n)
+}
+
 /// HEXISTS key field
 fn hexists(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let h = k.read::<Hash>(&a[1])?;
     c.out.int(h.is_some_and(|h| h.contains(&a[2])) as i64);
     Ok(())
 }
 
 /// HLEN key
 fn hlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let h = k.read::<Hash>(&a[1])?;
     c.out.int(h.map_or(0, |h| h.len()) as i64);
     Ok(())
 }
 
 /// HSTRLEN key field
 fn hstrlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let h = k.read::<Hash>(&a[1])?;
     c.out
         .int(h.and_then(|h| h.value_len(&a[2])).unwrap_or(0) as i64);
     Ok(())
@@ -197,9 +235,23 @@ fn hstrlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// HINCRBY key field increment
 fn hincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let by = int_arg(&a[3])?;
-    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
-    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
-    let cur = match h.get_with(&a[2], storage::num::parse_i64) {
+    let lim = c.st.tun.hash_limits;
+    let new = op_hincrby(&mut c.keys(), &a[1], &a[2], by, &lim)?;
+    c.st.changed(class::HASH, "hincrby", c.cl.db, &a[1]);
+    c.out.int(new);
+    Ok(())
+}
+
+/// Adds `by` to the integer at `field` (0 if absent); the result.
+fn op_hincrby(
+    k: &mut Keys,
+    key: &[u8],
+    field: &[u8],
+    by: i64,
+    lim: &HashLimits,
+) -> Result<i64, Error> {
+    let h = k.write_or_create::<Hash>(key, new_hash)?;
+    let cur = match h.get_with(field, storage::num::parse_i64) {
         None => 0,
         Some(Some(n)) => n,
         Some(None) => return Err(Error::other("ERR hash value is not an integer")),
@@ -207,11 +259,8 @@ fn hincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let new = cur
         .checked_add(by)
         .ok_or(Error::Storage(storage::Error::Overflow))?;
-    let text = itoa::Buffer::new().format(new).as_bytes().to_vec();
-    h.set(&a[2], &text, &lim);
-    c.st.changed(class::HASH, "hincrby", db, &a[1]);
-    c.out.int(new);
-    Ok(())
+    h.set(field, itoa::Buffer::new().format(new).as_bytes(), lim);
+    Ok(new)
 }
 
 /// HINCRBYFLOAT key field increment
@@ -220,20 +269,9 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if by.is_infinite() {
         return Err(Error::other("ERR value is NaN or Infinity"));
     }
-    let (db, lim) = (c.cl.db, c.st.tun.hash_limits);
-    let h = c.st.write_or_create::<Hash>(db, &a[1], c.now, new_hash)?;
-    let cur = match h.get_with(&a[2], LDouble::parse) {
-        None => LDouble::from_i64(0),
-        Some(Some(v)) => v,
-        Some(None) => return Err(Error::other("ERR hash value is not a float")),
-    };
-    let sum = match cur.add(by) {
-        Some(s) if !s.is_infinite() => s,
-        _ => return Err(storage::Error::NanOrInfinity.into()),
-    };
-    let text = sum.to_human();
-    h.set(&a[2], text.as_bytes(), &lim);
-    c.st.changed(class::HASH, "hincrbyfloat", db, &a[1]);
+    let lim = c.st.tun.hash_limits;
+    let text = op_hincrbyfloat(&mut c.keys(), &a[1], &a[2], by, &lim)?;
+    c.st.changed(class::HASH, "hincrbyfloat", c.cl.db, &a[1]);
     c.out.bulk(text.as_bytes());
     // The result, not the increment: a replay adds no rounding of its own.
     if c.propagating() {
@@ -243,10 +281,34 @@ fn hincrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Adds `by` to the number at `field` (0 if absent); the result's text.
+fn op_hincrbyfloat(
+    k: &mut Keys,
+    key: &[u8],
+    field: &[u8],
+    by: LDouble,
+    lim: &HashLimits,
+) -> Result<String, Error> {
+    let h = k.write_or_create::<Hash>(key, new_hash)?;
+    let cur = match h.get_with(field, LDouble::parse) {
+        None => LDouble::from_i64(0),
+        Some(Some(v)) => v,
+        Some(None) => return Err(Error::other("ERR hash value is not a float")),
+    };
+    let sum = match cur.add(by) {
+        Some(s) if !s.is_infinite() => s,
+        _ => return Err(storage::Error::NanOrInfinity.into()),
+    };
+    let text = sum.to_human();
+    h.set(field, text.as_bytes(), lim);
+    Ok(text)
+}
+
 /// HRANDFIELD key [count [WITHVALUES]]
 fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len() == 2 {
-        let h = c.st.read::<Hash>(c.cl.db, &a[1], c.now)?;
+        let mut k = c.st.keys(c.cl.db, c.now);
+        let h = k.read::<Hash>(&a[1])?;
         match h.and_then(|h| h.random(&mut rand::thread_rng())) {
             Some((f, _)) => c.out.bulk(&f),
             None => c.out.null(),
@@ -263,7 +325,8 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::other("ERR value is out of range"));
     }
     let resp3 = c.out.resp3;
-    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(h) = k.read::<Hash>(&a[1])? else {
         c.out.array(0);
         return Ok(());
     };
@@ -341,7 +404,8 @@ fn hrandfield(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let cursor = cursor_arg(&a[2])?;
-    let Some(h) = c.st.read::<Hash>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(h) = k.read::<Hash>(&a[1])? else {
         scan_reply(c.out, 0, &[]);
         return Ok(());
     };

@@ -14,6 +14,7 @@ use super::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::propagate::int;
+use crate::state::shard::Keys;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::{LpVal, Quicklist, Value};
@@ -108,29 +109,41 @@ fn rpushx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn push(c: &mut Ctx, a: &[Bytes], front: bool, only_existing: bool) -> CmdResult {
-    let (db, now, fill) = (c.cl.db, c.now, c.st.tun.list_fill);
+    let fill = c.st.tun.list_fill;
+    let len = op_push(&mut c.keys(), &a[1], &a[2..], front, only_existing, fill)?;
+    if len > 0 {
+        changed_n(c, push_event(front), c.cl.db, &a[1], a.len() - 2);
+    }
+    c.out.int(len as i64);
+    Ok(())
+}
+
+/// Pushes `elems` onto one end of the list at `key`, created if absent
+/// unless `only_existing`; the list's length (0: no list).
+pub fn op_push(
+    k: &mut Keys,
+    key: &[u8],
+    elems: &[Bytes],
+    front: bool,
+    only_existing: bool,
+    fill: i32,
+) -> Result<usize, Error> {
     let list = if only_existing {
-        match c.st.write::<Quicklist>(db, &a[1], now)? {
+        match k.write::<Quicklist>(key)? {
             Some(l) => l,
-            None => {
-                c.out.int(0);
-                return Ok(());
-            }
+            None => return Ok(0),
         }
     } else {
-        c.st.write_or_create::<Quicklist>(db, &a[1], now, new_list(fill))?
+        k.write_or_create::<Quicklist>(key, new_list(fill))?
     };
-    for e in &a[2..] {
+    for e in elems {
         if front {
             list.push_front(e);
         } else {
             list.push_back(e);
         }
     }
-    let len = list.len();
-    changed_n(c, push_event(front), db, &a[1], a.len() - 2);
-    c.out.int(len as i64);
-    Ok(())
+    Ok(list.len())
 }
 
 /// LPOP key [count]
@@ -156,7 +169,9 @@ fn pop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
         ),
     };
     let db = c.cl.db;
-    let Some(list) = c.st.write::<Quicklist>(db, &a[1], c.now)? else {
+    // Popped elements are written as they are walked, not copied first.
+    let mut k = c.st.keys(db, c.now);
+    let Some(list) = k.write::<Quicklist>(&a[1])? else {
         match count {
             Some(_) => c.out.null_array(),
             None => c.out.null(),
@@ -203,9 +218,7 @@ fn pop_many(out: &mut protocol::ReplyBuf, list: &mut Quicklist, front: bool, n: 
 
 /// LLEN key
 fn llen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let n =
-        c.st.read::<Quicklist>(c.cl.db, &a[1], c.now)?
-            .map_or(0, |l| l.len());
+    let n = c.keys().read::<Quicklist>(&a[1])?.map_or(0, |l| l.len());
     c.out.int(n as i64);
     Ok(())
 }
@@ -214,7 +227,8 @@ fn llen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn lrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let start = int_arg(&a[2])?;
     let stop = int_arg(&a[3])?;
-    let Some(list) = c.st.read::<Quicklist>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(list) = k.read::<Quicklist>(&a[1])? else {
         c.out.array(0);
         return Ok(());
     };
@@ -235,7 +249,8 @@ fn lrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// LINDEX key index
 fn lindex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let Some(list) = c.st.read::<Quicklist>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(list) = k.read::<Quicklist>(&a[1])? else {
         c.out.null();
         return Ok(());
     };
@@ -248,16 +263,20 @@ fn lindex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// LSET key index element
 fn lset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    let Some(list) = c.st.write::<Quicklist>(db, &a[1], c.now)? else {
+    op_lset(&mut c.keys(), &a[1], &a[2], &a[3])?;
+    c.st.changed(class::LIST, "lset", c.cl.db, &a[1]);
+    c.out.ok();
+    Ok(())
+}
+
+/// Replaces the element at `index` (checked once the list is found).
+fn op_lset(k: &mut Keys, key: &[u8], index: &[u8], elem: &[u8]) -> CmdResult {
+    let Some(list) = k.write::<Quicklist>(key)? else {
         return Err(Error::NoSuchKey);
     };
-    let index = int_arg(&a[2])?;
-    if !list.set(index, &a[3]) {
+    if !list.set(int_arg(index)?, elem) {
         return Err(Error::OutOfRange);
     }
-    c.st.changed(class::LIST, "lset", db, &a[1]);
-    c.out.ok();
     Ok(())
 }
 
@@ -270,30 +289,41 @@ fn linsert(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     } else {
         return Err(Error::Syntax);
     };
-    let db = c.cl.db;
-    let Some(list) = c.st.write::<Quicklist>(db, &a[1], c.now)? else {
-        c.out.int(0);
-        return Ok(());
-    };
-    if !list.insert(&a[3], &a[4], after) {
-        c.out.int(-1);
-        return Ok(());
+    let len = op_linsert(&mut c.keys(), &a[1], &a[3], &a[4], after)?;
+    if len > 0 {
+        c.st.changed(class::LIST, "linsert", c.cl.db, &a[1]);
     }
-    let len = list.len();
-    c.st.changed(class::LIST, "linsert", db, &a[1]);
-    c.out.int(len as i64);
+    c.out.int(len);
     Ok(())
+}
+
+/// Inserts `elem` next to the first `pivot`; the list's length, 0 if
+/// there is no list, -1 if no pivot.
+fn op_linsert(
+    k: &mut Keys,
+    key: &[u8],
+    pivot: &[u8],
+    elem: &[u8],
+    after: bool,
+) -> Result<i64, Error> {
+    let Some(list) = k.write::<Quicklist>(key)? else {
+        return Ok(0);
+    };
+    if !list.insert(pivot, elem, after) {
+        return Ok(-1);
+    }
+    Ok(list.len() as i64)
 }
 
 /// LREM key count element
 fn lrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let count = int_arg(&a[2])?;
     let db = c.cl.db;
-    let Some(list) = c.st.write::<Quicklist>(db, &a[1], c.now)? else {
-        c.out.int(0);
-        return Ok(());
+    let mut k = c.keys();
+    let removed = match k.write::<Quicklist>(&a[1])? {
+        Some(list) => list.remove(count, &a[3]),
+        None => 0,
     };
-    let removed = list.remove(count, &a[3]);
     if removed > 0 {
         changed_n(c, "lrem", db, &a[1], removed);
         c.st.delete_if_empty(db, &a[1]);
@@ -307,7 +337,8 @@ fn ltrim(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let start = int_arg(&a[2])?;
     let stop = int_arg(&a[3])?;
     let db = c.cl.db;
-    if let Some(list) = c.st.write::<Quicklist>(db, &a[1], c.now)? {
+    let mut k = c.keys();
+    if let Some(list) = k.write::<Quicklist>(&a[1])? {
         let before = list.len();
         list.trim(start, stop);
         let removed = before - list.len();
@@ -350,7 +381,8 @@ fn lpos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         i += 2;
     }
-    let Some(list) = c.st.read::<Quicklist>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(list) = k.read::<Quicklist>(&a[1])? else {
         match count {
             Some(_) => c.out.array(0),
             None => c.out.null(),
@@ -418,41 +450,55 @@ fn rpoplpush(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 /// Pops from `src` and pushes onto `dst`, replying with the element (null
-/// if `src` is absent). `dst`'s type is checked before anything moves.
+/// if `src` is absent).
 fn move_one(c: &mut Ctx, src: &[u8], dst: &[u8], from: bool, to: bool) -> CmdResult {
-    let (db, now, fill) = (c.cl.db, c.now, c.st.tun.list_fill);
-    // Write lookups, as in Redis: no keyspace hit/miss statistics.
-    if c.st.write::<Quicklist>(db, src, now)?.is_none() {
-        c.out.null();
-        return Ok(());
-    }
-    c.st.write::<Quicklist>(db, dst, now)?;
-    let Some(list) = c.st.write::<Quicklist>(db, src, now)? else {
+    let (db, fill) = (c.cl.db, c.st.tun.list_fill);
+    let Some(v) = op_move(&mut c.keys(), src, dst, from, to, fill)? else {
         c.out.null();
         return Ok(());
     };
-    let Some(v) = (if from {
-        list.pop_front()
-    } else {
-        list.pop_back()
-    }) else {
-        c.out.null();
-        return Ok(());
-    };
-    // With src == dst the list is still there (maybe empty for a moment).
-    let dl =
-        c.st.write_or_create::<Quicklist>(db, dst, now, new_list(fill))?;
-    if to {
-        dl.push_front(&v);
-    } else {
-        dl.push_back(&v);
-    }
     // One change in all for the dirty counter.
     c.st.changed(class::LIST, push_event(to), db, dst);
     changed_n(c, pop_event(from), db, src, 0);
     c.st.delete_if_empty(db, src);
     c.out.bulk(&v);
     Ok(())
+}
+
+/// Moves one element from an end of `src` to an end of `dst` (created if
+/// absent); `dst`'s type is checked before anything moves. The element,
+/// `None` if `src` is absent; an emptied `src` is left to the caller.
+pub fn op_move(
+    k: &mut Keys,
+    src: &[u8],
+    dst: &[u8],
+    from: bool,
+    to: bool,
+    fill: i32,
+) -> Result<Option<Vec<u8>>, Error> {
+    // Write lookups, as in Redis: no keyspace hit/miss statistics.
+    if k.write::<Quicklist>(src)?.is_none() {
+        return Ok(None);
+    }
+    k.write::<Quicklist>(dst)?;
+    let Some(list) = k.write::<Quicklist>(src)? else {
+        return Ok(None);
+    };
+    let Some(v) = (if from {
+        list.pop_front()
+    } else {
+        list.pop_back()
+    }) else {
+        return Ok(None);
+    };
+    // With src == dst the list is still there (maybe empty for a moment).
+    let dl = k.write_or_create::<Quicklist>(dst, new_list(fill))?;
+    if to {
+        dl.push_front(&v);
+    } else {
+        dl.push_back(&v);
+    }
+    Ok(Some(v))
 }
 
 /// BLPOP key [key ...] timeout
@@ -469,22 +515,16 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
     let keys = &a[1..a.len() - 1];
     let deadline = timeout_arg(&a[a.len() - 1], c.now)?;
     let db = c.cl.db;
-    for k in keys {
-        let Some(list) = c.st.write::<Quicklist>(db, k, c.now)? else {
+    for key in keys {
+        let Some(v) = op_pop(&mut c.keys(), key, front)? else {
             continue;
         };
-        let v = if front {
-            list.pop_front()
-        } else {
-            list.pop_back()
-        };
-        let Some(v) = v else { continue };
-        c.st.changed(class::LIST, pop_event(front), db, k);
-        c.st.delete_if_empty(db, k);
+        c.st.changed(class::LIST, pop_event(front), db, key);
+        c.st.delete_if_empty(db, key);
         c.out.array(2);
-        c.out.bulk(k);
+        c.out.bulk(key);
         c.out.bulk(&v);
-        c.propagate_as([pop_cmd(front), k.clone()]);
+        c.propagate_as([pop_cmd(front), key.clone()]);
         return Ok(());
     }
     if c.may_block() {
@@ -493,6 +533,19 @@ fn bpop(c: &mut Ctx, a: &[Bytes], front: bool) -> CmdResult {
         c.out.null_array();
     }
     Ok(())
+}
+
+/// Pops one element from an end of the list at `key`; an emptied list is
+/// left to the caller.
+fn op_pop(k: &mut Keys, key: &[u8], front: bool) -> Result<Option<Vec<u8>>, Error> {
+    let Some(list) = k.write::<Quicklist>(key)? else {
+        return Ok(None);
+    };
+    Ok(if front {
+        list.pop_front()
+    } else {
+        list.pop_back()
+    })
 }
 
 /// BRPOPLPUSH source destination timeout
@@ -525,7 +578,7 @@ fn pop_cmd(front: bool) -> Bytes {
 
 fn bmove(c: &mut Ctx, a: &[Bytes], from: bool, to: bool, timeout: &[u8]) -> CmdResult {
     let deadline = timeout_arg(timeout, c.now)?;
-    if c.st.write::<Quicklist>(c.cl.db, &a[1], c.now)?.is_some() {
+    if c.keys().write::<Quicklist>(&a[1])?.is_some() {
         return move_one(c, &a[1], &a[2], from, to);
     }
     if c.may_block() {
@@ -571,19 +624,20 @@ fn mpop_args(a: &[Bytes], at: usize) -> Result<(&[Bytes], bool, i64), Error> {
 /// `[key, [elements]]`; false (nothing written) if all are empty.
 fn mpop_from(c: &mut Ctx, keys: &[Bytes], front: bool, count: i64) -> Result<bool, Error> {
     let db = c.cl.db;
-    for k in keys {
-        let Some(list) = c.st.write::<Quicklist>(db, k, c.now)? else {
+    for key in keys {
+        let mut k = c.st.keys(db, c.now);
+        let Some(list) = k.write::<Quicklist>(key)? else {
             continue;
         };
         if list.is_empty() {
             continue;
         }
         c.out.array(2);
-        c.out.bulk(k);
+        c.out.bulk(key);
         let n = pop_many(c.out, list, front, count);
-        changed_n(c, pop_event(front), db, k, n);
-        c.st.delete_if_empty(db, k);
-        c.propagate_as([pop_cmd(front), k.clone(), int(n as i64)]);
+        changed_n(c, pop_event(front), db, key, n);
+        c.st.delete_if_empty(db, key);
+        c.propagate_as([pop_cmd(front), key.clone(), int(n as i64)]);
         return Ok(true);
     }
     Ok(false)

@@ -12,6 +12,7 @@ use super::{int_arg, rand_count, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::core::random::distinct_indices;
+use crate::state::shard::Keys;
 use bytes::Bytes;
 use rand::Rng;
 use std::collections::HashSet;
@@ -43,37 +44,27 @@ fn bulk_val(out: &mut protocol::ReplyBuf, v: LpVal) {
 
 /// SADD key member [member ...]
 fn sadd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let (db, max) = (c.cl.db, c.st.tun.set_max_intset);
-    let first = a[2].clone();
-    let s =
-        c.st.write_or_create::<Set>(db, &a[1], c.now, || Value::Set(Set::new_for(&first)))?;
-    let mut added = 0;
-    for m in &a[2..] {
-        added += s.add(m, max) as i64;
-    }
+    let max = c.st.tun.set_max_intset;
+    let added = op_sadd(&mut c.keys(), &a[1], &a[2..], max)?;
     if added > 0 {
-        c.st.changed_n(class::SET, "sadd", db, &a[1], added as u64);
+        c.st.changed_n(class::SET, "sadd", c.cl.db, &a[1], added as u64);
     }
     c.out.int(added);
     Ok(())
 }
 
+/// Adds `members` to the set at `key` (created if absent); how many were
+/// new.
+pub fn op_sadd(k: &mut Keys, key: &[u8], members: &[Bytes], max: usize) -> Result<i64, Error> {
+    let first = &members[0];
+    let s = k.write_or_create::<Set>(key, || Value::Set(Set::new_for(first)))?;
+    Ok(members.iter().map(|m| s.add(m, max) as i64).sum())
+}
+
 /// SREM key member [member ...]
 fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
-    let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
-        c.out.int(0);
-        return Ok(());
-    };
-    let mut n = 0;
-    for m in &a[2..] {
-        if s.remove(m) {
-            n += 1;
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
+    let n = op_srem(&mut c.keys(), &a[1], &a[2..])?;
     if n > 0 {
         c.st.changed_n(class::SET, "srem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
@@ -82,23 +73,42 @@ fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Removes `members` from the set at `key`; how many were there.
+fn op_srem(k: &mut Keys, key: &[u8], members: &[Bytes]) -> Result<i64, Error> {
+    let Some(s) = k.write::<Set>(key)? else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for m in members {
+        if s.remove(m) {
+            n += 1;
+            if s.is_empty() {
+                break;
+            }
+        }
+    }
+    Ok(n)
+}
+
 /// SCARD key
 fn scard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
-    c.out.int(s.map_or(0, |s| s.len()) as i64);
+    let s = c.keys().read::<Set>(&a[1])?.map_or(0, |s| s.len());
+    c.out.int(s as i64);
     Ok(())
 }
 
 /// SISMEMBER key member
 fn sismember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let s = k.read::<Set>(&a[1])?;
     c.out.int(s.is_some_and(|s| s.contains(&a[2])) as i64);
     Ok(())
 }
 
 /// SMISMEMBER key member [member ...]
 fn smismember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let s = k.read::<Set>(&a[1])?;
     c.out.array(a.len() - 2);
     for m in &a[2..] {
         c.out.int(s.is_some_and(|s| s.contains(m)) as i64);
@@ -108,7 +118,8 @@ fn smismember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// SMEMBERS key
 fn smembers(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(s) = k.read::<Set>(&a[1])? else {
         c.out.set(0);
         return Ok(());
     };
@@ -125,7 +136,8 @@ fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::Syntax);
     }
     if a.len() == 2 {
-        let s = c.st.read::<Set>(c.cl.db, &a[1], c.now)?;
+        let mut k = c.st.keys(c.cl.db, c.now);
+        let s = k.read::<Set>(&a[1])?;
         match s.and_then(|s| s.random(&mut rand::thread_rng())) {
             Some(m) => c.out.bulk(&m),
             None => c.out.null(),
@@ -133,7 +145,8 @@ fn srandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     let count = rand_count(&a[2])?;
-    let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(s) = k.read::<Set>(&a[1])? else {
         c.out.array(0);
         return Ok(());
     };
@@ -209,11 +222,10 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(Error::Syntax);
     }
     if a.len() == 2 {
-        let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
+        let Some(m) = op_spop(&mut c.keys(), &a[1], None)?.and_then(|mut p| p.some.pop()) else {
             c.out.null();
             return Ok(());
         };
-        let m = s.pop_random(&mut rand::thread_rng()).unwrap_or_default();
         c.out.bulk(&m);
         c.st.changed(class::SET, "spop", db, &a[1]);
         c.st.delete_if_empty(db, &a[1]);
@@ -225,58 +237,97 @@ fn spop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         .ok()
         .filter(|n| *n >= 0)
         .ok_or_else(|| Error::other("ERR value is out of range, must be positive"))?;
-    let prop = c.propagating();
-    let Some(s) = c.st.write::<Set>(db, &a[1], c.now)? else {
-        c.out.set(0);
-        return Ok(());
-    };
-    if count == 0 {
-        c.out.set(0);
-        return Ok(());
-    }
-    let n = s.len();
-    if count as u64 >= n as u64 {
-        // The whole set goes: reply with it and delete the key.
-        c.out.set(n);
-        for v in s.iter() {
-            bulk_val(c.out, v);
+    let popped = match op_spop(&mut c.keys(), &a[1], Some(count as u64))? {
+        Some(p) if count > 0 => p,
+        _ => {
+            c.out.set(0);
+            return Ok(());
         }
-        c.st.shard.dbs[db].remove(&a[1]);
-        c.st.changed_n(class::SET, "spop", db, &a[1], n as u64);
+    };
+    if let Some(all) = popped.all {
+        // The whole set went: reply with it, the key is deleted.
+        reply_set(c, &all);
+        c.st.changed_n(class::SET, "spop", db, &a[1], all.len() as u64);
         c.st.notify(class::GENERIC, "del", db, &a[1]);
         c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
         return Ok(());
     }
-    let k = count as usize;
-    let mut rng = rand::thread_rng();
-    c.out.set(k);
-    let mut popped = Vec::new();
-    for _ in 0..k {
-        if let Some(m) = s.pop_random(&mut rng) {
-            c.out.bulk(&m);
-            if prop {
-                popped.push(Bytes::from(m));
-            }
-        }
+    c.out.set(popped.some.len());
+    for m in &popped.some {
+        c.out.bulk(m);
     }
-    c.st.changed_n(class::SET, "spop", db, &a[1], k as u64);
+    c.st.changed_n(class::SET, "spop", db, &a[1], popped.some.len() as u64);
     // As Redis 7.0: one SREM per member, in one unit.
-    for m in popped {
-        c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), m]);
+    if c.propagating() {
+        for m in popped.some {
+            c.propagate_as([Bytes::from_static(b"SREM"), a[1].clone(), Bytes::from(m)]);
+        }
     }
     Ok(())
 }
 
+/// What SPOP took: the whole set (its key deleted) or some members.
+#[derive(Default)]
+struct Popped {
+    all: Option<Set>,
+    some: Vec<Vec<u8>>,
+}
+
+/// Pops `count` random members of the set at `key` (`None`: no set); a
+/// count of at least its size takes the set itself. Without a count one
+/// member, leaving an emptied set to the caller.
+fn op_spop(k: &mut Keys, key: &[u8], count: Option<u64>) -> Result<Option<Popped>, Error> {
+    let Some(s) = k.write::<Set>(key)? else {
+        return Ok(None);
+    };
+    let mut p = Popped::default();
+    if count.is_some_and(|n| n > 0 && n >= s.len() as u64) {
+        if let Some(Value::Set(all)) = k.db().remove(key) {
+            p.all = Some(all);
+        }
+        return Ok(Some(p));
+    }
+    let mut rng = rand::thread_rng();
+    for _ in 0..count.unwrap_or(1) {
+        if let Some(m) = s.pop_random(&mut rng) {
+            p.some.push(m);
+        }
+    }
+    Ok(Some(p))
+}
+
 /// SMOVE source destination member
 fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let (db, now, max) = (c.cl.db, c.now, c.st.tun.set_max_intset);
+    let (db, max) = (c.cl.db, c.st.tun.set_max_intset);
     let (src, dst, m) = (&a[1], &a[2], &a[3]);
-    c.st.expire_if_needed(db, src, now);
-    c.st.expire_if_needed(db, dst, now);
-    let d = &c.st.shard.dbs[db];
+    let moved = op_smove(&mut c.keys(), src, dst, m, max)?;
+    if let Some(added) = moved.filter(|_| src != dst) {
+        c.st.changed(class::SET, "srem", db, src);
+        c.st.delete_if_empty(db, src);
+        if added {
+            c.st.changed(class::SET, "sadd", db, dst);
+        }
+    }
+    c.out.int(moved.is_some() as i64);
+    Ok(())
+}
+
+/// Moves `m` from the set at `src` to the one at `dst` (created if
+/// absent), both checked for their type first; `None` if `m` was not in
+/// `src`, else whether `dst` gained it. An emptied `src` is left to the
+/// caller.
+fn op_smove(
+    k: &mut Keys,
+    src: &[u8],
+    dst: &[u8],
+    m: &[u8],
+    max: usize,
+) -> Result<Option<bool>, Error> {
+    k.expire_if_needed(src);
+    k.expire_if_needed(dst);
+    let d = k.db();
     let Some(sv) = d.get(src) else {
-        c.out.int(0);
-        return Ok(());
+        return Ok(None);
     };
     let Value::Set(s) = sv else {
         return Err(crate::core::error::WRONGTYPE);
@@ -285,33 +336,24 @@ fn smove(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         return Err(crate::core::error::WRONGTYPE);
     }
     if src == dst {
-        c.out.int(s.contains(m) as i64);
-        return Ok(());
+        return Ok(s.contains(m).then_some(false));
     }
-    let Some(Value::Set(s)) = c.st.shard.dbs[db].get_mut(src) else {
+    let Some(Value::Set(s)) = d.get_mut(src) else {
         unreachable!("checked above")
     };
     if !s.remove(m) {
-        c.out.int(0);
-        return Ok(());
+        return Ok(None);
     }
-    c.st.changed(class::SET, "srem", db, src);
-    c.st.delete_if_empty(db, src);
-    let s =
-        c.st.write_or_create::<Set>(db, dst, now, || Value::Set(Set::new_for(m)))?;
-    if s.add(m, max) {
-        c.st.changed(class::SET, "sadd", db, dst);
-    }
-    c.out.int(1);
-    Ok(())
+    let s = k.write_or_create::<Set>(dst, || Value::Set(Set::new_for(m)))?;
+    Ok(Some(s.add(m, max)))
 }
 
 /// Looks every key up as a set (lazy expiry, hit/miss stats), failing
 /// with WRONGTYPE if any holds another type, as Redis checks all of them
 /// before computing anything.
-fn check_sets(c: &mut Ctx, keys: &[Bytes]) -> CmdResult {
-    for k in keys {
-        c.st.read::<Set>(c.cl.db, k, c.now)?;
+fn check_sets(k: &mut Keys, keys: &[Bytes]) -> CmdResult {
+    for key in keys {
+        k.read::<Set>(key)?;
     }
     Ok(())
 }
@@ -346,19 +388,24 @@ fn inter<'a>(sets: &mut [&'a Set], limit: usize) -> Vec<LpVal<'a>> {
 
 /// Writes (or, empty, deletes) the destination of a STORE command.
 fn store(c: &mut Ctx, dst: &[u8], set: Set, event: &str) {
-    let db = c.cl.db;
-    if set.is_empty() {
-        c.st.expire_if_needed(db, dst, c.now);
-        if c.st.shard.dbs[db].remove(dst).is_some() {
-            c.st.changed(class::GENERIC, "del", db, dst);
-        }
-        c.out.int(0);
-    } else {
-        let n = set.len();
-        c.st.shard.dbs[db].set(dst, Value::Set(set), false);
-        c.st.changed(class::SET, event, db, dst);
-        c.out.int(n as i64);
+    let (db, n) = (c.cl.db, set.len());
+    match op_store(&mut c.keys(), dst, set) {
+        true if n == 0 => c.st.changed(class::GENERIC, "del", db, dst),
+        true => c.st.changed(class::SET, event, db, dst),
+        false => {}
     }
+    c.out.int(n as i64);
+}
+
+/// Writes `set` at `dst`, or deletes `dst` if it is empty; whether that
+/// changed anything.
+fn op_store(k: &mut Keys, dst: &[u8], set: Set) -> bool {
+    if set.is_empty() {
+        k.expire_if_needed(dst);
+        return k.db().remove(dst).is_some();
+    }
+    k.db().set(dst, Value::Set(set), false);
+    true
 }
 
 fn new_result() -> Set {
@@ -367,8 +414,9 @@ fn new_result() -> Set {
 
 /// SINTER key [key ...]
 fn sinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    check_sets(c, &a[1..])?;
-    let found = sets_at(&c.st.shard.dbs[c.cl.db], &a[1..]);
+    let mut k = c.st.keys(c.cl.db, c.now);
+    check_sets(&mut k, &a[1..])?;
+    let found = sets_at(k.db(), &a[1..]);
     let Some(mut sets) = found.into_iter().collect::<Option<Vec<&Set>>>() else {
         c.out.set(0);
         return Ok(());
@@ -383,9 +431,10 @@ fn sinter(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// SINTERSTORE destination key [key ...]
 fn sinterstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    check_sets(c, &a[2..])?;
     let max = c.st.tun.set_max_intset;
-    let found = sets_at(&c.st.shard.dbs[c.cl.db], &a[2..]);
+    let mut k = c.st.keys(c.cl.db, c.now);
+    check_sets(&mut k, &a[2..])?;
+    let found = sets_at(k.db(), &a[2..]);
     let mut result = new_result();
     if let Some(mut sets) = found.into_iter().collect::<Option<Vec<&Set>>>() {
         for v in inter(&mut sets, 0) {
@@ -423,8 +472,9 @@ fn sintercard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
     }
     let keys = &a[2..end];
-    check_sets(c, keys)?;
-    let found = sets_at(&c.st.shard.dbs[c.cl.db], keys);
+    let mut k = c.st.keys(c.cl.db, c.now);
+    check_sets(&mut k, keys)?;
+    let found = sets_at(k.db(), keys);
     let n = match found.into_iter().collect::<Option<Vec<&Set>>>() {
         Some(mut sets) => inter(&mut sets, limit).len(),
         None => 0,
@@ -441,9 +491,14 @@ enum Op {
 
 /// SUNION/SDIFF of `keys` as a new set, built as Redis builds it.
 fn union_diff(c: &mut Ctx, keys: &[Bytes], op: Op) -> Result<Set, Error> {
-    check_sets(c, keys)?;
     let max = c.st.tun.set_max_intset;
-    let sets = sets_at(&c.st.shard.dbs[c.cl.db], keys);
+    op_union_diff(&mut c.keys(), keys, op, max)
+}
+
+/// SUNION/SDIFF of `keys` as a new set, built as Redis builds it.
+fn op_union_diff(k: &mut Keys, keys: &[Bytes], op: Op, max: usize) -> Result<Set, Error> {
+    check_sets(k, keys)?;
+    let sets = sets_at(k.db(), keys);
     let mut out = new_result();
     match op {
         Op::Union => {
@@ -526,7 +581,8 @@ fn sdiffstore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 fn sscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let cursor = cursor_arg(&a[2])?;
-    let Some(s) = c.st.read::<Set>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(s) = k.read::<Set>(&a[1])? else {
         scan_reply(c.out, 0, &[]);
         return Ok(());
     };

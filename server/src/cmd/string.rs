@@ -4,6 +4,7 @@ use super::{int_arg, is, norm_range, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_FLOAT, NOT_INTEGER};
 use crate::core::propagate::int;
+use crate::state::shard::Keys;
 use bytes::Bytes;
 use storage::num::LDouble;
 use storage::{CBytes, StrValue, Value};
@@ -49,7 +50,8 @@ pub fn check_len(c: &Ctx, a: u64, b: u64) -> CmdResult {
 
 /// GET key
 fn get(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    match c.st.read_str(c.cl.db, &a[1], c.now)? {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    match k.read::<StrValue>(&a[1])? {
         Some(s) => c.out.bulk(s.as_bytes(&mut itoa::Buffer::new())),
         None => c.out.null(),
     }
@@ -162,7 +164,7 @@ fn propagate_set_pxat(c: &mut Ctx, key: &Bytes, val: &Bytes) {
         return;
     }
     let mut op = vec![Bytes::from_static(b"SET"), key.clone(), val.clone()];
-    if let Some(t) = c.st.shard.dbs[c.cl.db].expire_at(key) {
+    if let Some(t) = c.db().expire_at(key) {
         op.extend([Bytes::from_static(b"PXAT"), int(t)]);
     }
     c.propagate_as(op);
@@ -178,49 +180,68 @@ fn set_generic(
     get: bool,
     ttl: Ttl,
 ) -> CmdResult {
-    let db = c.cl.db;
-    // With GET the old value is read as GET reads it (hits/misses counted).
-    let old = if get {
-        c.st.read_str(db, key, c.now)?.map(|s| s.to_vec())
-    } else {
-        c.st.expire_if_needed(db, key, c.now);
-        None
-    };
-    let exists = (nx || xx) && c.st.shard.dbs[db].contains(key);
-    if (nx && exists) || (xx && !exists) {
-        match (get, old) {
-            (true, Some(v)) => c.out.bulk(&v),
-            _ => c.out.null(),
+    let (written, old) = op_set(&mut c.keys(), key, val, nx, xx, get, ttl)?;
+    if written {
+        let db = c.cl.db;
+        c.st.changed(class::STRING, "set", db, key);
+        if let Ttl::At(_) = ttl {
+            c.st.notify(class::GENERIC, "expire", db, key);
         }
-        return Ok(());
-    }
-    c.st.shard.dbs[db].set(key, Value::str(val), ttl == Ttl::Keep);
-    if let Ttl::At(t) = ttl {
-        c.st.shard.dbs[db].set_expire(key, t);
-    }
-    c.st.changed(class::STRING, "set", db, key);
-    if let Ttl::At(_) = ttl {
-        c.st.notify(class::GENERIC, "expire", db, key);
     }
     match (get, old) {
         (true, Some(v)) => c.out.bulk(&v),
-        (true, None) => c.out.null(),
-        _ => c.out.ok(),
+        (false, None) if written => c.out.ok(),
+        _ => c.out.null(),
     }
     Ok(())
 }
 
+/// SET's operation: whether it wrote, and with `get` the old value.
+pub fn op_set(
+    k: &mut Keys,
+    key: &[u8],
+    val: &[u8],
+    nx: bool,
+    xx: bool,
+    get: bool,
+    ttl: Ttl,
+) -> Result<(bool, Option<Vec<u8>>), Error> {
+    // With GET the old value is read as GET reads it (hits/misses counted).
+    let old = if get {
+        k.read::<StrValue>(key)?.map(|s| s.to_vec())
+    } else {
+        k.expire_if_needed(key);
+        None
+    };
+    let db = k.db();
+    let exists = (nx || xx) && db.contains(key);
+    if (nx && exists) || (xx && !exists) {
+        return Ok((false, old));
+    }
+    db.set(key, Value::str(val), ttl == Ttl::Keep);
+    if let Ttl::At(t) = ttl {
+        db.set_expire(key, t);
+    }
+    Ok((true, old))
+}
+
 /// SETNX key value
 fn setnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    if c.st.lookup_write(db, &a[1], c.now).is_some() {
-        c.out.int(0);
-        return Ok(());
+    let set = op_setnx(&mut c.keys(), &a[1], &a[2]);
+    if set {
+        c.st.changed(class::STRING, "set", c.cl.db, &a[1]);
     }
-    c.st.shard.dbs[db].add(&a[1], Value::str(&a[2]));
-    c.st.changed(class::STRING, "set", db, &a[1]);
-    c.out.int(1);
+    c.out.int(set as i64);
     Ok(())
+}
+
+/// Sets `key` unless it exists; whether it did.
+fn op_setnx(k: &mut Keys, key: &[u8], val: &[u8]) -> bool {
+    if k.lookup_write(key).is_some() {
+        return false;
+    }
+    k.db().add(key, Value::str(val));
+    true
 }
 
 /// SETEX key seconds value
@@ -248,24 +269,32 @@ fn getset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// GETDEL key
 fn getdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    let Some(s) = c.st.read_str(db, &a[1], c.now)? else {
+    let Some(v) = op_getdel(&mut c.keys(), &a[1])? else {
         c.out.null();
         return Ok(());
     };
-    c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
-    c.st.shard.dbs[db].remove(&a[1]);
-    c.st.changed(class::GENERIC, "del", db, &a[1]);
+    if let Value::Str(s) = &v {
+        c.out.bulk(s.as_bytes(&mut itoa::Buffer::new()));
+    }
+    c.st.changed(class::GENERIC, "del", c.cl.db, &a[1]);
     c.propagate_as([Bytes::from_static(b"DEL"), a[1].clone()]);
     Ok(())
+}
+
+/// Removes the string at `key` and hands it over.
+fn op_getdel(k: &mut Keys, key: &[u8]) -> Result<Option<Value>, Error> {
+    if k.read::<StrValue>(key)?.is_none() {
+        return Ok(None);
+    }
+    Ok(k.db().remove(key))
 }
 
 /// GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
 ///   PXAT unix-time-milliseconds | PERSIST]
 fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let e = parse_ext(a, 2, false)?;
-    let db = c.cl.db;
-    let Some(s) = c.st.read_str(db, &a[1], c.now)? else {
+    let mut k = c.keys();
+    let Some(s) = k.read::<StrValue>(&a[1])? else {
         c.out.null();
         return Ok(());
     };
@@ -276,27 +305,33 @@ fn getex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         None => None,
     };
     c.out.bulk(&val);
-    if let Some(at) = at {
-        if c.st.already_expired(at, c.now) {
-            c.st.shard.dbs[db].remove(&a[1]);
-            c.st.changed(class::GENERIC, "del", db, &a[1]);
-        } else {
-            c.st.shard.dbs[db].set_expire(&a[1], at);
-            c.st.changed(class::GENERIC, "expire", db, &a[1]);
-        }
-    } else if e.persist && c.st.shard.dbs[db].persist(&a[1]) {
-        c.st.changed(class::GENERIC, "persist", db, &a[1]);
+    if let Some(event) = op_set_ttl(&mut c.keys(), &a[1], at, e.persist) {
+        c.st.changed(class::GENERIC, event, c.cl.db, &a[1]);
     }
     c.propagate_expiry(&a[1], &[]);
     Ok(())
 }
 
+/// Sets the expiry of `key` to `at` (deleting it if that has passed), or
+/// with `persist` removes it; the event of what changed.
+fn op_set_ttl(k: &mut Keys, key: &[u8], at: Option<i64>, persist: bool) -> Option<&'static str> {
+    if let Some(at) = at {
+        if k.already_expired(at) {
+            k.db().remove(key);
+            return Some("del");
+        }
+        k.db().set_expire(key, at);
+        return Some("expire");
+    }
+    (persist && k.db().persist(key)).then_some("persist")
+}
+
 /// MGET key [key ...]
 fn mget(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     c.out.array(a.len() - 1);
-    let db = c.cl.db;
-    for k in &a[1..] {
-        match c.st.lookup_read(db, k, c.now) {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    for key in &a[1..] {
+        match k.lookup_read(key) {
             Some(Value::Str(s)) => c.out.bulk(s.as_bytes(&mut itoa::Buffer::new())),
             #[allow(unreachable_patterns)]
             _ => c.out.null(),
@@ -316,11 +351,12 @@ fn mset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn mset_all(c: &mut Ctx, a: &[Bytes]) {
-    let db = c.cl.db;
+    // Each key's event follows its own write (and its expiry's event).
     for kv in a[1..].chunks_exact(2) {
-        c.st.expire_if_needed(db, &kv[0], c.now);
-        c.st.shard.dbs[db].set(&kv[0], Value::str(&kv[1]), false);
-        c.st.changed(class::STRING, "set", db, &kv[0]);
+        let mut k = c.keys();
+        k.expire_if_needed(&kv[0]);
+        k.db().set(&kv[0], Value::str(&kv[1]), false);
+        c.st.changed(class::STRING, "set", c.cl.db, &kv[0]);
     }
 }
 
@@ -329,12 +365,13 @@ fn msetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if a.len().is_multiple_of(2) {
         return Err(Error::Arity("msetnx".into()));
     }
-    let db = c.cl.db;
-    for kv in a[1..].chunks_exact(2) {
-        if c.st.lookup_write(db, &kv[0], c.now).is_some() {
-            c.out.int(0);
-            return Ok(());
-        }
+    let mut k = c.keys();
+    if a[1..]
+        .chunks_exact(2)
+        .any(|kv| k.lookup_write(&kv[0]).is_some())
+    {
+        c.out.int(0);
+        return Ok(());
     }
     mset_all(c, a);
     c.out.int(1);
@@ -343,30 +380,31 @@ fn msetnx(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// APPEND key value
 fn append(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
     let max = c.st.tun.max_bulk.max(0) as u64;
-    let len = match c.st.write_str(db, &a[1], c.now)? {
-        None => {
-            c.st.shard.dbs[db].add(&a[1], Value::str(&a[2]));
-            a[2].len()
-        }
-        Some(s) => {
-            if s.len() as u64 + a[2].len() as u64 > max {
-                return Err(storage::Error::StringTooLong.into());
-            }
-            let v = s.make_raw();
-            v.extend_from_slice(&a[2]);
-            v.len()
-        }
-    };
-    c.st.changed(class::STRING, "append", db, &a[1]);
+    let len = op_append(&mut c.keys(), &a[1], &a[2], max)?;
+    c.st.changed(class::STRING, "append", c.cl.db, &a[1]);
     c.out.int(len as i64);
     Ok(())
 }
 
+/// Appends `val` to the string at `key` (created if absent); its length.
+fn op_append(k: &mut Keys, key: &[u8], val: &[u8], max: u64) -> Result<usize, Error> {
+    let Some(s) = k.write::<StrValue>(key)? else {
+        k.db().add(key, Value::str(val));
+        return Ok(val.len());
+    };
+    if s.len() as u64 + val.len() as u64 > max {
+        return Err(storage::Error::StringTooLong.into());
+    }
+    let v = s.make_raw();
+    v.extend_from_slice(val);
+    Ok(v.len())
+}
+
 /// STRLEN key
 fn strlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let n = c.st.read_str(c.cl.db, &a[1], c.now)?.map_or(0, |s| s.len());
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let n = k.read::<StrValue>(&a[1])?.map_or(0, |s| s.len());
     c.out.int(n as i64);
     Ok(())
 }
@@ -375,7 +413,8 @@ fn strlen(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 fn getrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let start = int_arg(&a[2])?;
     let end = int_arg(&a[3])?;
-    let Some(s) = c.st.read_str(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(s) = k.read::<StrValue>(&a[1])? else {
         c.out.bulk(b"");
         return Ok(());
     };
@@ -394,26 +433,41 @@ fn setrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if off < 0 {
         return Err(Error::other("ERR offset is out of range"));
     }
-    let db = c.cl.db;
-    let val = &a[3];
-    let exists = match c.st.write_str(db, &a[1], c.now)? {
+    let max = c.st.tun.max_bulk.max(0) as u64;
+    let (n, wrote) = op_setrange(&mut c.keys(), &a[1], off as u64, &a[3], max)?;
+    if wrote {
+        c.st.changed(class::STRING, "setrange", c.cl.db, &a[1]);
+    }
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// Writes `val` at `off` of the string at `key`, zero-padded (created if
+/// absent and `val` is not empty); its length and whether it wrote.
+fn op_setrange(
+    k: &mut Keys,
+    key: &[u8],
+    off: u64,
+    val: &[u8],
+    max: u64,
+) -> Result<(usize, bool), Error> {
+    let exists = match k.write::<StrValue>(key)? {
         None => false,
-        Some(s) if val.is_empty() => {
-            c.out.int(s.len() as i64);
-            return Ok(());
-        }
+        Some(s) if val.is_empty() => return Ok((s.len(), false)),
         Some(_) => true,
     };
     if !exists && val.is_empty() {
-        c.out.int(0);
-        return Ok(());
+        return Ok((0, false));
     }
-    check_len(c, off as u64, val.len() as u64)?;
+    match off.checked_add(val.len() as u64) {
+        Some(t) if t <= max => {}
+        _ => return Err(storage::Error::StringTooLong.into()),
+    }
     if !exists {
-        c.st.shard.dbs[db].add(&a[1], Value::Str(StrValue::raw(Vec::new())));
+        k.db().add(key, Value::Str(StrValue::raw(Vec::new())));
     }
-    let Some(s) = c.st.write_str(db, &a[1], c.now)? else {
-        return Ok(());
+    let Some(s) = k.write::<StrValue>(key)? else {
+        return Ok((0, false));
     };
     let v = s.make_raw();
     let off = off as usize;
@@ -421,32 +475,29 @@ fn setrange(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         v.resize(off + val.len(), 0);
     }
     v[off..off + val.len()].copy_from_slice(val);
-    let n = v.len();
-    c.st.changed(class::STRING, "setrange", db, &a[1]);
-    c.out.int(n as i64);
-    Ok(())
+    Ok((v.len(), true))
 }
 
 /// The shared body of INCR, DECR, INCRBY and DECRBY.
 fn incr_by(c: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
-    let db = c.cl.db;
-    let n = match c.st.write_str(db, key, c.now)? {
-        None => by,
-        Some(s) => {
-            let cur = s.as_i64().ok_or(NOT_INTEGER)?;
-            let n = cur
-                .checked_add(by)
-                .ok_or(Error::Storage(storage::Error::Overflow))?;
-            *s = StrValue::Int(n);
-            n
-        }
-    };
-    if !c.st.shard.dbs[db].contains(key) {
-        c.st.shard.dbs[db].add(key, Value::Str(StrValue::Int(n)));
-    }
-    c.st.changed(class::STRING, "incrby", db, key);
+    let n = op_incr_by(&mut c.keys(), key, by)?;
+    c.st.changed(class::STRING, "incrby", c.cl.db, key);
     c.out.int(n);
     Ok(())
+}
+
+/// Adds `by` to the integer at `key` (0 if absent); the result.
+pub fn op_incr_by(k: &mut Keys, key: &[u8], by: i64) -> Result<i64, Error> {
+    if let Some(s) = k.write::<StrValue>(key)? {
+        let cur = s.as_i64().ok_or(NOT_INTEGER)?;
+        let n = cur
+            .checked_add(by)
+            .ok_or(Error::Storage(storage::Error::Overflow))?;
+        *s = StrValue::Int(n);
+        return Ok(n);
+    }
+    k.db().add(key, Value::Str(StrValue::Int(by)));
+    Ok(by)
 }
 
 /// INCR key
@@ -476,25 +527,8 @@ fn decrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// INCRBYFLOAT key increment
 fn incrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    let cur = match c.st.write_str(db, &a[1], c.now)? {
-        None => LDouble::from_i64(0),
-        Some(StrValue::Int(n)) => LDouble::from_i64(*n),
-        Some(s) => LDouble::parse(&s.to_vec()).ok_or(NOT_FLOAT)?,
-    };
-    let by = LDouble::parse(&a[2]).ok_or(NOT_FLOAT)?;
-    let sum = match cur.add(by) {
-        Some(s) if !s.is_infinite() => s,
-        _ => return Err(storage::Error::NanOrInfinity.into()),
-    };
-    let text = sum.to_human();
-    // Redis stores the formatted result as a plain string, never `int`.
-    c.st.shard.dbs[db].set(
-        &a[1],
-        Value::Str(StrValue::Emb(CBytes::new(text.as_bytes()))),
-        true,
-    );
-    c.st.changed(class::STRING, "incrbyfloat", db, &a[1]);
+    let text = op_incrbyfloat(&mut c.keys(), &a[1], &a[2])?;
+    c.st.changed(class::STRING, "incrbyfloat", c.cl.db, &a[1]);
     c.out.bulk(text.as_bytes());
     // The result, not the increment: a replay adds no rounding of its own.
     if c.propagating() {
@@ -507,6 +541,26 @@ fn incrbyfloat(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         ]);
     }
     Ok(())
+}
+
+/// Adds the number `by` to the one at `key` (0 if absent); the result's
+/// text.
+fn op_incrbyfloat(k: &mut Keys, key: &[u8], by: &[u8]) -> Result<String, Error> {
+    let cur = match k.write::<StrValue>(key)? {
+        None => LDouble::from_i64(0),
+        Some(StrValue::Int(n)) => LDouble::from_i64(*n),
+        Some(s) => LDouble::parse(&s.to_vec()).ok_or(NOT_FLOAT)?,
+    };
+    let by = LDouble::parse(by).ok_or(NOT_FLOAT)?;
+    let sum = match cur.add(by) {
+        Some(s) if !s.is_infinite() => s,
+        _ => return Err(storage::Error::NanOrInfinity.into()),
+    };
+    let text = sum.to_human();
+    // Redis stores the formatted result as a plain string, never `int`.
+    let v = Value::Str(StrValue::Emb(CBytes::new(text.as_bytes())));
+    k.db().set(key, v, true);
+    Ok(text)
 }
 
 /// One common substring found by LCS IDX: start offsets in both strings
@@ -575,10 +629,10 @@ pub fn lcs_compute(a: &[u8], b: &[u8]) -> (Vec<u8>, Vec<LcsMatch>) {
 
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
 fn lcs(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
     let mut strs = Vec::with_capacity(2);
-    for k in &a[1..3] {
-        strs.push(match c.st.lookup_read(db, k, c.now) {
+    let mut k = c.keys();
+    for key in &a[1..3] {
+        strs.push(match k.lookup_read(key) {
             None => Vec::new(),
             Some(Value::Str(s)) => s.to_vec(),
             #[allow(unreachable_patterns)]

@@ -172,6 +172,22 @@ const POOL_SIZE: usize = 16;
 /// Samples kept per latency event (Redis's `LATENCY_TS_LEN`).
 const LATENCY_TS_LEN: usize = 160;
 
+/// The best eviction candidates seen so far, worst first (Redis's pool).
+pub struct EvictPool {
+    cands: Vec<Candidate>,
+    /// The policy its scores were computed for.
+    policy: Policy,
+}
+
+impl Default for EvictPool {
+    fn default() -> Self {
+        EvictPool {
+            cands: Vec::with_capacity(POOL_SIZE),
+            policy: Policy::NoEviction,
+        }
+    }
+}
+
 struct Candidate {
     score: u64,
     db: usize,
@@ -197,7 +213,6 @@ pub struct Memory {
     pub samples: usize,
     pub tenacity: i64,
     pub latency_threshold_ms: u64,
-    pool: Vec<Candidate>,
     next_random_db: usize,
     pub latency: BTreeMap<String, LatencyEvent>,
     /// When memory first stayed over the limit after an eviction round
@@ -214,7 +229,6 @@ impl Default for Memory {
             samples: 5,
             tenacity: 10,
             latency_threshold_ms: 0,
-            pool: Vec::with_capacity(POOL_SIZE),
             next_random_db: 0,
             latency: BTreeMap::new(),
             exceeded_since: None,
@@ -243,9 +257,6 @@ impl Memory {
         MAXMEMORY.store(cfg.maxmemory, Relaxed);
         storage::set_grow_guard(table_may_grow);
         let policy = cfg.maxmemory_policy;
-        if policy != self.policy {
-            self.pool.clear();
-        }
         self.policy = policy;
         self.samples = cfg.maxmemory_samples.clamp(1, 64) as usize;
         self.tenacity = cfg.maxmemory_eviction_tenacity;
@@ -418,6 +429,12 @@ impl State {
             }
             return None;
         }
+        // Scores of another policy do not compare with this one's.
+        let pool = &mut self.shard.evict_pool;
+        if pool.policy != policy {
+            pool.cands.clear();
+            pool.policy = policy;
+        }
         loop {
             let mut any = false;
             for db in 0..self.shard.dbs.len() {
@@ -431,7 +448,7 @@ impl State {
                     continue;
                 }
                 any = true;
-                let pool = &mut self.memory.pool;
+                let pool = &mut self.shard.evict_pool.cands;
                 d.sample_for_eviction(self.memory.samples, policy.volatile(), &mut rng, |k, s| {
                     let score = match policy {
                         Policy::AllkeysLru | Policy::VolatileLru => s.idle_ms,
@@ -448,7 +465,7 @@ impl State {
             // Best candidates are at the end. Under volatile-*, skip keys
             // that lost their TTL; a key deleted meanwhile is skipped by
             // the caller (its removal fails).
-            while let Some(c) = self.memory.pool.pop() {
+            while let Some(c) = self.shard.evict_pool.cands.pop() {
                 if !policy.volatile() || self.shard.dbs[c.db].has_expire(&c.key) {
                     return Some((c.db, c.key));
                 }

@@ -374,8 +374,8 @@ fn stats(st: &mut State, o: &mut String) {
         st.memory.exceeded_total_ms + cur
     );
     f!(o, "current_eviction_exceeded_time:{cur}");
-    f!(o, "keyspace_hits:{}", s.keyspace_hits);
-    f!(o, "keyspace_misses:{}", s.keyspace_misses);
+    f!(o, "keyspace_hits:{}", st.shard.hits);
+    f!(o, "keyspace_misses:{}", st.shard.misses);
     f!(o, "pubsub_channels:{}", st.pubsub.channels.len());
     f!(o, "pubsub_patterns:{}", st.pubsub.patterns.len());
     f!(o, "pubsubshard_channels:{}", st.pubsub.shard.len());
@@ -389,7 +389,7 @@ fn stats(st: &mut State, o: &mut String) {
     f!(o, "active_defrag_key_misses:0");
     f!(o, "total_active_defrag_time:0");
     f!(o, "current_active_defrag_time:0");
-    let (keys, items, prefixes) = st.tracking.totals();
+    let (keys, items, prefixes) = st.tracking.totals(&st.shard.tracked);
     f!(o, "tracking_total_keys:{keys}");
     f!(o, "tracking_total_items:{items}");
     f!(o, "tracking_total_prefixes:{prefixes}");

@@ -3,35 +3,60 @@
 
 use crate::core::config::class;
 use crate::core::error::{Error, WRONGTYPE};
+use crate::state::pubsub::NOTIFY_KEY_MISS;
+use crate::state::shard::{Keys, Lazy, Pending};
 use crate::state::State;
 use storage::{StrValue, Typed, Value};
 
-/// Keyspace access with lazy expiry and the hit/miss statistics.
+/// Keyspace access with lazy expiry and the hit/miss statistics: the
+/// shard's lookups (see `shard::Keys`), settled at once.
 impl State {
+    /// How lazy expiry behaves now (see `shard::Lazy`).
+    pub fn lazy(&self) -> Lazy {
+        Lazy {
+            loading: self.aof.loading,
+            paused: self.pause.is_some(),
+            replica: self.repl.master.is_some(),
+            applying: self.repl.applying,
+            keymiss: self.tun.notify_flags & NOTIFY_KEY_MISS != 0,
+        }
+    }
+
+    /// The data operations' view of database `db` at the command's clock.
+    pub fn keys(&mut self, db: usize, now: i64) -> Keys<'_> {
+        Keys {
+            lazy: self.lazy(),
+            shard: &mut self.shard,
+            db,
+            now,
+        }
+    }
+
+    /// Does what the shard's lookups noted: an expired key's bookkeeping,
+    /// a `keymiss` event. Runs before a command's next event and before
+    /// its own propagation, so both keep Redis's order.
+    #[inline]
+    pub fn settle(&mut self) {
+        if !self.shard.pending.is_empty() {
+            self.settle_pending();
+        }
+    }
+
+    fn settle_pending(&mut self) {
+        for p in std::mem::take(&mut self.shard.pending) {
+            match p {
+                Pending::Expired(db, key) => self.expired(db, &key),
+                Pending::Miss(db, key) => self.notify(NOTIFY_KEY_MISS, "keymiss", db, &key),
+            }
+        }
+    }
+
     /// Deletes `key` if expired; true if it was.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64) -> bool {
-        // While the AOF loads no key has expired yet: its commands must
-        // find the keys they found when they were first run.
-        if self.aof.loading {
-            return false;
-        }
-        // During CLIENT PAUSE the dataset must not change: an expired key
-        // reads as missing but stays until the pause ends, as in Redis.
-        if self.pause.is_some() {
-            return self.shard.dbs[db].is_expired(key, now);
-        }
-        // A replica's keys expire through its master's DELs: an expired key
-        // reads as missing to its clients and stays for its master's
-        // commands, as in Redis.
-        if self.repl.master.is_some() {
-            return !self.repl.applying && self.shard.dbs[db].is_expired(key, now);
-        }
-        if self.shard.dbs[db].expire_if_needed(key, now) {
-            self.expired(db, key);
-            true
-        } else {
-            false
-        }
+        let lazy = self.lazy();
+        let gone = self.shard.expire_if_needed(db, key, now, lazy);
+        self.settle();
+        gone
     }
 
     /// Whether an expiry time set now deletes the key at once: not while
@@ -41,29 +66,25 @@ impl State {
         when <= now && !self.aof.loading
     }
 
+    fn present(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> bool {
+        let lazy = self.lazy();
+        let found = self.shard.present(db, key, now, lazy, notify);
+        self.settle();
+        found
+    }
+
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now: i64) -> Option<&Value> {
-        let gone = self.expire_if_needed(db, key, now);
-        let found = !gone && self.shard.dbs[db].contains(key);
-        if found {
-            self.stats.keyspace_hits += 1;
-        } else {
-            self.stats.keyspace_misses += 1;
-            self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
+        if !self.present(db, key, now, true) {
             return None;
         }
         self.shard.dbs[db].get(key)
     }
 
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now: i64) -> Option<&mut Value> {
-        // A writable replica's own write deletes the key its master let
-        // expire, as Redis's write lookups do: what it creates then starts
-        // without the old TTL (INCR of an expired key leaves TTL -1).
-        let own_write = self.repl.master.is_some() && !self.repl.applying && !self.aof.loading;
-        if own_write && self.pause.is_none() && self.shard.dbs[db].expire_if_needed(key, now) {
-            self.expired(db, key);
-            return None;
-        }
-        if self.expire_if_needed(db, key, now) {
+        let lazy = self.lazy();
+        let gone = self.shard.expire_for_write(db, key, now, lazy);
+        self.settle();
+        if gone {
             return None;
         }
         self.shard.dbs[db].get_mut(key)
@@ -142,6 +163,7 @@ impl State {
     /// Records that a command changed `key`: blocked clients, WATCH,
     /// client-side caching, dirty counter, keyspace event.
     pub fn changed(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        self.settle();
         if !self.shard.blocking.is_empty() {
             self.signal_ready(db, key);
         }
@@ -176,13 +198,7 @@ impl State {
     }
 
     fn peek_counted(&mut self, db: usize, key: &[u8], now: i64, notify: bool) -> Option<&Value> {
-        if !self.expire_if_needed(db, key, now) && self.shard.dbs[db].contains(key) {
-            self.stats.keyspace_hits += 1;
-        } else {
-            self.stats.keyspace_misses += 1;
-            if notify {
-                self.notify(crate::state::pubsub::NOTIFY_KEY_MISS, "keymiss", db, key);
-            }
+        if !self.present(db, key, now, notify) {
             return None;
         }
         self.shard.dbs[db].peek(key)

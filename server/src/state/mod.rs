@@ -369,6 +369,7 @@ impl State {
             ..Stats::default()
         };
         self.peak_memory = 0;
+        (self.shard.hits, self.shard.misses) = (0, 0);
         self.repl.sync_full = 0;
         self.repl.sync_partial_ok = 0;
         self.repl.sync_partial_err = 0;

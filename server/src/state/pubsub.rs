@@ -389,6 +389,7 @@ impl State {
     /// and `__keyevent@<db>__:<event>` the key, as `notify-keyspace-events`
     /// selects. Keys the running command created get `new` first.
     pub fn notify(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        self.settle();
         if !self.pubsub.new_keys.is_empty() {
             let mut created = Vec::new();
             self.pubsub.new_keys.retain(|(d, k)| {

@@ -1,13 +1,24 @@
 //! What belongs to the data rather than to the whole server: the
 //! databases (their keys per hash slot in cluster mode, see `storage::Db`),
 //! the clients blocked on their keys and the keys made ready, the WATCH
-//! table, and a writable replica's own keys with a TTL. One shard for now;
+//! table, the keys clients may cache, the eviction pool, the keyspace's
+//! hit and miss counts, and a writable replica's own keys with a TTL. One shard for now;
 //! the seam lets a later step serve several, each by itself.
+//!
+//! The data operations of the families take a [`Keys`]: a shard, a
+//! database and the command's clock, nothing of the whole server. What a
+//! lookup causes beyond the shard (an expired key's event, its DEL in the
+//! replication stream, a `keymiss` event) is noted in the shard and
+//! settled by the server (`State::settle`) before the command's next event
+//! and before its own propagation, so the order stays Redis's.
 
+use crate::core::error::{Error, WRONGTYPE};
+use crate::state::evict::EvictPool;
+use crate::state::tracking::Tracked;
 use ahash::AHashMap as HashMap;
 use bytes::Bytes;
 use std::collections::VecDeque;
-use storage::Db;
+use storage::{Db, Typed, Value};
 
 pub struct Shard {
     pub dbs: Vec<Db>,
@@ -19,6 +30,41 @@ pub struct Shard {
     pub watched: HashMap<(usize, Bytes), Vec<u64>>,
     /// A writable replica's own keys with a TTL (see `repl`).
     pub replica_keys_with_expire: storage::Dict<u64>,
+    /// The keys clients may cache (CLIENT TRACKING).
+    pub tracked: Tracked,
+    /// The best eviction candidates seen so far.
+    pub evict_pool: EvictPool,
+    /// INFO's keyspace_hits and keyspace_misses.
+    pub hits: u64,
+    pub misses: u64,
+    /// What lookups caused that the server must still settle, in order.
+    pub pending: Vec<Pending>,
+}
+
+/// An effect of a lookup beyond the shard.
+pub enum Pending {
+    /// Lazy expiry deleted the key.
+    Expired(usize, Bytes),
+    /// A read missed and `keymiss` events are wanted.
+    Miss(usize, Bytes),
+}
+
+/// How lazy expiry behaves for the running command, from the server's
+/// situation (see `State::lazy`).
+#[derive(Clone, Copy, Default)]
+pub struct Lazy {
+    /// The AOF loads: no key has expired yet, its commands must find the
+    /// keys they found when first run.
+    pub loading: bool,
+    /// CLIENT PAUSE: an expired key reads as missing but stays.
+    pub paused: bool,
+    /// A replica's keys expire through its master's DELs: an expired key
+    /// reads as missing to its clients and stays for its master's commands.
+    pub replica: bool,
+    /// The command comes from the master.
+    pub applying: bool,
+    /// `keymiss` events are selected.
+    pub keymiss: bool,
 }
 
 impl Shard {
@@ -30,6 +76,149 @@ impl Shard {
             ready_keys: Vec::new(),
             watched: HashMap::new(),
             replica_keys_with_expire: storage::Dict::new(),
+            tracked: Tracked::default(),
+            evict_pool: EvictPool::default(),
+            hits: 0,
+            misses: 0,
+            pending: Vec::new(),
         }
+    }
+
+    /// Deletes `key` if expired, as `lazy` allows; true if it reads as
+    /// missing for that reason.
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy) -> bool {
+        if lazy.loading {
+            return false;
+        }
+        if lazy.paused {
+            return self.dbs[db].is_expired(key, now);
+        }
+        if lazy.replica {
+            return !lazy.applying && self.dbs[db].is_expired(key, now);
+        }
+        self.expire_now(db, key, now)
+    }
+
+    fn expire_now(&mut self, db: usize, key: &[u8], now: i64) -> bool {
+        let gone = self.dbs[db].expire_if_needed(key, now);
+        if gone {
+            (self.pending).push(Pending::Expired(db, Bytes::copy_from_slice(key)));
+        }
+        gone
+    }
+
+    /// Whether `key` is there after lazy expiry, counted as a hit or a
+    /// miss; a miss is noted for `keymiss` when `notify`.
+    pub fn present(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy, notify: bool) -> bool {
+        if !self.expire_if_needed(db, key, now, lazy) && self.dbs[db].contains(key) {
+            self.hits += 1;
+            return true;
+        }
+        self.misses += 1;
+        if notify && lazy.keymiss {
+            (self.pending).push(Pending::Miss(db, Bytes::copy_from_slice(key)));
+        }
+        false
+    }
+
+    /// Lazy expiry for a write: a writable replica's own write deletes the
+    /// key its master let expire, as Redis's write lookups do (what it
+    /// creates then starts without the old TTL). True if `key` is gone.
+    pub fn expire_for_write(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy) -> bool {
+        let own_write = lazy.replica && !lazy.applying && !lazy.loading && !lazy.paused;
+        if own_write && self.expire_now(db, key, now) {
+            return true;
+        }
+        self.expire_if_needed(db, key, now, lazy)
+    }
+}
+
+/// What a data operation gets: the shard that holds its keys, the
+/// database, the command's clock and how lazy expiry behaves. An
+/// operation takes this and its parsed arguments and returns a result;
+/// the handler parses, records the change and renders the reply.
+pub struct Keys<'a> {
+    pub shard: &'a mut Shard,
+    pub db: usize,
+    pub now: i64,
+    pub lazy: Lazy,
+}
+
+impl<'a> Keys<'a> {
+    /// The database itself, without expiry or statistics.
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.shard.dbs[self.db]
+    }
+
+    /// Whether an expiry time set now deletes the key at once: not while
+    /// the AOF loads (the key stays for the commands after it, with the
+    /// time set), as Redis's `checkAlreadyExpired`.
+    pub fn already_expired(&self, when: i64) -> bool {
+        when <= self.now && !self.lazy.loading
+    }
+
+    /// Deletes `key` if expired; true if it reads as missing for that.
+    pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+        self.shard
+            .expire_if_needed(self.db, key, self.now, self.lazy)
+    }
+
+    pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
+        let (db, now, lazy) = (self.db, self.now, self.lazy);
+        if !self.shard.present(db, key, now, lazy, true) {
+            return None;
+        }
+        self.shard.dbs[db].get(key)
+    }
+
+    /// A read that does not count as an access of the key (Redis's
+    /// `LOOKUP_NOTOUCH`).
+    pub fn lookup_peek(&mut self, key: &[u8]) -> Option<&Value> {
+        let (db, now, lazy) = (self.db, self.now, self.lazy);
+        if !self.shard.present(db, key, now, lazy, true) {
+            return None;
+        }
+        self.shard.dbs[db].peek(key)
+    }
+
+    pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
+        if self
+            .shard
+            .expire_for_write(self.db, key, self.now, self.lazy)
+        {
+            return None;
+        }
+        self.shard.dbs[self.db].get_mut(key)
+    }
+
+    /// The value of type `T` at `key` for reading: `None` if absent,
+    /// WRONGTYPE if it holds another type.
+    pub fn read<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&T>, Error> {
+        match self.lookup_read(key) {
+            None => Ok(None),
+            Some(v) => T::of(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// As [`Keys::read`], for modifying the value in place.
+    pub fn write<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&mut T>, Error> {
+        match self.lookup_write(key) {
+            None => Ok(None),
+            Some(v) => T::of_mut(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// The value of type `T` at `key`, created with `make` if absent. A
+    /// caller that fails after creating must leave no empty aggregate
+    /// behind (`State::delete_if_empty`).
+    pub fn write_or_create<T: Typed>(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+    ) -> Result<&mut T, Error> {
+        self.shard
+            .expire_if_needed(self.db, key, self.now, self.lazy);
+        let v = self.shard.dbs[self.db].get_or_add(key, make);
+        T::of_mut(v).ok_or(WRONGTYPE)
     }
 }

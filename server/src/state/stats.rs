@@ -60,8 +60,6 @@ pub struct Stats {
     pub expired_time_cap_reached: u64,
     pub evicted_keys: u64,
     pub evicted_clients: u64,
-    pub keyspace_hits: u64,
-    pub keyspace_misses: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
     /// By `Command::slot`, grown as commands are first counted.

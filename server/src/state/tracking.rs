@@ -116,17 +116,12 @@ pub struct Served(Running, u64);
 pub struct Tracking {
     /// Clients with tracking on (INFO's `tracking_clients`).
     pub clients: usize,
-    /// Key → ids of the clients that may cache it, ascending (the order
-    /// Redis sends in).
-    table: HashMap<Bytes, Vec<u64>>,
-    /// (key, client) pairs in `table`.
-    items: usize,
     prefixes: BTreeMap<Bytes, Prefix>,
     /// The distinct lengths of `prefixes`: a key's prefixes are looked up
     /// by these, not by walking every prefix.
     prefix_lens: Vec<usize>,
-    /// Whether a key change has anything to do: the table or a prefix
-    /// exists. The one test a write pays while nobody tracks.
+    /// Whether a key change has anything to do: the shard's table of
+    /// tracked keys or a prefix exists. The one test a write pays while nobody tracks.
     pub armed: bool,
     /// Some prefix holds keys to announce.
     bcast_pending: bool,
@@ -142,9 +137,39 @@ pub struct Tracking {
     script_read: bool,
 }
 
+/// The keys clients may cache, part of the data (it lives in the shard).
+#[derive(Default)]
+pub struct Tracked {
+    /// Key → ids of the clients that may cache it, ascending (the order
+    /// Redis sends in).
+    table: HashMap<Bytes, Vec<u64>>,
+    /// (key, client) pairs in `table`.
+    items: usize,
+}
+
+impl Tracked {
+    fn remember(&mut self, key: &Bytes, id: u64) {
+        let ids = self.table.entry(key.clone()).or_default();
+        if let Err(at) = ids.binary_search(&id) {
+            ids.insert(at, id);
+            self.items += 1;
+        }
+    }
+
+    fn take(&mut self, key: &[u8]) -> Option<Vec<u64>> {
+        let ids = self.table.remove(key)?;
+        self.items -= ids.len();
+        Some(ids)
+    }
+
+    fn clear(&mut self) {
+        *self = Tracked::default();
+    }
+}
+
 impl Tracking {
-    fn rearm(&mut self) {
-        self.armed = !self.table.is_empty() || !self.prefixes.is_empty();
+    fn rearm(&mut self, tracked: &Tracked) {
+        self.armed = !tracked.table.is_empty() || !self.prefixes.is_empty();
     }
 
     fn relens(&mut self) {
@@ -156,8 +181,8 @@ impl Tracking {
 
     /// INFO's tracking_total_keys, tracking_total_items,
     /// tracking_total_prefixes.
-    pub fn totals(&self) -> (usize, usize, usize) {
-        (self.table.len(), self.items, self.prefixes.len())
+    pub fn totals(&self, tracked: &Tracked) -> (usize, usize, usize) {
+        (tracked.table.len(), tracked.items, self.prefixes.len())
     }
 
     /// The BCAST prefixes of client `id`, sorted.
@@ -297,7 +322,7 @@ impl State {
                 }
             }
             t.relens();
-            t.rearm();
+            t.rearm(&self.shard.tracked);
         }
         // Turned on by the running command (or in its transaction): the
         // client is current from now on, as if it had tracked all along.
@@ -316,7 +341,7 @@ impl State {
                 !p.clients.is_empty()
             });
             t.relens();
-            t.rearm();
+            t.rearm(&self.shard.tracked);
         }
         if cl.tracking.on {
             t.clients -= 1;
@@ -333,15 +358,10 @@ impl State {
         if !cl.tracking.remembers() {
             return;
         }
-        let t = &mut self.tracking;
         for k in keys {
-            let ids = t.table.entry(k.clone()).or_default();
-            if let Err(at) = ids.binary_search(&cl.id) {
-                ids.insert(at, cl.id);
-                t.items += 1;
-            }
+            self.shard.tracked.remember(k, cl.id);
         }
-        t.armed = true;
+        self.tracking.armed = true;
     }
 
     /// A key changed: its trackers are told and forget it; it is noted for
@@ -356,12 +376,10 @@ impl State {
 
     /// Tells the trackers of `key` (not the BCAST clients) and forgets it.
     fn invalidate_tracked(&mut self, key: &[u8]) {
-        let t = &mut self.tracking;
-        let Some(ids) = t.table.remove(key) else {
+        let Some(ids) = self.shard.tracked.take(key) else {
             return;
         };
-        t.items -= ids.len();
-        t.rearm();
+        self.tracking.rearm(&self.shard.tracked);
         let key = [Bytes::copy_from_slice(key)];
         for id in ids {
             if id == self.tracking.run.cur.id {
@@ -398,10 +416,8 @@ impl State {
                 self.send_tracking(src, &Payload::Flush, None);
             }
         }
-        let t = &mut self.tracking;
-        t.table = HashMap::new();
-        t.items = 0;
-        t.rearm();
+        self.shard.tracked.clear();
+        self.tracking.rearm(&self.shard.tracked);
     }
 
     /// Sends `p` on behalf of tracking client `src`: to itself, to its
@@ -591,15 +607,16 @@ impl State {
     /// for every round that ended still over it.
     fn tracking_limit(&mut self) {
         let max = self.cfg.tracking_table_max_keys as usize;
-        if max == 0 || self.tracking.table.len() <= max {
+        if max == 0 || self.shard.tracked.table.len() <= max {
             self.tracking.limit_rounds = 0;
             return;
         }
         let effort = 100 * (self.tracking.limit_rounds as usize + 1);
-        let victims: Vec<Bytes> = self.tracking.table.keys().take(effort).cloned().collect();
+        let table = &self.shard.tracked.table;
+        let victims: Vec<Bytes> = table.keys().take(effort).cloned().collect();
         for k in victims {
             self.invalidate_tracked(&k);
-            if self.tracking.table.len() <= max {
+            if self.shard.tracked.table.len() <= max {
                 self.tracking.limit_rounds = 0;
                 return;
             }

@@ -73,6 +73,8 @@ pub(crate) struct FileFacts {
     pub lines_before_tests: usize,
     pub generated: bool,
     pub fns: Vec<FnLen>,
+    /// Where a data family goes past the shard (R6).
+    pub past_shard: Vec<crate::data::PastShard>,
     /// Empty unless the graph was asked for.
     pub mods: Vec<ModFacts>,
     pub error: Option<String>,
@@ -92,6 +94,7 @@ pub(crate) fn read(rel: String, text: &str, want_graph: bool) -> FileFacts {
         lines_before_tests,
         generated,
         fns: Vec::new(),
+        past_shard: Vec::new(),
         mods: Vec::new(),
         error: None,
     };
@@ -108,6 +111,9 @@ pub(crate) fn read(rel: String, text: &str, want_graph: bool) -> FileFacts {
         fns.visit_file(&file);
         facts.fns = fns.out;
     }
+    if is_data_family(&facts.rel) {
+        facts.past_shard = crate::data::past_shard(&file);
+    }
     if want_graph {
         let mut ex = Extract {
             mods: vec![ModFacts::default()],
@@ -119,6 +125,22 @@ pub(crate) fn read(rel: String, text: &str, want_graph: bool) -> FileFacts {
         facts.mods = ex.mods;
     }
     facts
+}
+
+fn is_data_family(rel: &str) -> bool {
+    let Some(r) = rel
+        .strip_prefix(crate::GRAPH_ROOT)
+        .and_then(|r| r.strip_prefix('/'))
+    else {
+        return false;
+    };
+    crate::DATA_FAMILIES.iter().any(|d| {
+        if d.ends_with('/') {
+            r.starts_with(d)
+        } else {
+            r == *d
+        }
+    })
 }
 
 /// Whether `attrs` hold a `cfg` that only a test build satisfies:

@@ -131,6 +131,13 @@ pub(crate) fn judge(facts: &[FileFacts], methods: bool) -> Report {
                 limit: MAX_FILE_LINES,
             });
         }
+        for p in &f.past_shard {
+            v.push(Violation::PastShard {
+                file: f.rel.clone(),
+                line: p.line,
+                what: p.what.clone(),
+            });
+        }
         for func in f.fns.iter().filter(|func| func.lines > MAX_FN_LINES) {
             v.push(Violation::LongFn {
                 file: f.rel.clone(),
@@ -460,5 +467,51 @@ mod tests {
         assert!(s.contains("arrows up: 0\n"), "{s}");
         assert!(s.contains("circles: 1 (sizes: 2)\n"), "{s}");
         assert!(s.contains("violations: 1 (R2 1)\n"), "{s}");
+    }
+
+    #[test]
+    fn r6_a_data_family_past_the_shard() {
+        let hash = "\
+fn op_hset(k: &mut Keys, c: &mut Ctx) {}
+fn hget(c: &mut Ctx) {
+    c.st.read(0, b\"k\", 0);
+    let d = &c.st.shard.dbs[0];
+}
+";
+        let r = check(&[
+            ("cmd/hash.rs", hash),
+            ("cmd/zset/ops.rs", "fn op_zadd(st: &mut State) {}"),
+            // Not a data family: the rule leaves it alone.
+            (
+                "cmd/keys.rs",
+                "fn del(c: &mut Ctx) { c.st.shard.dbs[0].remove(); }",
+            ),
+        ]);
+        assert_eq!(
+            of(&r, Rule::R6),
+            [
+                "R6: cmd/hash.rs:1: operation op_hset names Ctx: an operation takes the shard's Keys, not the server",
+                "R6: cmd/hash.rs:3: looks a key up through the server (`st.read`), not the shard's Keys",
+                "R6: cmd/hash.rs:4: reaches the databases (`.dbs`) past the shard's Keys",
+                "R6: cmd/zset/ops.rs:1: operation op_zadd names State: an operation takes the shard's Keys, not the server",
+            ]
+        );
+    }
+
+    #[test]
+    fn r6_quiet_for_operations_on_keys_and_handlers_that_record_changes() {
+        let hash = "\
+fn op_hset(k: &mut Keys, key: &[u8]) -> usize { k.db().len() }
+fn hset(c: &mut Ctx) {
+    let n = op_hset(&mut c.keys(), b\"k\");
+    c.st.changed(0, \"hset\", 0, b\"k\");
+}
+#[cfg(test)]
+mod tests {
+    fn op_x(st: &mut State) { st.shard.dbs.clear(); }
+}
+";
+        let r = check(&[("cmd/hash.rs", hash)]);
+        assert!(of(&r, Rule::R6).is_empty(), "{:?}", r.violations);
     }
 }

@@ -260,15 +260,15 @@ fn setop_generic(
     }
     let setnum = setnum as usize;
     let keys = &a[nk + 1..nk + 1 + setnum];
-    let db = c.cl.db;
-    for k in keys {
-        match c.st.lookup_read(db, k, c.now) {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    for key in keys {
+        match k.lookup_read(key) {
             None | Some(Value::ZSet(_)) | Some(Value::Set(_)) => {}
             Some(_) => return Err(WRONGTYPE),
         }
     }
     let o = setop_opts(a, nk + 1 + setnum, setnum, op, dst.is_some(), card_only)?;
-    let d = &c.st.shard.dbs[db];
+    let d = k.db();
     let srcs: Vec<(Src, f64)> = keys
         .iter()
         .zip(&o.weights)

@@ -15,6 +15,7 @@ use crate::cmd::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_INTEGER};
 use crate::core::propagate::int;
+use crate::state::shard::Keys;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::zset::ZEntry;
@@ -137,8 +138,8 @@ fn zincrby(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// ZSCORE key member
 fn zscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     match c
-        .st
-        .read::<SortedSet>(c.cl.db, &a[1], c.now)?
+        .keys()
+        .read::<SortedSet>(&a[1])?
         .and_then(|z| z.score(&a[2]))
     {
         Some(s) => c.out.double(s),
@@ -149,7 +150,8 @@ fn zscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// ZMSCORE key member [member ...]
 fn zmscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let scores: Vec<Option<f64>> = match c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)? {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let scores: Vec<Option<f64>> = match k.read::<SortedSet>(&a[1])? {
         Some(z) => a[2..].iter().map(|m| z.score(m)).collect(),
         None => vec![None; a.len() - 2],
     };
@@ -165,9 +167,7 @@ fn zmscore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// ZCARD key
 fn zcard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let n =
-        c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?
-            .map_or(0, |z| z.len());
+    let n = c.keys().read::<SortedSet>(&a[1])?.map_or(0, |z| z.len());
     c.out.int(n as i64);
     Ok(())
 }
@@ -175,9 +175,10 @@ fn zcard(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// ZCOUNT key min max
 fn zcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let r = score_range(&a[2], &a[3])?;
-    let n =
-        c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?
-            .map_or(0, |z| z.count_in_score(&r));
+    let n = c
+        .keys()
+        .read::<SortedSet>(&a[1])?
+        .map_or(0, |z| z.count_in_score(&r));
     c.out.int(n as i64);
     Ok(())
 }
@@ -185,17 +186,18 @@ fn zcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// ZLEXCOUNT key min max
 fn zlexcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let r = lex_range(&a[2], &a[3])?;
-    let n =
-        c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?
-            .map_or(0, |z| z.count_in_lex(&r));
+    let n = c
+        .keys()
+        .read::<SortedSet>(&a[1])?
+        .map_or(0, |z| z.count_in_lex(&r));
     c.out.int(n as i64);
     Ok(())
 }
 
 fn rank_generic(c: &mut Ctx, a: &[Bytes], rev: bool) -> CmdResult {
     match c
-        .st
-        .read::<SortedSet>(c.cl.db, &a[1], c.now)?
+        .keys()
+        .read::<SortedSet>(&a[1])?
         .and_then(|z| z.rank(&a[2], rev))
     {
         Some((r, _)) => c.out.int(r as i64),
@@ -285,7 +287,8 @@ fn zrange_generic(
         RangeType::Lex => Parsed::Lex(lex_range(lo, hi)?),
     };
     let lim_n = usize::try_from(limit).ok();
-    let result: Vec<ZEntry> = match c.st.read::<SortedSet>(c.cl.db, &a[first], c.now)? {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let result: Vec<ZEntry> = match k.read::<SortedSet>(&a[first])? {
         None => Vec::new(),
         Some(_) if offset < 0 && ty != RangeType::Rank => Vec::new(),
         Some(z) => match &parsed {
@@ -342,23 +345,30 @@ fn zrevrangebylex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 /// ZREM key member [member ...]
 fn zrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
-    let mut n = 0;
-    if let Some(z) = c.st.write::<SortedSet>(db, &a[1], c.now)? {
-        for m in &a[2..] {
-            if z.remove(m) {
-                n += 1;
-                if z.is_empty() {
-                    break;
-                }
-            }
-        }
-    }
+    let n = op_zrem(&mut c.keys(), &a[1], &a[2..])?;
     if n > 0 {
         c.st.changed_n(class::ZSET, "zrem", db, &a[1], n as u64);
         c.st.delete_if_empty(db, &a[1]);
     }
     c.out.int(n);
     Ok(())
+}
+
+/// Removes `members` from the sorted set at `key`; how many were there.
+fn op_zrem(k: &mut Keys, key: &[u8], members: &[Bytes]) -> Result<i64, Error> {
+    let Some(z) = k.write::<SortedSet>(key)? else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for m in members {
+        if z.remove(m) {
+            n += 1;
+            if z.is_empty() {
+                break;
+            }
+        }
+    }
+    Ok(n)
 }
 
 fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
@@ -373,7 +383,7 @@ fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
         RangeType::Lex => Parsed::Lex(lex_range(&a[2], &a[3])?),
     };
     let db = c.cl.db;
-    let n = match c.st.write::<SortedSet>(db, &a[1], c.now)? {
+    let n = match c.keys().write::<SortedSet>(&a[1])? {
         None => 0,
         Some(z) => match &parsed {
             Parsed::Rank(s, e) => z.remove_range_by_rank(*s, *e),
@@ -433,9 +443,10 @@ fn zpop_generic(
 ) -> Result<bool, Error> {
     let db = c.cl.db;
     let mut found = None;
-    for k in keys {
-        if c.st.read::<SortedSet>(db, k, c.now)?.is_some() {
-            found = Some(k);
+    let mut k = c.keys();
+    for key in keys {
+        if k.read::<SortedSet>(key)?.is_some() {
+            found = Some(key);
             break;
         }
     }
@@ -451,9 +462,7 @@ fn zpop_generic(
         c.out.array(0);
         return Ok(true);
     }
-    let z =
-        c.st.write::<SortedSet>(db, key, c.now)?
-            .expect("looked up above");
+    let z = k.write::<SortedSet>(key)?.expect("looked up above");
     let popped = z.pop(count.unwrap_or(1), max);
     let n = popped.len();
     match (shape.emit_key, shape.nested) {
@@ -575,10 +584,9 @@ fn bzpop_generic(
     shape: PopShape,
 ) -> CmdResult {
     let deadline = timeout_arg(timeout, c.now)?;
-    let db = c.cl.db;
-    for k in keys {
-        if c.st.read::<SortedSet>(db, k, c.now)?.is_some() {
-            zpop_generic(c, std::slice::from_ref(k), max, count, shape)?;
+    for key in keys {
+        if c.keys().read::<SortedSet>(key)?.is_some() {
+            zpop_generic(c, std::slice::from_ref(key), max, count, shape)?;
             return Ok(());
         }
     }
@@ -638,8 +646,8 @@ fn zrandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     let mut rng = rand::thread_rng();
     match c
-        .st
-        .read::<SortedSet>(c.cl.db, &a[1], c.now)?
+        .keys()
+        .read::<SortedSet>(&a[1])?
         .and_then(|z| z.random_entry(&mut rng))
     {
         Some((m, _)) => c.out.bulk(&m),
@@ -649,7 +657,8 @@ fn zrandmember(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn zrandmember_count(c: &mut Ctx, key: &[u8], l: i64, withscores: bool) -> CmdResult {
-    let Some(z) = c.st.read::<SortedSet>(c.cl.db, key, c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(z) = k.read::<SortedSet>(key)? else {
         c.out.array(0);
         return Ok(());
     };
@@ -712,7 +721,8 @@ const LP_INT_MAX: f64 = (i64::MAX / 2) as f64;
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 fn zscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let cursor = cursor_arg(&a[2])?;
-    let Some(z) = c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)? else {
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let Some(z) = k.read::<SortedSet>(&a[1])? else {
         scan_reply(c.out, 0, &[]);
         return Ok(());
     };

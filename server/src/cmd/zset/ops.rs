@@ -5,6 +5,7 @@
 use crate::cmd::Ctx;
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_FLOAT};
+use crate::state::shard::Keys;
 
 use bytes::Bytes;
 use storage::num::parse_score;
@@ -51,19 +52,35 @@ pub fn build(v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>, lim: &ZsetLim
 /// Stores `z` at `dst` (replacing any value and TTL) and replies its size;
 /// an empty result deletes `dst` instead and replies 0.
 pub fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
-    let db = c.cl.db;
-    let n = z.len();
-    if n > 0 {
-        c.st.expire_if_needed(db, dst, c.now);
-        c.st.shard.dbs[db].set(dst, Value::ZSet(z), false);
-        c.st.changed(class::ZSET, event, db, dst);
-    } else {
-        c.st.expire_if_needed(db, dst, c.now);
-        if c.st.shard.dbs[db].remove(dst).is_some() {
-            c.st.changed(class::GENERIC, "del", db, dst);
-        }
+    let (db, n) = (c.cl.db, z.len());
+    match op_store(&mut c.keys(), dst, z) {
+        true if n == 0 => c.st.changed(class::GENERIC, "del", db, dst),
+        true => c.st.changed(class::ZSET, event, db, dst),
+        false => {}
     }
     c.out.int(n as i64);
+}
+
+/// Writes `z` at `dst`, or deletes `dst` if `z` is empty; whether that
+/// changed anything.
+fn op_store(k: &mut Keys, dst: &[u8], z: SortedSet) -> bool {
+    k.expire_if_needed(dst);
+    if z.is_empty() {
+        return k.db().remove(dst).is_some();
+    }
+    k.db().set(dst, Value::ZSet(z), false);
+    true
+}
+
+/// What ZADD did.
+#[derive(Default)]
+pub struct Zadded {
+    pub added: i64,
+    pub updated: i64,
+    /// The score of the last member named (INCR's reply).
+    pub last: Option<f64>,
+    /// A score became NaN: the members before it stay added.
+    pub nan: bool,
 }
 
 pub fn zadd_generic(c: &mut Ctx, key: &[u8], pairs: &[Bytes], f: ZaddFlags, ch: bool) -> CmdResult {
@@ -73,61 +90,71 @@ pub fn zadd_generic(c: &mut Ctx, key: &[u8], pairs: &[Bytes], f: ZaddFlags, ch: 
         .collect::<Result<Vec<f64>, Error>>()?;
     let db = c.cl.db;
     let lim = limits(c);
-    let z = if f.xx {
-        match c.st.write::<SortedSet>(db, key, c.now)? {
-            Some(z) => z,
-            None => {
-                if f.incr {
-                    c.out.null();
-                } else {
-                    c.out.int(0);
-                }
-                return Ok(());
-            }
+    let Some(r) = op_zadd(&mut c.keys(), key, pairs, &scores, f, &lim)? else {
+        if f.incr {
+            c.out.null();
+        } else {
+            c.out.int(0);
         }
-    } else {
-        // Redis picks the encoding of a new set from its first member only.
-        let first = pairs[1].len();
-        c.st.write_or_create::<SortedSet>(db, key, c.now, || {
-            Value::ZSet(SortedSet::with_hint(1, first, &lim))
-        })?
+        return Ok(());
     };
-    let (mut added, mut updated) = (0i64, 0i64);
-    let mut last = None;
-    let mut nan = false;
-    for (p, &s) in pairs.chunks(2).zip(&scores) {
-        match z.add(&p[1], s, f, &lim) {
-            ZaddOutcome::Nan => {
-                nan = true;
-                break;
-            }
-            ZaddOutcome::Nop => last = None,
-            ZaddOutcome::Added(v) => {
-                added += 1;
-                last = Some(v);
-            }
-            ZaddOutcome::Updated(v) => {
-                updated += 1;
-                last = Some(v);
-            }
-            ZaddOutcome::Unchanged(v) => last = Some(v),
-        }
-    }
-    if added + updated > 0 {
+    if r.added + r.updated > 0 {
         let event = if f.incr { "zincr" } else { "zadd" };
-        c.st.changed_n(class::ZSET, event, db, key, (added + updated) as u64);
+        c.st.changed_n(class::ZSET, event, db, key, (r.added + r.updated) as u64);
     }
-    if nan {
+    if r.nan {
         c.st.delete_if_empty(db, key);
         return Err(Error::other("ERR resulting score is not a number (NaN)"));
     }
     if f.incr {
-        match last {
+        match r.last {
             Some(v) => c.out.double(v),
             None => c.out.null(),
         }
     } else {
-        c.out.int(added + if ch { updated } else { 0 });
+        c.out.int(r.added + if ch { r.updated } else { 0 });
     }
     Ok(())
+}
+
+/// Adds the (score, member) `pairs` with their parsed `scores` to the set
+/// at `key`, created if absent unless XX; `None` if XX found no set.
+pub fn op_zadd(
+    k: &mut Keys,
+    key: &[u8],
+    pairs: &[Bytes],
+    scores: &[f64],
+    f: ZaddFlags,
+    lim: &ZsetLimits,
+) -> Result<Option<Zadded>, Error> {
+    let z = if f.xx {
+        match k.write::<SortedSet>(key)? {
+            Some(z) => z,
+            None => return Ok(None),
+        }
+    } else {
+        // Redis picks the encoding of a new set from its first member only.
+        let first = pairs[1].len();
+        k.write_or_create::<SortedSet>(key, || Value::ZSet(SortedSet::with_hint(1, first, lim)))?
+    };
+    let mut r = Zadded::default();
+    for (p, &s) in pairs.chunks(2).zip(scores) {
+        match z.add(&p[1], s, f, lim) {
+            ZaddOutcome::Nan => {
+                r.nan = true;
+                break;
+            }
+            ZaddOutcome::Nop => r.last = None,
+            ZaddOutcome::Added(v) => {
+                r.added += 1;
+                r.last = Some(v);
+            }
+            ZaddOutcome::Updated(v) => {
+                r.updated += 1;
+                r.last = Some(v);
+            }
+            ZaddOutcome::Unchanged(v) => r.last = Some(v),
+        }
+    }
+    Ok(Some(r))
 }

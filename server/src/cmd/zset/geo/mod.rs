@@ -13,7 +13,7 @@ use super::ops::{build, limits, store_result, zadd_generic};
 use crate::cmd::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error, NOT_FLOAT};
 use crate::core::pqsort::pqsort;
-use crate::state::State;
+use crate::state::shard::Keys;
 use bytes::Bytes;
 use protocol::ReplyBuf;
 use std::cmp::Ordering::Equal;
@@ -157,7 +157,7 @@ fn geodist(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         _ => return Err(Error::Syntax),
     };
     let pos = |z: &SortedSet, m: &[u8]| z.score(m).map(decode_score);
-    let d = match c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)? {
+    let d = match c.keys().read::<SortedSet>(&a[1])? {
         Some(z) => match (pos(z, &a[2]), pos(z, &a[3])) {
             (Some(p), Some(q)) => Some(distance(p.0, p.1, q.0, q.1) / to_meters),
             _ => None,
@@ -173,7 +173,8 @@ fn geodist(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// GEOPOS key [member [member ...]]
 fn geopos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let z = c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let z = k.read::<SortedSet>(&a[1])?;
     c.out.array(a.len() - 2);
     for m in &a[2..] {
         match z.and_then(|z| z.score(m)) {
@@ -191,7 +192,8 @@ fn geopos(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// GEOHASH key [member [member ...]]
 fn geohash_cmd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let z = c.st.read::<SortedSet>(c.cl.db, &a[1], c.now)?;
+    let mut k = c.st.keys(c.cl.db, c.now);
+    let z = k.read::<SortedSet>(&a[1])?;
     c.out.array(a.len() - 2);
     for m in &a[2..] {
         match z.and_then(|z| z.score(m)) {
@@ -426,9 +428,9 @@ fn parse_query<'a>(
     })
 }
 
-/// The source set at `key`, once [`State::read`] has looked it up.
-fn source<'s>(st: &'s State, db: usize, key: &[u8]) -> Option<&'s SortedSet> {
-    st.shard.dbs[db].get(key).and_then(SortedSet::of)
+/// The source set at `key`, once looked up.
+fn source<'s>(k: &'s mut Keys, key: &[u8]) -> Option<&'s SortedSet> {
+    k.db().get(key).and_then(SortedSet::of)
 }
 
 /// The whole family: the source's type is checked first, then the
@@ -436,15 +438,16 @@ fn source<'s>(st: &'s State, db: usize, key: &[u8]) -> Option<&'s SortedSet> {
 fn search_generic(c: &mut Ctx, a: &[Bytes], form: Form, store_ok: bool) -> CmdResult {
     let db = c.cl.db;
     let src = &a[if form == Form::SearchStore { 2 } else { 1 }];
-    let found = c.st.read::<SortedSet>(db, src, c.now)?.is_some();
-    let q = parse_query(a, form, store_ok, source(c.st, db, src))?;
+    let mut k = c.st.keys(db, c.now);
+    let found = k.read::<SortedSet>(src)?.is_some();
+    let q = parse_query(a, form, store_ok, source(&mut k, src))?;
     let event = if matches!(form, Form::Search | Form::SearchStore) {
         "geosearchstore"
     } else {
         "georadiusstore"
     };
     let mut hits = Vec::new();
-    if let Some(z) = source(c.st, db, src) {
+    if let Some(z) = source(&mut c.st.keys(db, c.now), src) {
         scan(z, &q.search, if q.any { q.count } else { 0 }, &mut hits);
     }
     if !found || (hits.is_empty() && q.store.is_none()) {
