@@ -5,8 +5,10 @@
 //! form, resumable across reads), and [`ReplyBuf`] writes every RESP2/RESP3
 //! reply type into one output buffer per batch of replies. [`parse_reply`]
 //! reads replies back, which scripting uses to turn a command's reply into Lua
-//! values. It has no knowledge of commands, storage or sockets.
+//! values. [`bus`] is the other wire a server speaks: the Redis Cluster bus
+//! between nodes. It has no knowledge of commands, storage or sockets.
 
+pub mod bus;
 mod decode;
 mod reply;
 

@@ -179,3 +179,45 @@ fn info_shows_the_transfer_of_a_full_sync() {
         });
     }
 }
+
+/// A replica over its maxmemory evicts nothing while it ignores maxmemory
+/// (the default): it holds every key of its master, which deletes for it.
+/// Told not to ignore it, it evicts on its own, as Redis's replica does.
+#[test]
+fn a_replica_ignoring_maxmemory_keeps_every_key_of_its_master() {
+    let m = Server::start(&[]);
+    let s = Server::start(&[
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+        ("maxmemory", "4mb"),
+        ("maxmemory-policy", "allkeys-lru"),
+    ]);
+    let (mut mc, mut sc) = (m.raw(), s.raw());
+    wait_for("linked", || {
+        info_field(&mut sc, "replication", "master_link_status") == "up"
+    });
+    let value = "v".repeat(300);
+    let write = |mc: &mut RawClient, from: usize, to: usize| {
+        let mut batch = Vec::new();
+        for i in from..to {
+            batch.extend(encode(&["SET", &format!("key:{i}"), &value]));
+        }
+        mc.send(&batch);
+        for _ in from..to {
+            assert_eq!(mc.read(), ok());
+        }
+    };
+    write(&mut mc, 0, 20_000);
+    assert_eq!(mc.cmd(&["WAIT", "1", "10000"]), int(1));
+    assert!(info_int(&mut sc, "memory", "used_memory") > 4 << 20);
+    assert_eq!(sc.cmd(&["DBSIZE"]), int(20_000));
+    assert_eq!(info_int(&mut sc, "stats", "evicted_keys"), 0);
+
+    assert_eq!(
+        sc.cmd(&["CONFIG", "SET", "replica-ignore-maxmemory", "no"]),
+        ok()
+    );
+    write(&mut mc, 20_000, 20_100);
+    assert_eq!(mc.cmd(&["WAIT", "1", "10000"]), int(1));
+    assert!(info_int(&mut sc, "stats", "evicted_keys") > 0);
+    assert_eq!(mc.cmd(&["DBSIZE"]), int(20_100));
+}

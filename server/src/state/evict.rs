@@ -317,7 +317,7 @@ impl State {
     /// as Redis does before each command.
     pub fn perform_evictions(&mut self) -> Evict {
         let max = self.memory.maxmemory;
-        if max == 0 {
+        if max == 0 || !self.may_evict() {
             return Evict::Ok;
         }
         let mut used = used_memory();
@@ -386,6 +386,16 @@ impl State {
             }
         }
         result
+    }
+
+    /// Whether evicting is safe now, as in Redis: not while a dataset
+    /// loads, not on a replica that ignores maxmemory (it holds exactly
+    /// its master's keys, which deletes for it), not while clients are
+    /// paused (the dataset stays as it is).
+    fn may_evict(&self) -> bool {
+        let loading = self.aof.loading || self.loading.as_ref().is_some_and(|l| !l.is_async);
+        let follows_master = self.repl.master.is_some() && self.cfg.replica_ignore_maxmemory;
+        !loading && !follows_master && self.pause.is_none()
     }
 
     /// Deletes an evicted key with the bookkeeping of any deletion: WATCH,

@@ -250,6 +250,7 @@ values! {
     io_threads: i64 = "io-threads",
     hz: i64 = "hz",
     tracking_table_max_keys: u64 = "tracking-table-max-keys",
+    replica_ignore_maxmemory: bool = "replica-ignore-maxmemory",
     // Process.
     pidfile: String = "pidfile",
     daemonize: bool = "daemonize",
