@@ -2,6 +2,7 @@
 pub mod acl;
 pub mod clientmem;
 pub mod clock;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod crash;
