@@ -156,7 +156,14 @@ for p in $PIPES; do
     printf '%-30s %3s %10s %10s %7s\n' "$LABEL" "$p" "$c" "$r" "$(ratio "$c" "$r")"
   done <<'EOF'
 PING|PING
+SET|SET key:__rand_int__ xxx
+GET|GET key:__rand_int__
+INCR|INCR counter:__rand_int__
 LPUSH|LPUSH l __rand_int__
+RPOP|RPOP l
+HSET|HSET h:__rand_int__ f v
+SADD|SADD s __rand_int__
+ZADD|ZADD z __rand_int__ m:__rand_int__
 GEOADD ga (random points)|GEOADD ga 13.__rand_int__ 38.__rand_int__ m:__rand_int__
 GEOSEARCH geo BYRADIUS 10 km|GEOSEARCH geo FROMLONLAT 14 37.5 BYRADIUS 10 km
 XADD 3 fields|XADD xa * name u action click value 42

@@ -24,6 +24,7 @@ impl Ctx<'_> {
     }
 
     /// The data operations' view of the client's database.
+    #[inline]
     pub fn keys(&mut self) -> Keys<'_> {
         self.st.keys(self.cl.db, self.now)
     }

@@ -197,6 +197,7 @@ fn set_generic(
 }
 
 /// SET's operation: whether it wrote, and with `get` the old value.
+#[inline]
 pub fn op_set(
     k: &mut Keys,
     key: &[u8],

@@ -12,6 +12,7 @@ use storage::{StrValue, Typed, Value};
 /// shard's lookups (see `shard::Keys`), settled at once.
 impl State {
     /// How lazy expiry behaves now (see `shard::Lazy`).
+    #[inline]
     pub fn lazy(&self) -> Lazy {
         Lazy {
             loading: self.aof.loading,
@@ -23,6 +24,7 @@ impl State {
     }
 
     /// The data operations' view of database `db` at the command's clock.
+    #[inline]
     pub fn keys(&mut self, db: usize, now: i64) -> Keys<'_> {
         Keys {
             lazy: self.lazy(),

@@ -86,6 +86,7 @@ impl Shard {
 
     /// Deletes `key` if expired, as `lazy` allows; true if it reads as
     /// missing for that reason.
+    #[inline]
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy) -> bool {
         if lazy.loading {
             return false;
@@ -109,6 +110,7 @@ impl Shard {
 
     /// Whether `key` is there after lazy expiry, counted as a hit or a
     /// miss; a miss is noted for `keymiss` when `notify`.
+    #[inline]
     pub fn present(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy, notify: bool) -> bool {
         if !self.expire_if_needed(db, key, now, lazy) && self.dbs[db].contains(key) {
             self.hits += 1;
@@ -124,6 +126,7 @@ impl Shard {
     /// Lazy expiry for a write: a writable replica's own write deletes the
     /// key its master let expire, as Redis's write lookups do (what it
     /// creates then starts without the old TTL). True if `key` is gone.
+    #[inline]
     pub fn expire_for_write(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy) -> bool {
         let own_write = lazy.replica && !lazy.applying && !lazy.loading && !lazy.paused;
         if own_write && self.expire_now(db, key, now) {
@@ -163,6 +166,7 @@ impl<'a> Keys<'a> {
             .expire_if_needed(self.db, key, self.now, self.lazy)
     }
 
+    #[inline]
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
         let (db, now, lazy) = (self.db, self.now, self.lazy);
         if !self.shard.present(db, key, now, lazy, true) {
@@ -181,6 +185,7 @@ impl<'a> Keys<'a> {
         self.shard.dbs[db].peek(key)
     }
 
+    #[inline]
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         if self
             .shard
@@ -193,6 +198,7 @@ impl<'a> Keys<'a> {
 
     /// The value of type `T` at `key` for reading: `None` if absent,
     /// WRONGTYPE if it holds another type.
+    #[inline]
     pub fn read<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&T>, Error> {
         match self.lookup_read(key) {
             None => Ok(None),
@@ -201,6 +207,7 @@ impl<'a> Keys<'a> {
     }
 
     /// As [`Keys::read`], for modifying the value in place.
+    #[inline]
     pub fn write<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&mut T>, Error> {
         match self.lookup_write(key) {
             None => Ok(None),
