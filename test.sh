@@ -25,7 +25,7 @@ cargo build --workspace
 # instrumentation then); a short fixed-seed run checks they start.
 cargo build --manifest-path fuzz/Cargo.toml --bins
 mkdir -p fuzz/artifacts
-for t in resp_decoder rdb_loader stream_rdb hll; do
+for t in resp_decoder rdb_loader stream_rdb hll cluster_bus; do
   log=$(fuzz/target/debug/$t -runs=2000 -seed=1 -artifact_prefix=fuzz/artifacts/ 2>&1) ||
     { echo "$log"; exit 1; }
   echo "fuzz $t: ${log##*$'\n'}"

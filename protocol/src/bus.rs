@@ -476,15 +476,20 @@ fn put_ext(out: &mut Vec<u8>, kind: u16, data: &[u8]) {
     out.resize(out.len() + pad, 0);
 }
 
-/// The message's bytes; the header's `count`, `extensions` and length are
-/// taken from the body.
+/// The message's bytes; the header's length, and for PING, PONG and MEET
+/// its `count` and (under EXT_DATA) `extensions`, are taken from the body.
 pub fn encode(m: &Message) -> Vec<u8> {
     let h = &m.header;
     let mut out = Vec::with_capacity(HEADER_LEN + 256);
     out.extend_from_slice(SIGNATURE);
     out.extend_from_slice(&[0; 4]);
+    // Extensions are read only under EXT_DATA: without it the field is
+    // carried as it came.
     let (count, extensions) = match &m.body {
-        Body::Gossip { nodes, exts } => (nodes.len() as u16, exts.len() as u16),
+        Body::Gossip { nodes, exts } if h.mflags[0] & mflag0::EXT_DATA != 0 => {
+            (nodes.len() as u16, exts.len() as u16)
+        }
+        Body::Gossip { nodes, .. } => (nodes.len() as u16, h.extensions),
         _ => (h.count, h.extensions),
     };
     for v in [h.ver, h.port, h.kind, count] {
@@ -674,6 +679,21 @@ mod tests {
         assert_eq!(&bytes[2168..2177], b"127.0.0.1");
         assert_eq!(&bytes[2248..2250], &17000u16.to_be_bytes());
         assert_eq!(&bytes[2250..2252], &flag::MASTER.to_be_bytes());
+    }
+
+    #[test]
+    fn extensions_are_read_only_under_ext_data() {
+        let mut m = sample(
+            kind::PING,
+            Body::Gossip {
+                nodes: vec![],
+                exts: vec![],
+            },
+        );
+        m.header.extensions = 3;
+        let bytes = encode(&m);
+        assert_eq!(bytes.len(), HEADER_LEN);
+        assert_eq!(decode(&bytes), Ok(m));
     }
 
     #[test]

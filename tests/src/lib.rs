@@ -399,6 +399,11 @@ impl RawClient {
         self.sock.write_all(bytes).expect("write to server");
     }
 
+    /// Writes `bytes`; an error once the server has closed the connection.
+    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.sock.write_all(bytes)
+    }
+
     /// Writes a request (multibulk) without reading.
     pub fn send_cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) {
         self.send(&encode(args));

@@ -171,3 +171,35 @@ fn latency_histogram_has_the_recorded_buckets() {
         assert_eq!(pairs.last().map(|p| p.1), Some(calls), "{pairs:?}");
     }
 }
+
+/// INFO's total_reads_processed and total_writes_processed count read and
+/// write events, as Redis 7.0.15 does: a pipeline of 100 requests is one
+/// read and one write, as is a single request.
+#[test]
+fn reads_and_writes_processed_count_events_not_commands() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    // One INFO for both: each INFO is a read and a write of its own.
+    let counts = |c: &mut RawClient| {
+        let info = text(&c.cmd(&["INFO", "stats"]));
+        let field = |name: &str| -> i64 {
+            let line = info.lines().find_map(|l| l.strip_prefix(name)).unwrap();
+            line.trim_start_matches(':').trim().parse().unwrap()
+        };
+        (
+            field("total_reads_processed"),
+            field("total_writes_processed"),
+        )
+    };
+    let a = counts(&mut c);
+    c.send(&b"PING\r\n".repeat(100));
+    for _ in 0..100 {
+        assert_eq!(c.read(), simple("PONG"));
+    }
+    let b = counts(&mut c);
+    assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+    let d = counts(&mut c);
+    // Each delta: the requests' read and write and one INFO's.
+    assert_eq!((b.0 - a.0, b.1 - a.1), (2, 2));
+    assert_eq!((d.0 - b.0, d.1 - b.1), (2, 2));
+}

@@ -355,3 +355,48 @@ fn a_client_that_closes_its_side_after_its_requests_gets_every_reply() {
         assert_eq!(String::from_utf8_lossy(&got), want, "{requests} requests");
     }
 }
+
+/// `client-query-buffer-limit`, as Redis 7.0.15 applies it: what counts is
+/// the input not yet parsed, so a request still arriving past the limit
+/// closes its connection (and is logged), while a pipeline of whole
+/// requests, or a MULTI queue, larger than the limit does not.
+#[test]
+fn a_request_growing_past_the_query_buffer_limit_closes_the_connection() {
+    let s = Server::start(&[("client-query-buffer-limit", "1mb")]);
+    let chunk = vec![b'x'; 100_000];
+    let set = |v: &[u8]| {
+        let mut r = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", v.len()).into_bytes();
+        r.extend_from_slice(v);
+        r.extend_from_slice(b"\r\n");
+        r
+    };
+
+    let mut c = s.raw();
+    c.send(&set(&chunk).repeat(30));
+    for _ in 0..30 {
+        assert_eq!(c.read(), ok());
+    }
+    c.send(b"MULTI\r\n");
+    assert_eq!(c.read(), ok());
+    for _ in 0..30 {
+        c.send(&set(&chunk));
+        assert_eq!(c.read(), simple("QUEUED"));
+    }
+    assert_eq!(c.cmd(&["DISCARD"]), ok());
+
+    let mut big = s.raw();
+    big.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10000000\r\n");
+    for _ in 0..20 {
+        if big.try_send(&chunk).is_err() {
+            break;
+        }
+    }
+    big.expect_closed();
+    assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+    if !is_real_redis() {
+        assert!(s
+            .log()
+            .contains("Closing client that reached max query buffer length: id="));
+        assert!(s.log().contains("(qbuf initial bytes: \"xxxx"));
+    }
+}

@@ -221,3 +221,16 @@ fn a_replica_ignoring_maxmemory_keeps_every_key_of_its_master() {
     assert!(info_int(&mut sc, "stats", "evicted_keys") > 0);
     assert_eq!(mc.cmd(&["DBSIZE"]), int(20_100));
 }
+
+/// INFO's `slave_expires_tracked_keys` counts a writable replica's own keys
+/// with a TTL.
+#[test]
+fn info_counts_the_keys_a_writable_replica_tracks_for_expiry() {
+    let (_m, _s, _mc, mut sc) = writable_replica();
+    assert_eq!(info_int(&mut sc, "stats", "slave_expires_tracked_keys"), 0);
+    assert_eq!(sc.cmd(&["SET", "a", "v", "EX", "100"]), ok());
+    assert_eq!(sc.cmd(&["SET", "b", "v"]), ok());
+    assert_eq!(sc.cmd(&["EXPIRE", "b", "100"]), int(1));
+    assert_eq!(sc.cmd(&["SET", "c", "v"]), ok());
+    assert_eq!(info_int(&mut sc, "stats", "slave_expires_tracked_keys"), 2);
+}

@@ -6,7 +6,7 @@ use crate::state::{BlockKind, Blocked, Client, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
 use storage::num::LDouble;
-use storage::Db;
+use storage::{Db, Value};
 
 /// What a handler gets: the state (under the lock), its client, where its
 /// reply goes, and the time the command started (ms), used for expiry so a
@@ -27,6 +27,21 @@ impl Ctx<'_> {
     #[inline]
     pub fn keys(&mut self) -> Keys<'_> {
         self.st.keys(self.cl.db, self.now)
+    }
+
+    /// A STORE command's ending: its result `v` of `n` elements stored at
+    /// `dst` with `event`, or for an empty one `dst` deleted; the reply is
+    /// the size.
+    pub fn store_result(&mut self, dst: &[u8], v: Value, n: usize, class: u32, event: &str) {
+        let db = self.cl.db;
+        match self.keys().store(dst, (n > 0).then_some(v)) {
+            true if n == 0 => self
+                .st
+                .changed(crate::core::config::class::GENERIC, "del", db, dst),
+            true => self.st.changed(class, event, db, dst),
+            false => {}
+        }
+        self.out.int(n as i64);
     }
 
     /// Whether a blocking command may block now; if not (MULTI, scripts) it

@@ -386,26 +386,10 @@ fn inter<'a>(sets: &mut [&'a Set], limit: usize) -> Vec<LpVal<'a>> {
     out
 }
 
-/// Writes (or, empty, deletes) the destination of a STORE command.
+/// Ends a STORE command with its result.
 fn store(c: &mut Ctx, dst: &[u8], set: Set, event: &str) {
-    let (db, n) = (c.cl.db, set.len());
-    match op_store(&mut c.keys(), dst, set) {
-        true if n == 0 => c.st.changed(class::GENERIC, "del", db, dst),
-        true => c.st.changed(class::SET, event, db, dst),
-        false => {}
-    }
-    c.out.int(n as i64);
-}
-
-/// Writes `set` at `dst`, or deletes `dst` if it is empty; whether that
-/// changed anything.
-fn op_store(k: &mut Keys, dst: &[u8], set: Set) -> bool {
-    if set.is_empty() {
-        k.expire_if_needed(dst);
-        return k.db().remove(dst).is_some();
-    }
-    k.db().set(dst, Value::Set(set), false);
-    true
+    let n = set.len();
+    c.store_result(dst, Value::Set(set), n, class::SET, event);
 }
 
 fn new_result() -> Set {

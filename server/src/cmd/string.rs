@@ -164,7 +164,7 @@ fn propagate_set_pxat(c: &mut Ctx, key: &Bytes, val: &Bytes) {
         return;
     }
     let mut op = vec![Bytes::from_static(b"SET"), key.clone(), val.clone()];
-    if let Some(t) = c.db().expire_at(key) {
+    if let Some(t) = c.keys().db().expire_at(key) {
         op.extend([Bytes::from_static(b"PXAT"), int(t)]);
     }
     c.propagate_as(op);

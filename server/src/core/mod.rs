@@ -10,6 +10,7 @@ pub mod error;
 pub mod listening;
 pub mod log;
 pub mod migrate;
+pub mod netstat;
 pub mod oom;
 pub mod os;
 pub mod pqsort;

@@ -171,6 +171,7 @@ impl Outbox {
         if h.fd < 0 || h.buf.is_empty() {
             return;
         }
+        crate::core::netstat::write_event();
         let mut off = 0;
         while off < h.buf.len() {
             let rest = &h.buf[off..];

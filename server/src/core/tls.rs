@@ -2,7 +2,7 @@
 //! options, the handshake, and the encrypted stream the connection code
 //! serves like a TCP socket.
 //!
-//! The stream has what `conn::Duplex` asks of a socket, so `conn::serve`
+//! The stream has what `duplex::Duplex` asks of a socket, so `conn::serve`
 //! is monomorphised for it: plain TCP keeps its own code with no branch for
 //! TLS. OpenSSL settings map onto rustls where they can (`tls-ciphers` is
 //! read as an OpenSSL cipher string over the suites rustls has); what rustls
@@ -662,7 +662,7 @@ impl TlsStream {
     }
 }
 
-/// What `conn::Duplex` asks of a socket (conn.rs implements it with these).
+/// What `duplex::Duplex` asks of a socket (conn.rs implements it with these).
 impl TlsStream {
     pub fn readable(&self) -> impl std::future::Future<Output = io::Result<()>> + Send + '_ {
         let ready = self.plain_left;

@@ -9,7 +9,7 @@
 //! (their replies queue behind), so a client that does not read grows its
 //! output toward its limits and client eviction, as in Redis.
 
-use crate::cmd::batch::SPILL_AT;
+use super::duplex::{write_out, Duplex, Held, Input, Written, MAX_BATCH, READ_CHUNK};
 use crate::cmd::busy::BusyTx;
 use crate::core::clock::now_ms;
 use crate::state::{Client, Shared, State};
@@ -20,9 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Bytes a socket read asks for at least.
-const READ_CHUNK: usize = 16 * 1024;
-
 /// A connection's input or output buffer larger than this is freed once
 /// empty.
 const KEEP_BUF: usize = 64 * 1024;
@@ -30,9 +27,6 @@ const KEEP_BUF: usize = 64 * 1024;
 /// The room a connection's output buffer starts with (`ReplyBuf::new`)
 /// and is given back to once written.
 const OUT_START: usize = 4096;
-
-/// Requests executed per lock acquisition at most.
-const MAX_BATCH: usize = 256;
 
 /// How often a client held back by CLIENT PAUSE checks the pause again.
 const PAUSE_POLL: Duration = Duration::from_millis(5);
@@ -57,6 +51,7 @@ struct Admitted {
     spill: Arc<crate::core::spill::Spill>,
     max_bulk: i64,
     timeout_s: i64,
+    qbuf_limit: usize,
     authenticated: bool,
 }
 
@@ -103,6 +98,7 @@ where
                         spill,
                         max_bulk: st.tun.max_bulk,
                         timeout_s: st.tun.timeout_s,
+                        qbuf_limit: st.tun.qbuf_limit,
                         authenticated: authed,
                     })
                 }
@@ -207,7 +203,11 @@ async fn wait_input<S: AsyncRead + Unpin>(
         _ = wake.notified() => Event::Wake,
         r = read => match r {
             Ok(0) | Err(_) => Event::Closed,
-            Ok(n) => { c.bytes_in += n as u64; Event::Read }
+            Ok(n) => {
+                c.bytes_in += n as u64;
+                crate::core::netstat::read_event();
+                Event::Read
+            }
         },
         _ = sleep_until_ms(c.blocked.flatten()), if c.blocked.is_some() => Event::Deadline,
         _ = sleep_or_never(idle) => Event::Closed,
@@ -225,6 +225,8 @@ struct Conn {
     /// Read since the last batch, for `net_input_bytes`.
     bytes_in: u64,
     timeout_s: i64,
+    /// `client-query-buffer-limit`.
+    qbuf_limit: usize,
     /// MONITOR or a replica: exempt from the idle timeout.
     monitor: bool,
     /// Set when CLIENT PAUSE holds back the rest of the batch.
@@ -351,6 +353,7 @@ fn under_lock(st: &mut State, c: &mut Conn, timed_out: bool) -> Option<Locked> {
     // The replies count as the client's output until written.
     c.unsent.store(c.out.len(), Ordering::Relaxed);
     c.timeout_s = st.tun.timeout_s;
+    c.qbuf_limit = st.tun.qbuf_limit;
     c.monitor = cl.monitor || cl.peer.replica;
     c.busy_tx.in_multi = cl.multi.is_some();
     c.dec.unauthenticated = !cl.authenticated;
@@ -396,6 +399,7 @@ where
         spill,
         max_bulk,
         timeout_s,
+        qbuf_limit,
         authenticated,
     }) = admit(&shared, &mut sock, &peer, &mut inbuf, &mut out).await
     else {
@@ -413,6 +417,7 @@ where
         batch: Vec::new(),
         bytes_in: 0,
         timeout_s,
+        qbuf_limit,
         monitor: false,
         paused: false,
         blocked: None,
@@ -425,13 +430,7 @@ where
     let mut unreported = false;
     loop {
         c.decode_batch();
-        // A large request still arriving counts toward client memory now.
-        if std::mem::take(&mut unreported)
-            && c.batch.is_empty()
-            && (c.inbuf.capacity() > KEEP_BUF
-                || c.dec.in_progress() && c.dec.partial_len() > KEEP_BUF)
-            && !report_input(&shared, c.id, &c.inbuf, &c.dec).await
-        {
+        if std::mem::take(&mut unreported) && !account_input(&shared, &c).await {
             break;
         }
         let mut timed_out = false;
@@ -547,6 +546,38 @@ fn compact_unsent(buf: &mut BytesMut, off: usize) {
     }
 }
 
+/// After a read: the input not yet decoded is the request still
+/// arriving (a read adds at most a chunk of whole ones), and past
+/// `client-query-buffer-limit` the client goes, as in Redis; a large one
+/// counts toward client memory now. False: the connection ends.
+async fn account_input(shared: &Shared, c: &Conn) -> bool {
+    if c.inbuf.len() > c.qbuf_limit {
+        log_query_limit(shared, c.id, &c.inbuf).await;
+        return false;
+    }
+    let large =
+        c.inbuf.capacity() > KEEP_BUF || c.dec.in_progress() && c.dec.partial_len() > KEEP_BUF;
+    !(c.batch.is_empty() && large) || report_input(shared, c.id, &c.inbuf, &c.dec).await
+}
+
+/// Logs the closing of a client past `client-query-buffer-limit` as Redis
+/// does: its CLIENT LIST line and the buffer's first bytes.
+async fn log_query_limit(shared: &Shared, id: u64, inbuf: &BytesMut) {
+    let Some(mut st) = shared.lock_or_busy().await else {
+        return;
+    };
+    let now = st.wall_ms();
+    let Some(cl) = st.clients.get_mut(&id) else {
+        return;
+    };
+    cl.qbuf = inbuf.len();
+    let first = protocol::repr(&inbuf[..inbuf.len().min(64)]);
+    tracing::warn!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {first})",
+        cl.line(now, None)
+    );
+}
+
 /// Shows input not yet runnable (a large request arriving) in the
 /// client's CLIENT LIST fields and lets client eviction weigh it. False
 /// when the client is gone.
@@ -622,226 +653,6 @@ async fn busy_replies(
             Err(e) => out.error(&e),
         }
     }
-}
-
-/// A socket `write_out` can read while it writes: readiness, and
-/// non-blocking reads and writes. A TLS stream (`tls::TlsStream`) is one
-/// too, so each kind of socket gets its own copy of the connection code.
-pub trait Duplex {
-    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
-    fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
-    fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize>;
-    fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize>;
-    /// Output taken by `try_write` and not yet on the socket (TLS records
-    /// the socket did not take): `try_write(&[])` sends it.
-    fn buffered(&self) -> bool {
-        false
-    }
-    /// Encrypted: the socket cannot be used raw (the Lua debugger does).
-    fn is_tls(&self) -> bool {
-        false
-    }
-    /// Gives the socket the connection's outbox (TLS writes through it).
-    fn attach(&mut self, _ob: &Arc<crate::core::round::Outbox>) {}
-    /// Takes back what the outbox has not written, ahead of `out`; true if
-    /// the socket stalled (see `round::Outbox::take`).
-    fn reclaim(&mut self, ob: &crate::core::round::Outbox, out: &mut BytesMut) -> bool {
-        ob.take(out)
-    }
-    /// Turns `out` into the bytes for the wire, if it can be now.
-    fn seal(&mut self, _out: &mut BytesMut) -> bool {
-        true
-    }
-}
-
-macro_rules! duplex {
-    ($t:ty) => {
-        impl Duplex for $t {
-            fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-                <$t>::readable(self)
-            }
-            fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-                <$t>::writable(self)
-            }
-            fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
-                <$t>::try_read_buf(self, buf)
-            }
-            fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                <$t>::try_write(self, buf)
-            }
-        }
-    };
-}
-duplex!(tokio::net::TcpStream);
-duplex!(tokio::net::UnixStream);
-
-impl Duplex for crate::core::tls::TlsStream {
-    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        crate::core::tls::TlsStream::readable(self)
-    }
-    fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
-        crate::core::tls::TlsStream::writable(self)
-    }
-    fn try_read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
-        crate::core::tls::TlsStream::try_read_buf(self, buf)
-    }
-    fn try_write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        crate::core::tls::TlsStream::try_write(self, buf)
-    }
-    fn buffered(&self) -> bool {
-        crate::core::tls::TlsStream::buffered(self)
-    }
-    fn is_tls(&self) -> bool {
-        true
-    }
-    fn attach(&mut self, ob: &Arc<crate::core::round::Outbox>) {
-        crate::core::tls::TlsStream::attach(self, ob.clone())
-    }
-    fn reclaim(&mut self, ob: &crate::core::round::Outbox, _out: &mut BytesMut) -> bool {
-        crate::core::tls::TlsStream::reclaim(self, ob)
-    }
-    fn seal(&mut self, out: &mut BytesMut) -> bool {
-        crate::core::tls::TlsStream::seal(self, out)
-    }
-}
-
-/// Where input read while writing goes.
-struct Input<'a> {
-    buf: &'a mut BytesMut,
-    dec: &'a mut Decoder,
-    batch: &'a mut Vec<Vec<Bytes>>,
-    err: &'a mut Option<protocol::ProtocolError>,
-    bytes: &'a mut u64,
-}
-
-enum Written {
-    All,
-    Closed,
-    /// Stopped after this many bytes: requests arrived to run.
-    Part(usize),
-}
-
-/// A connection's output: its buffer, the larger output held before it,
-/// and the gauge of the buffer's unsent bytes (`Client::out_unsent`).
-struct Held<'a> {
-    buf: &'a mut BytesMut,
-    spill: &'a crate::core::spill::Spill,
-    unsent: &'a AtomicUsize,
-}
-
-/// Writes the spill, then `buf`, while staying responsive to wake-ups: a
-/// client that does not read must still notice CLIENT KILL or an output
-/// limit, and its unsent bytes are what the limit counts. Output others
-/// queue meanwhile is appended to `buf`. With `input`, the socket is read
-/// too, and complete requests end the write early.
-async fn write_out<S: Duplex>(
-    sock: &mut S,
-    out: Held<'_>,
-    shared: &Shared,
-    id: u64,
-    wake: &crate::core::wake::Wake,
-    mut input: Option<Input<'_>>,
-) -> Written {
-    let Held { buf, spill, unsent } = out;
-    let mut off = 0;
-    let mut woken = false;
-    let ok = loop {
-        let queued = !spill.is_empty();
-        if off == buf.len() && !queued && !sock.buffered() {
-            break Written::All;
-        }
-        unsent.store(buf.len() - off, Ordering::Relaxed);
-        let reading = input.is_some();
-        tokio::select! {
-            biased;
-            r = sock.writable() => {
-                let r = r.and_then(|()| if queued {
-                    spill.write_with(|b| sock.try_write(b))
-                } else {
-                    sock.try_write(&buf[off..])
-                });
-                match r {
-                    Ok(0) if queued || off < buf.len() => break Written::Closed,
-                    Ok(n) if !queued => off += n,
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        // The socket is full: large output waits as a list,
-                        // its memory about its size.
-                        if buf.len() - off >= SPILL_AT {
-                            spill_unsent(spill, buf, &mut off);
-                        }
-                    }
-                    Err(_) => break Written::Closed,
-                }
-            },
-            r = sock.readable(), if reading => {
-                let inp = input.as_mut().expect("reading");
-                if inp.buf.capacity() - inp.buf.len() < READ_CHUNK / 4 {
-                    inp.buf.reserve(READ_CHUNK);
-                }
-                match r.and_then(|()| sock.try_read_buf(inp.buf)) {
-                    // The rest is written; the main loop sees the end.
-                    Ok(0) => input = None,
-                    Ok(n) => {
-                        *inp.bytes += n as u64;
-                        while inp.err.is_none() && inp.batch.len() < MAX_BATCH {
-                            match inp.dec.decode(inp.buf) {
-                                Ok(Some(args)) => inp.batch.push(args),
-                                Ok(None) => break,
-                                Err(e) => *inp.err = Some(e),
-                            }
-                        }
-                        if !inp.batch.is_empty() || inp.err.is_some() {
-                            break Written::Part(off);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => input = None,
-                }
-            },
-            _ = wake.notified() => {
-                woken = true;
-                // A busy script holds the lock: the main loop collects the
-                // output once it ends.
-                let Some(mut st) = shared.lock_or_busy().await else {
-                    continue;
-                };
-                match st.clients.get_mut(&id) {
-                    Some(cl) if !cl.killed => {
-                        if buf.len() - off + cl.pending.len() >= SPILL_AT {
-                            // The socket is behind: the output waits as a
-                            // list, freed at once if the client is evicted.
-                            spill_unsent(spill, buf, &mut off);
-                            spill.push(Bytes::copy_from_slice(&cl.pending));
-                        } else {
-                            buf.extend_from_slice(&cl.pending);
-                        }
-                        cl.pending.clear();
-                        cl.pending_trim();
-                        // Under the lock: a diskless sync's piece goes
-                        // straight out only when nothing is unsent.
-                        unsent.store(buf.len() - off, Ordering::Relaxed);
-                    }
-                    _ => break Written::Closed,
-                }
-            }
-        }
-    };
-    unsent.store(0, Ordering::Relaxed);
-    if woken {
-        // The main loop may be waiting for this wake-up (a served blocked
-        // client): hand it on.
-        wake.notify_one();
-    }
-    ok
-}
-
-/// Moves what `buf` holds past `off` to the end of `spill`, and lets the
-/// buffer go.
-fn spill_unsent(spill: &crate::core::spill::Spill, buf: &mut BytesMut, off: &mut usize) {
-    spill.push(Bytes::copy_from_slice(&buf[*off..]));
-    *buf = BytesMut::new();
-    *off = 0;
 }
 
 enum Event {

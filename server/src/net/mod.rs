@@ -1,5 +1,6 @@
 //! The top floor: sockets, tasks and the process.
 pub mod conn;
+pub mod duplex;
 pub mod full_sync;
 pub mod handshake;
 pub mod link_state;

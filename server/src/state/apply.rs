@@ -87,6 +87,7 @@ impl State {
             notify_flags: c.notify_keyspace_events.0,
             maxclients: c.maxclients as usize,
             timeout_s: c.timeout,
+            qbuf_limit: c.client_query_buffer_limit as usize,
             slowlog_slower_than: c.slowlog_log_slower_than,
             slowlog_max_len: c.slowlog_max_len as usize,
             protected_mode: c.protected_mode,

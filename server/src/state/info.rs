@@ -382,7 +382,11 @@ fn stats(st: &mut State, o: &mut String) {
     f!(o, "latest_fork_usec:0");
     f!(o, "total_forks:{}", st.stats.total_forks);
     f!(o, "migrate_cached_sockets:{}", st.migrate.len());
-    f!(o, "slave_expires_tracked_keys:0");
+    f!(
+        o,
+        "slave_expires_tracked_keys:{}",
+        st.shard.replica_keys_with_expire.len()
+    );
     f!(o, "active_defrag_hits:0");
     f!(o, "active_defrag_misses:0");
     f!(o, "active_defrag_key_hits:0");
@@ -396,8 +400,9 @@ fn stats(st: &mut State, o: &mut String) {
     f!(o, "unexpected_error_replies:{}", s.unexpected_error_replies);
     f!(o, "total_error_replies:{}", s.total_error_replies);
     f!(o, "dump_payload_sanitizations:0");
-    f!(o, "total_reads_processed:{}", s.total_commands);
-    f!(o, "total_writes_processed:{}", s.total_commands);
+    let (reads, writes) = crate::core::netstat::totals();
+    f!(o, "total_reads_processed:{reads}");
+    f!(o, "total_writes_processed:{writes}");
     f!(o, "io_threaded_reads_processed:0");
     f!(o, "io_threaded_writes_processed:0");
     f!(o, "reply_buffer_shrinks:0");

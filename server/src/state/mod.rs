@@ -69,6 +69,8 @@ pub struct Tuning {
     pub notify_flags: u32,
     pub maxclients: usize,
     pub timeout_s: i64,
+    /// `client-query-buffer-limit`.
+    pub qbuf_limit: usize,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
     pub protected_mode: bool,
@@ -369,6 +371,7 @@ impl State {
             ..Stats::default()
         };
         self.peak_memory = 0;
+        crate::core::netstat::reset();
         (self.shard.hits, self.shard.misses) = (0, 0);
         self.repl.sync_full = 0;
         self.repl.sync_partial_ok = 0;

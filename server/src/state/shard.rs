@@ -175,16 +175,6 @@ impl<'a> Keys<'a> {
         self.shard.dbs[db].get(key)
     }
 
-    /// A read that does not count as an access of the key (Redis's
-    /// `LOOKUP_NOTOUCH`).
-    pub fn lookup_peek(&mut self, key: &[u8]) -> Option<&Value> {
-        let (db, now, lazy) = (self.db, self.now, self.lazy);
-        if !self.shard.present(db, key, now, lazy, true) {
-            return None;
-        }
-        self.shard.dbs[db].peek(key)
-    }
-
     #[inline]
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         if self
@@ -212,6 +202,19 @@ impl<'a> Keys<'a> {
         match self.lookup_write(key) {
             None => Ok(None),
             Some(v) => T::of_mut(v).map(Some).ok_or(WRONGTYPE),
+        }
+    }
+
+    /// Writes a STORE command's result `v` at `dst` (replacing any value and
+    /// TTL), or with `None` deletes `dst`; whether that changed anything.
+    pub fn store(&mut self, dst: &[u8], v: Option<Value>) -> bool {
+        self.expire_if_needed(dst);
+        match v {
+            Some(v) => {
+                self.db().set(dst, v, false);
+                true
+            }
+            None => self.db().remove(dst).is_some(),
         }
     }
 

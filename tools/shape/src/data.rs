@@ -7,7 +7,7 @@
 use syn::visit::{self, Visit};
 use syn::{Expr, ExprField, ExprMethodCall, ItemFn, Member};
 
-use crate::read::is_test;
+use crate::cfg::is_test;
 use crate::{LOOKUPS, SERVER_TYPES};
 
 /// One place where a data family goes past the shard.

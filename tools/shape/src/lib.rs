@@ -72,6 +72,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod cfg;
 mod data;
 mod graph;
 mod read;

@@ -49,27 +49,10 @@ pub fn build(v: impl IntoIterator<Item = (impl AsRef<[u8]>, f64)>, lim: &ZsetLim
     z
 }
 
-/// Stores `z` at `dst` (replacing any value and TTL) and replies its size;
-/// an empty result deletes `dst` instead and replies 0.
+/// Ends a STORE command with its result.
 pub fn store_result(c: &mut Ctx, dst: &[u8], z: SortedSet, event: &str) {
-    let (db, n) = (c.cl.db, z.len());
-    match op_store(&mut c.keys(), dst, z) {
-        true if n == 0 => c.st.changed(class::GENERIC, "del", db, dst),
-        true => c.st.changed(class::ZSET, event, db, dst),
-        false => {}
-    }
-    c.out.int(n as i64);
-}
-
-/// Writes `z` at `dst`, or deletes `dst` if `z` is empty; whether that
-/// changed anything.
-fn op_store(k: &mut Keys, dst: &[u8], z: SortedSet) -> bool {
-    k.expire_if_needed(dst);
-    if z.is_empty() {
-        return k.db().remove(dst).is_some();
-    }
-    k.db().set(dst, Value::ZSet(z), false);
-    true
+    let n = z.len();
+    c.store_result(dst, Value::ZSet(z), n, class::ZSET, event);
 }
 
 /// What ZADD did.

@@ -246,6 +246,7 @@ values! {
     maxclients: i64 = "maxclients" => FdLimit,
     timeout: i64 = "timeout" => Tune,
     proto_max_bulk_len: i64 = "proto-max-bulk-len" => Tune,
+    client_query_buffer_limit: u64 = "client-query-buffer-limit" => Tune,
     client_output_buffer_limit: String = "client-output-buffer-limit" => Tune,
     io_threads: i64 = "io-threads",
     hz: i64 = "hz",
