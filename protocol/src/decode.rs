@@ -280,7 +280,11 @@ impl Decoder {
     }
 
     fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-        let Some(nl) = memchr_nl(buf) else {
+        // Redis looks for the newline in a C string: a NUL before it hides
+        // it, and the request waits for one (until it is too big), so a
+        // TLS hello on the plain port gets silence, as from Redis.
+        let nl = memchr_nl(buf).filter(|&nl| !buf[..nl].contains(&0));
+        let Some(nl) = nl else {
             if buf.len() > MAX_INLINE {
                 return Err(ProtocolError::TooBigInline);
             }

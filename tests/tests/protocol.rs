@@ -400,3 +400,24 @@ fn a_request_growing_past_the_query_buffer_limit_closes_the_connection() {
         assert!(s.log().contains("(qbuf initial bytes: \"xxxx"));
     }
 }
+
+/// An inline request is a C string to Redis: a NUL before the newline hides
+/// it, so the request is never answered (a TLS hello on the plain port gets
+/// silence, not an error), until the line grows too big.
+#[test]
+fn an_inline_request_with_a_nul_is_never_answered() {
+    let s = Server::start(&[]);
+    let hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n";
+    for input in [&b"PING\x00\r\n"[..], b"FOO\x00BAR\r\n", hello] {
+        let mut c = s.raw();
+        c.send(input);
+        c.expect_silence(Duration::from_millis(300));
+        c.send(b"PING\r\n");
+        c.expect_silence(Duration::from_millis(100));
+    }
+    let mut c = s.raw();
+    c.send(b"PING\x00");
+    c.send(&vec![b'x'; 70_000]);
+    assert_eq!(c.read(), err("ERR Protocol error: too big inline request"));
+    c.expect_closed();
+}
