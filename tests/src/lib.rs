@@ -542,15 +542,36 @@ pub fn has_command(c: &mut RawClient, name: &str) -> bool {
     }
 }
 
-/// A program on PATH (`command -v`), if installed.
+/// A program on PATH (`command -v`). The ones `./test.sh` installs
+/// ([`INSTALLED`]) must be there: a test that cannot run fails rather than
+/// pass, unless `CINNABAR_SKIP_MISSING=1` says skipping is intended (then
+/// `None`, and the test says it skipped).
 pub fn tool(name: &str) -> Option<PathBuf> {
-    let out = std::process::Command::new("sh")
+    let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {name}")])
         .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!p.is_empty()).then(|| PathBuf::from(p))
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    let skipping = std::env::var_os("CINNABAR_SKIP_MISSING").is_some_and(|v| v == "1");
+    if found.is_none() && INSTALLED.contains(&name) && !skipping {
+        panic!("{name} is not installed (./test.sh installs it; CINNABAR_SKIP_MISSING=1 skips the tests that need it)");
+    }
+    if found.is_none() {
+        eprintln!("SKIPPED: {name} is not installed");
+    }
+    found
 }
+
+/// What `./test.sh` installs for the tests.
+pub const INSTALLED: &[&str] = &[
+    "redis-server",
+    "redis-cli",
+    "redis-benchmark",
+    "redis-check-rdb",
+    "redis-check-aof",
+];
 
 /// A scratch directory of a test's own, removed when dropped (a `Server`
 /// removes only the one it makes itself).

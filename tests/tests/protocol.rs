@@ -421,3 +421,26 @@ fn an_inline_request_with_a_nul_is_never_answered() {
     assert_eq!(c.read(), err("ERR Protocol error: too big inline request"));
     c.expect_closed();
 }
+
+/// `tcp-keepalive` (300 by default) puts a keepalive timer on every client
+/// socket, as Redis does; 0 leaves it off. Read from /proc/net/tcp: the
+/// server's side of the connection has timer 2 (keepalive) running.
+#[test]
+fn client_sockets_carry_the_keepalive_timer_of_tcp_keepalive() {
+    fn timer_of(server_port: u16, client_port: u16) -> Option<String> {
+        let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+        let (local, remote) = (format!(":{server_port:04X}"), format!(":{client_port:04X}"));
+        table.lines().skip(1).find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[1].ends_with(&local) && f[2].ends_with(&remote)).then(|| f[5].to_string())
+        })
+    }
+    for (opt, want) in [("300", "02"), ("0", "00")] {
+        let s = Server::start(&[("tcp-keepalive", opt)]);
+        let mut c = s.raw();
+        assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+        let port = c.sock.local_addr().unwrap().port();
+        let timer = timer_of(s.port, port).expect("the connection in /proc/net/tcp");
+        assert_eq!(&timer[..2], want, "tcp-keepalive {opt}: timer {timer}");
+    }
+}

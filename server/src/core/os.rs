@@ -3,6 +3,32 @@
 //! and the RDB header read them; nothing here knows about commands. And
 //! socket sends that do not wait, for a full sync's transfer.
 
+/// Turns TCP keepalive on for socket `fd` with Redis's timing for
+/// `tcp-keepalive`: the first probe after `interval` seconds idle, then one
+/// every third of it, the peer dead after 3 unanswered.
+pub fn keepalive(fd: std::os::fd::RawFd, interval: i64) {
+    let idle = interval.clamp(1, i32::MAX as i64) as libc::c_int;
+    let opts = [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (idle / 3).max(1)),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3),
+    ];
+    for (level, name, v) in opts {
+        // SAFETY: `fd` is an open socket and the value a c_int of the size
+        // given.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
 /// Resident set size of the process, from /proc/self/statm.
 pub fn rss_bytes() -> u64 {
     let page = {

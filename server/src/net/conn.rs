@@ -81,6 +81,9 @@ where
                 } else if st.tun.protected_mode && !st.acl.auth_required() && !peer.local {
                     Err(DENIED)
                 } else {
+                    if !peer.unix && st.tun.tcp_keepalive > 0 {
+                        crate::core::os::keepalive(fd, st.tun.tcp_keepalive);
+                    }
                     let id = st.next_client_id;
                     st.next_client_id += 1;
                     let authed = !st.acl.auth_required();

@@ -88,6 +88,7 @@ impl State {
             maxclients: c.maxclients as usize,
             timeout_s: c.timeout,
             qbuf_limit: c.client_query_buffer_limit as usize,
+            tcp_keepalive: c.tcp_keepalive,
             slowlog_slower_than: c.slowlog_log_slower_than,
             slowlog_max_len: c.slowlog_max_len as usize,
             protected_mode: c.protected_mode,

@@ -71,6 +71,8 @@ pub struct Tuning {
     pub timeout_s: i64,
     /// `client-query-buffer-limit`.
     pub qbuf_limit: usize,
+    /// `tcp-keepalive` (seconds; 0: off).
+    pub tcp_keepalive: i64,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
     pub protected_mode: bool,

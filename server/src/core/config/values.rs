@@ -235,6 +235,7 @@ values! {
     port: i64 = "port" => Listen,
     bind: Vec<String> = "bind" => Listen,
     tcp_backlog: i64 = "tcp-backlog",
+    tcp_keepalive: i64 = "tcp-keepalive" => Tune,
     unixsocket: String = "unixsocket",
     /// Octal, as written.
     unixsocketperm: String = "unixsocketperm",
