@@ -29,6 +29,17 @@ impl Ctx<'_> {
         self.st.keys(self.cl.db, self.now)
     }
 
+    /// A removal's ending (HDEL, SREM, ZREM): `n` elements of `key` gone,
+    /// the key too if that emptied it, and the count replied.
+    pub fn removed(&mut self, class: u32, event: &str, key: &[u8], n: i64) {
+        if n > 0 {
+            let db = self.cl.db;
+            self.st.changed_n(class, event, db, key, n as u64);
+            self.st.delete_if_empty(db, key);
+        }
+        self.out.int(n);
+    }
+
     /// A STORE command's ending: its result `v` of `n` elements stored at
     /// `dst` with `event`, or for an empty one `dst` deleted; the reply is
     /// the size.

@@ -180,31 +180,11 @@ fn hkeys_or_vals(c: &mut Ctx, a: &[Bytes], keys: bool) -> CmdResult {
 
 /// HDEL key field [field ...]
 fn hdel(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    let n = op_hdel(&mut c.keys(), &a[1], &a[2..])?;
-    if n > 0 {
-        c.st.changed_n(class::HASH, "hdel", db, &a[1], n as u64);
-        c.st.delete_if_empty(db, &a[1]);
-    }
-    c.out.int(n);
+    let n = c
+        .keys()
+        .remove_each(&a[1], &a[2..], Hash::remove, Hash::is_empty)?;
+    c.removed(class::HASH, "hdel", &a[1], n);
     Ok(())
-}
-
-/// Removes `fields`; how many were there.
-fn op_hdel(k: &mut Keys, key: &[u8], fields: &[Bytes]) -> Result<i64, Error> {
-    let Some(h) = k.write::<Hash>(key)? else {
-        return Ok(0);
-    };
-    let mut n = 0;
-    for f in fields {
-        if h.remove(f) {
-            n += 1;
-            if h.is_empty() {
-                break;
-            }
-        }
-    }
-    Ok(n)
 }
 
 /// HEXISTS key field

@@ -63,31 +63,11 @@ pub fn op_sadd(k: &mut Keys, key: &[u8], members: &[Bytes], max: usize) -> Resul
 
 /// SREM key member [member ...]
 fn srem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    let n = op_srem(&mut c.keys(), &a[1], &a[2..])?;
-    if n > 0 {
-        c.st.changed_n(class::SET, "srem", db, &a[1], n as u64);
-        c.st.delete_if_empty(db, &a[1]);
-    }
-    c.out.int(n);
+    let n = c
+        .keys()
+        .remove_each(&a[1], &a[2..], Set::remove, Set::is_empty)?;
+    c.removed(class::SET, "srem", &a[1], n);
     Ok(())
-}
-
-/// Removes `members` from the set at `key`; how many were there.
-fn op_srem(k: &mut Keys, key: &[u8], members: &[Bytes]) -> Result<i64, Error> {
-    let Some(s) = k.write::<Set>(key)? else {
-        return Ok(0);
-    };
-    let mut n = 0;
-    for m in members {
-        if s.remove(m) {
-            n += 1;
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
-    Ok(n)
 }
 
 /// SCARD key

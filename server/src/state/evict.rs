@@ -256,8 +256,7 @@ impl Memory {
         self.maxmemory = cfg.maxmemory;
         MAXMEMORY.store(cfg.maxmemory, Relaxed);
         storage::set_grow_guard(table_may_grow);
-        let policy = cfg.maxmemory_policy;
-        self.policy = policy;
+        self.policy = cfg.maxmemory_policy;
         self.samples = cfg.maxmemory_samples.clamp(1, 64) as usize;
         self.tenacity = cfg.maxmemory_eviction_tenacity;
         self.latency_threshold_ms = cfg.latency_monitor_threshold.max(0) as u64;

@@ -205,6 +205,31 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// Removes `members` one by one from the aggregate of type `T` at `key`
+    /// (HDEL, SREM, ZREM), stopping once it is empty as Redis does; how
+    /// many it held. An emptied aggregate is left to the caller.
+    pub fn remove_each<T: Typed>(
+        &mut self,
+        key: &[u8],
+        members: &[Bytes],
+        remove: impl Fn(&mut T, &[u8]) -> bool,
+        is_empty: impl Fn(&T) -> bool,
+    ) -> Result<i64, Error> {
+        let Some(agg) = self.write::<T>(key)? else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        for m in members {
+            if remove(agg, m) {
+                n += 1;
+                if is_empty(agg) {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+
     /// Writes a STORE command's result `v` at `dst` (replacing any value and
     /// TTL), or with `None` deletes `dst`; whether that changed anything.
     pub fn store(&mut self, dst: &[u8], v: Option<Value>) -> bool {

@@ -15,7 +15,6 @@ use crate::cmd::{int_arg, is, timeout_arg, Ctx, Handler};
 use crate::core::config::class;
 use crate::core::error::{CmdResult, Error, NOT_INTEGER};
 use crate::core::propagate::int;
-use crate::state::shard::Keys;
 use crate::state::BlockKind;
 use bytes::Bytes;
 use storage::zset::ZEntry;
@@ -344,31 +343,11 @@ fn zrevrangebylex(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// ZREM key member [member ...]
 fn zrem(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let db = c.cl.db;
-    let n = op_zrem(&mut c.keys(), &a[1], &a[2..])?;
-    if n > 0 {
-        c.st.changed_n(class::ZSET, "zrem", db, &a[1], n as u64);
-        c.st.delete_if_empty(db, &a[1]);
-    }
-    c.out.int(n);
+    let n = c
+        .keys()
+        .remove_each(&a[1], &a[2..], SortedSet::remove, SortedSet::is_empty)?;
+    c.removed(class::ZSET, "zrem", &a[1], n);
     Ok(())
-}
-
-/// Removes `members` from the sorted set at `key`; how many were there.
-fn op_zrem(k: &mut Keys, key: &[u8], members: &[Bytes]) -> Result<i64, Error> {
-    let Some(z) = k.write::<SortedSet>(key)? else {
-        return Ok(0);
-    };
-    let mut n = 0;
-    for m in members {
-        if z.remove(m) {
-            n += 1;
-            if z.is_empty() {
-                break;
-            }
-        }
-    }
-    Ok(n)
 }
 
 fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
@@ -382,7 +361,6 @@ fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
         RangeType::Score => Parsed::Score(score_range(&a[2], &a[3])?),
         RangeType::Lex => Parsed::Lex(lex_range(&a[2], &a[3])?),
     };
-    let db = c.cl.db;
     let n = match c.keys().write::<SortedSet>(&a[1])? {
         None => 0,
         Some(z) => match &parsed {
@@ -391,16 +369,12 @@ fn zremrange_generic(c: &mut Ctx, a: &[Bytes], ty: RangeType) -> CmdResult {
             Parsed::Lex(r) => z.remove_range_by_lex(r),
         },
     };
-    if n > 0 {
-        let event = match ty {
-            RangeType::Rank => "zremrangebyrank",
-            RangeType::Score => "zremrangebyscore",
-            RangeType::Lex => "zremrangebylex",
-        };
-        c.st.changed_n(class::ZSET, event, db, &a[1], n as u64);
-        c.st.delete_if_empty(db, &a[1]);
-    }
-    c.out.int(n as i64);
+    let event = match ty {
+        RangeType::Rank => "zremrangebyrank",
+        RangeType::Score => "zremrangebyscore",
+        RangeType::Lex => "zremrangebylex",
+    };
+    c.removed(class::ZSET, event, &a[1], n as i64);
     Ok(())
 }
 
