@@ -402,7 +402,7 @@ fn unsupported_features_are_refused() {
     if is_real_redis() {
         return;
     }
-    for (name, value) in [("cluster-enabled", "yes"), ("syslog-enabled", "yes")] {
+    for (name, value) in [("syslog-enabled", "yes")] {
         let out = std::process::Command::new(cinnabar_tests::server_bin())
             .args(["--port", &cinnabar_tests::free_port().to_string()])
             .args([&format!("--{name}"), value])

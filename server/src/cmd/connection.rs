@@ -67,6 +67,9 @@ fn reset(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// SELECT index
 fn select(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let i = int_arg(&a[1]).map_err(|_| Error::InvalidDbIndex)?;
+    if c.st.cluster.is_some() && i != 0 {
+        return Err(Error::other("ERR SELECT is not allowed in cluster mode"));
+    }
     if i < 0 || i as usize >= c.st.shard.dbs.len() {
         return Err(Error::DbIndexOutOfRange);
     }

@@ -32,6 +32,10 @@ fn execute_req(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, req: Req) {
     let tracked = st.tracking_enter(cl, top);
     let (replica, before) = (cl.peer.replica && !cl.monitor, out.buf.len());
     let cmd = dispatch(st, cl, out, req, tracked);
+    // ASKING lasts one command (or one transaction).
+    if cl.asking && cl.multi.is_none() && cmd.is_none_or(|c| c.name != "asking") {
+        cl.asking = false;
+    }
     if replica && out.buf.len() > before {
         // A reply would land in the replica's stream. A refused command
         // is named too (`last_cmd`, as the gate left it: NULL if unknown).

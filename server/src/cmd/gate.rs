@@ -34,13 +34,19 @@ pub(super) fn admit(
             }
             let e = match cmd {
                 // A rejected EXEC discards the transaction, saying why.
-                Some(c) if c.name == "exec" => {
+                Some(c) if c.name == "exec" && !super::redirect::is_cluster_error(&e) => {
                     cl.multi = None;
                     cl.multi_error = false;
                     st.unwatch_all(cl);
                     let why = e.to_string();
                     let why = why.strip_prefix("ERR ").unwrap_or(&why).to_string();
                     Error::other(format!("EXECABORT Transaction discarded because of: {why}"))
+                }
+                Some(c) if c.name == "exec" => {
+                    cl.multi = None;
+                    cl.multi_error = false;
+                    st.unwatch_all(cl);
+                    e
                 }
                 _ => {
                     if cl.multi.is_some() {
@@ -89,6 +95,9 @@ fn check(
                 super::perm::refusal(st, cl, cmd, args, d, in_exec),
             ));
         }
+    }
+    if super::redirect::applies(st, cl, cmd) {
+        super::redirect::check(st, cl, cmd, args).map_err(|e| (Some(cmd), e))?;
     }
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));

@@ -191,6 +191,11 @@ fn copy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         }
         i += 1;
     }
+    if c.st.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+        return Err(Error::other(
+            "ERR Copying to another database is not allowed in cluster mode",
+        ));
+    }
     let (src, dst) = (&a[1], &a[2]);
     if src == dst && src_db == dst_db {
         return Err(Error::other(
@@ -224,6 +229,9 @@ fn copy(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// MOVE key db
 fn move_cmd(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if c.st.cluster.is_some() {
+        return Err(Error::other("ERR MOVE is not allowed in cluster mode"));
+    }
     let src_db = c.cl.db;
     let dst_db = db_index(c, &a[2])?;
     if src_db == dst_db {
@@ -677,6 +685,9 @@ fn flushall(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// SWAPDB index1 index2
 fn swapdb(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if c.st.cluster.is_some() {
+        return Err(Error::other("ERR SWAPDB is not allowed in cluster mode"));
+    }
     let parse = |b: &[u8], which: &str| {
         storage::num::parse_i64(b)
             .filter(|n| (i32::MIN as i64..=i32::MAX as i64).contains(n))

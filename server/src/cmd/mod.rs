@@ -49,6 +49,7 @@ pub mod pause;
 mod perm;
 pub mod persist;
 pub mod pubsub;
+pub mod redirect;
 pub mod replay;
 pub mod replication;
 pub mod scan;

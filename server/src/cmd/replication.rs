@@ -211,6 +211,9 @@ fn send_functions(c: &mut Ctx, psync: bool) {
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
 fn replicaof(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    if c.st.cluster.is_some() {
+        return Err(Error::other("ERR REPLICAOF not allowed in cluster mode."));
+    }
     if is(&a[1], "no") && is(&a[2], "one") {
         unset_master(c.st, &format!("user request from '{}'", c.cl.addr));
         c.out.ok();

@@ -20,16 +20,17 @@ pub const SIGNAL: &str = "signal-handler";
 /// The facts of Redis's start-up logo, one a line, each with a leading
 /// space as Redis prints them (Redis's test suite waits for ` PID: <pid>`).
 /// Without the logo (`always-show-logo no` and no terminal), one line.
-pub fn startup_banner(show_logo: bool, port: i64) {
+pub fn startup_banner(show_logo: bool, port: i64, cluster: bool) {
+    let mode = if cluster { "cluster" } else { "standalone" };
     let pid = std::process::id();
     if show_logo {
         tracing::info!(
             target: RAW,
-            "\n    Redis 7.0.15 (00000000/0) 64 bit (cinnabar {})\n    Running in standalone mode\n    Port: {port}\n    PID: {pid}\n",
+            "\n    Redis 7.0.15 (00000000/0) 64 bit (cinnabar {})\n    Running in {mode} mode\n    Port: {port}\n    PID: {pid}\n",
             env!("CARGO_PKG_VERSION")
         );
     } else {
-        tracing::info!("Running mode=standalone, port={port}.");
+        tracing::info!("Running mode={mode}, port={port}.");
     }
 }
 

@@ -1,4 +1,5 @@
 //! The top floor: sockets, tasks and the process.
+pub mod bus;
 pub mod conn;
 pub mod duplex;
 pub mod full_sync;

@@ -163,12 +163,27 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         })?;
         state.tls.set(Some(ctx));
     }
+    crate::state::cluster::init(&mut state)
+        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     let listeners = listen(&state.cfg, true, true)?;
+    let bus = match state.cluster {
+        Some(_) => {
+            let port = crate::state::cluster::bus_port(&state);
+            listen_port(&state.cfg, port, false).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("Failed listening on port {port} (cluster), aborting."),
+                )
+            })?
+        }
+        None => Vec::new(),
+    };
     let unix = listen_unix(&state.cfg)?;
     let show_logo = state.cfg.always_show_logo
         || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    crate::core::log::startup_banner(show_logo, state.cfg.port);
+    crate::core::log::startup_banner(show_logo, state.cfg.port, state.cluster.is_some());
     let shared = Arc::new(Shared::new(state));
+    crate::net::bus::start(&shared, bus);
     {
         let mut st = shared.state.lock();
         st.tcp_port = st.cfg.port as u16;

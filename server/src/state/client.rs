@@ -49,6 +49,10 @@ pub struct Client {
     pub lua_debug: LuaDebug,
     /// Connected through TLS.
     pub tls: bool,
+    /// Cluster mode: READONLY (reads served on this replica), and ASKING
+    /// (the next command may use a slot being imported).
+    pub readonly: bool,
+    pub asking: bool,
     /// Set by CLIENT KILL from another client; the connection closes on wake.
     pub killed: bool,
     pub monitor: bool,
@@ -190,6 +194,8 @@ impl Client {
             close_after_reply: false,
             lua_debug: LuaDebug::Off,
             tls: false,
+            readonly: false,
+            asking: false,
             killed: false,
             monitor: false,
             pending: BytesMut::new(),

@@ -122,7 +122,15 @@ fn server(st: &mut State, o: &mut String) {
     f!(o, "redis_git_sha1:00000000");
     f!(o, "redis_git_dirty:0");
     f!(o, "redis_build_id:{}", &st.run_id[..15]);
-    f!(o, "redis_mode:standalone");
+    f!(
+        o,
+        "redis_mode:{}",
+        if st.cluster.is_some() {
+            "cluster"
+        } else {
+            "standalone"
+        }
+    );
     f!(o, "os:{}", uname());
     f!(o, "arch_bits:64");
     f!(o, "monotonic_clock:POSIX clock_gettime");
@@ -163,7 +171,12 @@ fn clients(st: &mut State, o: &mut String) {
         "connected_clients:{}",
         st.clients.len() + 1 - st.repl.replicas.len()
     );
-    f!(o, "cluster_connections:0");
+    // Two links per other node, as Redis counts them.
+    let links = st
+        .cluster
+        .as_ref()
+        .map_or(0, |m| (m.cl.nodes.len() - 1) * 2);
+    f!(o, "cluster_connections:{links}");
     f!(o, "maxclients:{}", st.tun.maxclients);
     f!(o, "client_recent_max_input_buffer:{max_in}");
     let max_out = st
@@ -268,7 +281,11 @@ fn memory(st: &mut State, o: &mut String) {
     f!(o, "mem_total_replication_buffers:{}", backlog + slaves);
     f!(o, "mem_clients_slaves:{slaves}");
     f!(o, "mem_clients_normal:{}", m.clients);
-    f!(o, "mem_cluster_links:0");
+    f!(
+        o,
+        "mem_cluster_links:{}",
+        st.cluster.as_ref().map_or(0, |m| m.cl.links_memory())
+    );
     f!(o, "mem_aof_buffer:{}", st.aof.buf.capacity());
     f!(o, "mem_allocator:mimalloc");
     f!(o, "active_defrag_running:0");
@@ -475,9 +492,9 @@ fn latencystats(st: &mut State, o: &mut String) {
     }
 }
 
-fn cluster(_: &mut State, o: &mut String) {
+fn cluster(st: &mut State, o: &mut String) {
     f!(o, "# Cluster");
-    f!(o, "cluster_enabled:0");
+    f!(o, "cluster_enabled:{}", st.cluster.is_some() as u8);
 }
 
 fn keyspace(st: &mut State, o: &mut String) {

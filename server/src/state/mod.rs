@@ -17,6 +17,7 @@ pub mod apply;
 pub mod bgsave;
 pub mod blocked;
 mod client;
+pub mod cluster;
 pub mod evict;
 pub mod failover;
 pub mod info;
@@ -170,6 +171,8 @@ pub struct State {
     pub engine: Option<scripting::Engine>,
     /// MIGRATE's cached connections.
     pub migrate: crate::core::migrate::Links,
+    /// This node in its cluster (`cluster-enabled yes`).
+    pub cluster: Option<Box<cluster::Mode>>,
     pub oom: crate::core::oom::OomScore,
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: DUMP payloads and RDB files
     /// load without their CRC checked.
@@ -272,6 +275,7 @@ impl State {
             startup_memory: crate::state::evict::used_memory(),
             engine: None,
             migrate: Default::default(),
+            cluster: None,
             oom: Default::default(),
             skip_checksum_validation: false,
             script_run: Arc::default(),

@@ -92,6 +92,7 @@ pub const FAMILIES_IN: &str = "cmd";
 pub const DISPATCH: &[&str] = &[
     "mod.rs",
     "gate.rs",
+    "redirect.rs",
     "call.rs",
     "table.rs",
     "blocking.rs",

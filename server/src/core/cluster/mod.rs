@@ -1,17 +1,34 @@
 //! What a cluster node knows of its cluster (Redis's `clusterState`): the
 //! nodes with their addresses, flags, masters and epochs, which node serves
-//! each of the 16,384 slots, the slots being migrated or imported, and the
-//! epochs. Plain data with no `State`: the bus task, the commands and the
-//! config file (`conf`, the `nodes.conf` format) all go through it.
-//!
-//! Not wired in yet: `cluster-enabled yes` stays refused until the bus,
-//! failure detection and failover stand on this.
+//! each of the 16,384 slots, the slots being migrated or imported, the
+//! epochs, and the links to other nodes. Plain data with no `State`: the
+//! bus's messages (`receive`), the cron (`cron`), the commands and the
+//! config file (`conf`) all go through it, and what they need done beyond
+//! it (become a replica, drop a slot's keys, publish) is left in `Outbox`
+//! for the state floor.
 
 pub mod conf;
+pub mod cron;
+pub mod failover;
+pub mod health;
+pub mod ping;
+pub mod receive;
 
+use parking_lot::Mutex;
 use protocol::bus::{flag, Name, NAME_LEN};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
 
 pub const SLOTS: usize = 16384;
+/// A failure report counts for this many node timeouts.
+pub const FAIL_REPORT_VALIDITY_MULT: i64 = 2;
+/// A master with slots stays FAIL this many node timeouts unless someone
+/// took its slots.
+pub const FAIL_UNDO_TIME_MULT: i64 = 2;
+/// How long a forgotten node may not be learnt again from gossip (s).
+pub const BLACKLIST_TTL: i64 = 60;
 
 /// One node as this node knows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +38,8 @@ pub struct Node {
     pub ip: String,
     pub port: u16,
     pub cport: u16,
+    /// The other client port (TLS when `port` is plain, and the reverse).
+    pub pport: u16,
     /// `cluster-announce-hostname`, empty if none.
     pub hostname: String,
     pub flags: u16,
@@ -28,8 +47,23 @@ pub struct Node {
     /// Unix ms of the PING in flight (0: none) and of the last PONG.
     pub ping_sent: i64,
     pub pong_received: i64,
+    /// Unix ms of anything received from it, of its creation, and of when
+    /// it was flagged FAIL.
+    pub data_received: i64,
+    pub ctime: i64,
+    pub fail_time: i64,
+    /// When this node last voted for one of its replicas (ms).
+    pub voted_time: i64,
     pub config_epoch: u64,
-    /// Whether the link to it is up (always, for this node itself).
+    /// The replication offset it last told, and when.
+    pub repl_offset: u64,
+    pub repl_offset_time: i64,
+    /// Masters that report it unreachable, with when they last did (ms).
+    pub fail_reports: Vec<(Name, i64)>,
+    /// The link this node opened to it, and the one it opened to us.
+    pub link: Option<u64>,
+    pub inbound: Option<u64>,
+    /// As `nodes.conf` says; for this node's view, [`Node::link`] decides.
     pub connected: bool,
 }
 
@@ -40,12 +74,22 @@ impl Node {
             ip: String::new(),
             port: 0,
             cport: 0,
+            pport: 0,
             hostname: String::new(),
             flags,
             master: None,
             ping_sent: 0,
             pong_received: 0,
+            data_received: 0,
+            ctime: crate::core::clock::now_ms(),
+            fail_time: 0,
+            voted_time: 0,
             config_epoch: 0,
+            repl_offset: 0,
+            repl_offset_time: 0,
+            fail_reports: Vec::new(),
+            link: None,
+            inbound: None,
             connected: true,
         }
     }
@@ -56,6 +100,18 @@ impl Node {
 
     pub fn name_str(&self) -> &str {
         name_str(&self.name)
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.is(flag::MASTER)
+    }
+
+    pub fn has_addr(&self) -> bool {
+        !self.is(flag::NOADDR)
+    }
+
+    pub fn failed(&self) -> bool {
+        self.is(flag::FAIL)
     }
 }
 
@@ -73,8 +129,168 @@ pub fn parse_name(s: &str) -> Option<Name> {
     .then(|| b.try_into().expect("40 bytes"))
 }
 
+pub fn random_name() -> Name {
+    let s = crate::core::random::random_hex40();
+    s.as_bytes().try_into().expect("40 hex digits")
+}
+
+/// What the `cluster-*` options say, as the logic reads them; the state
+/// floor fills it from the config before each call.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    pub node_timeout: i64,
+    pub announce_ip: String,
+    pub announce_hostname: String,
+    /// The ports this node announces: client (plain or TLS, as the bus
+    /// is), the other one, and the bus.
+    pub port: u16,
+    pub pport: u16,
+    pub cport: u16,
+    pub require_full_coverage: bool,
+    pub migration_barrier: i64,
+    pub allow_replica_migration: bool,
+    pub replica_no_failover: bool,
+    pub replica_validity_factor: i64,
+    pub link_sendbuf_limit: u64,
+    /// This node's replication offset: a master's, or what a replica
+    /// processed of its master's stream.
+    pub repl_offset: u64,
+    /// Seconds since this replica last talked with its master (0 for a
+    /// master or a connected replica), for the failover's validity check.
+    pub master_link_down_s: i64,
+}
+
+/// What leaves this node through a link: frames queued by the logic,
+/// written by the link's task in the network floor.
+#[derive(Default)]
+pub struct LinkOut {
+    pub queue: Mutex<VecDeque<Vec<u8>>>,
+    pub wake: Notify,
+    pub closed: AtomicBool,
+    /// The link task's read buffer, as it last was (bytes held).
+    pub rcvbuf: std::sync::atomic::AtomicUsize,
+}
+
+impl LinkOut {
+    pub fn queued_bytes(&self) -> usize {
+        self.queue.lock().iter().map(Vec::len).sum()
+    }
+
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+/// A link on the bus: opened by this node to a node (`inbound`: false), or
+/// by another node to this one, whose node is known from its first
+/// message.
+pub struct Link {
+    pub node: Option<Name>,
+    pub inbound: bool,
+    pub ctime: i64,
+    pub out: Arc<LinkOut>,
+}
+
+/// Messages sent and received, by type (CLUSTER INFO).
+#[derive(Clone, Debug, Default)]
+pub struct MsgStats {
+    pub sent: [u64; 11],
+    pub received: [u64; 11],
+    pub links_buffer_limit_exceeded: u64,
+}
+
+/// What the logic needs the state floor to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Follow this master (its client address).
+    Replicate(String, u16),
+    /// Stop following a master: this node became one.
+    BecomeMaster,
+    /// Delete the keys of these slots: another node owns them now.
+    DropSlots(Vec<u16>),
+    /// A message published elsewhere on the cluster, for local subscribers.
+    Publish {
+        shard: bool,
+        channel: Vec<u8>,
+        message: Vec<u8>,
+    },
+    /// A manual failover started by a replica: pause writers until then (ms).
+    PauseWrites(i64),
+    /// The pause of a manual failover ends.
+    Unpause,
+}
+
+/// What a call left for the state floor, and whether the config must be
+/// saved (with fsync) or the cluster's state computed again.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub actions: Vec<Action>,
+    pub save: bool,
+    pub fsync: bool,
+    pub update_state: bool,
+}
+
+/// CLUSTER_OK / CLUSTER_FAIL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    Fail,
+}
+
+/// Why this replica is not failing over now (logged when it changes, and
+/// every so often).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CantFailover {
+    #[default]
+    None,
+    DataAge,
+    WaitingDelay,
+    Expired,
+    WaitingVotes,
+}
+
+/// This replica's election.
+#[derive(Clone, Debug, Default)]
+pub struct Election {
+    /// When the election may start, or started (ms).
+    pub auth_time: i64,
+    pub auth_count: usize,
+    pub auth_sent: bool,
+    pub auth_rank: usize,
+    pub auth_epoch: u64,
+    pub cant_reason: CantFailover,
+    pub cant_logged: i64,
+}
+
+/// A manual failover in progress: on a master, the replica it is for;
+/// on that replica, the offset the paused master reached and whether it
+/// processed it.
+#[derive(Clone, Debug)]
+pub struct Manual {
+    /// When it times out (ms); 0: none in progress.
+    pub end: i64,
+    pub replica: Option<Name>,
+    pub master_offset: i64,
+    pub can_start: bool,
+}
+
+impl Default for Manual {
+    fn default() -> Manual {
+        Manual {
+            end: 0,
+            replica: None,
+            master_offset: -1,
+            can_start: false,
+        }
+    }
+}
+
 /// The cluster as this node sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cluster {
     pub myself: Name,
     /// In the order they were learnt (the order `nodes.conf` keeps).
@@ -86,6 +302,25 @@ pub struct Cluster {
     pub importing: Vec<(u16, Name)>,
     pub current_epoch: u64,
     pub last_vote_epoch: u64,
+    pub links: std::collections::HashMap<u64, Link>,
+    pub next_link: u64,
+    pub health: Health,
+    /// Masters serving at least one slot.
+    pub size: usize,
+    pub stats: MsgStats,
+    /// Forgotten nodes, with when they may be learnt again (unix s).
+    pub blacklist: Vec<(Name, i64)>,
+    pub set: Settings,
+    pub fo: Election,
+    pub mf: Manual,
+    /// `clusterUpdateState`'s clocks: its first call, and when this node
+    /// last found itself in a minority.
+    pub first_state_call: i64,
+    pub among_minority_time: i64,
+    /// Cron ticks, every tenth pings a random node.
+    pub iteration: u64,
+    /// When this master last had no working replica while others did.
+    pub orphaned_time: i64,
 }
 
 impl Cluster {
@@ -99,6 +334,19 @@ impl Cluster {
             importing: Vec::new(),
             current_epoch: 0,
             last_vote_epoch: 0,
+            links: Default::default(),
+            next_link: 1,
+            health: Health::Fail,
+            size: 0,
+            stats: MsgStats::default(),
+            blacklist: Vec::new(),
+            set: Settings::default(),
+            fo: Default::default(),
+            mf: Default::default(),
+            first_state_call: 0,
+            among_minority_time: 0,
+            iteration: 0,
+            orphaned_time: 0,
         }
     }
 
@@ -110,12 +358,249 @@ impl Cluster {
         self.nodes.iter().find(|n| &n.name == name)
     }
 
+    pub fn my_index(&self) -> usize {
+        self.index_of(&self.myself).expect("myself is a node")
+    }
+
     pub fn me(&self) -> &Node {
-        self.node(&self.myself).expect("myself is a node")
+        &self.nodes[self.my_index()]
+    }
+
+    pub fn me_mut(&mut self) -> &mut Node {
+        let i = self.my_index();
+        &mut self.nodes[i]
+    }
+
+    /// This node's master, if it is a replica of a known node.
+    pub fn my_master(&self) -> Option<usize> {
+        let me = self.me();
+        if me.is_master() {
+            return None;
+        }
+        me.master.as_ref().and_then(|m| self.index_of(m))
     }
 
     /// The slots node `i` serves, in ascending order.
     pub fn slots_of(&self, i: usize) -> impl Iterator<Item = u16> + '_ {
         (0..SLOTS as u16).filter(move |&s| self.slots[s as usize] == Some(i))
+    }
+
+    pub fn count_slots(&self, i: usize) -> usize {
+        self.slots.iter().filter(|&&o| o == Some(i)).count()
+    }
+
+    /// The replicas of node `i`.
+    pub fn replicas_of(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let name = self.nodes[i].name;
+        (0..self.nodes.len())
+            .filter(move |&j| !self.nodes[j].is_master() && self.nodes[j].master == Some(name))
+    }
+
+    pub fn migrating_to(&self, slot: u16) -> Option<&Name> {
+        self.migrating.iter().find(|m| m.0 == slot).map(|m| &m.1)
+    }
+
+    pub fn importing_from(&self, slot: u16) -> Option<&Name> {
+        self.importing.iter().find(|m| m.0 == slot).map(|m| &m.1)
+    }
+
+    pub fn add_node(&mut self, n: Node) -> usize {
+        self.nodes.push(n);
+        self.nodes.len() - 1
+    }
+
+    /// Forgets node `i`: its slots, its links, what others reported of it
+    /// and what it reported of others.
+    pub fn del_node(&mut self, i: usize) {
+        let name = self.nodes[i].name;
+        for s in self.slots.iter_mut() {
+            match *s {
+                Some(o) if o == i => *s = None,
+                Some(o) if o > i => *s = Some(o - 1),
+                _ => {}
+            }
+        }
+        self.migrating.retain(|m| m.1 != name);
+        self.importing.retain(|m| m.1 != name);
+        for n in self.nodes.iter_mut() {
+            n.fail_reports.retain(|r| r.0 != name);
+        }
+        let links: Vec<u64> = [self.nodes[i].link, self.nodes[i].inbound]
+            .into_iter()
+            .flatten()
+            .collect();
+        for l in links {
+            self.free_link(l);
+        }
+        self.nodes.remove(i);
+    }
+
+    /// Closes a link; its node will get a new one from the cron.
+    pub fn free_link(&mut self, id: u64) {
+        let Some(l) = self.links.remove(&id) else {
+            return;
+        };
+        l.out.close();
+        if let Some(i) = l.node.and_then(|n| self.index_of(&n)) {
+            let n = &mut self.nodes[i];
+            if n.link == Some(id) {
+                n.link = None;
+                n.connected = false;
+            }
+            if n.inbound == Some(id) {
+                n.inbound = None;
+            }
+        }
+    }
+
+    /// A new link, to node `to` (outbound) or from a node not known yet.
+    pub fn new_link(&mut self, to: Option<Name>, now: i64) -> (u64, Arc<LinkOut>) {
+        let id = self.next_link;
+        self.next_link += 1;
+        let out = Arc::new(LinkOut::default());
+        self.links.insert(
+            id,
+            Link {
+                node: to,
+                inbound: to.is_none(),
+                ctime: now,
+                out: out.clone(),
+            },
+        );
+        if let Some(i) = to.and_then(|n| self.index_of(&n)) {
+            self.nodes[i].link = Some(id);
+            self.nodes[i].connected = true;
+        }
+        (id, out)
+    }
+
+    /// Queues a message on a link, counting it; a link over
+    /// `cluster-link-sendbuf-limit` is closed instead, as Redis frees it.
+    pub fn send(&mut self, link: u64, kind: u16, frame: Vec<u8>) {
+        let Some(l) = self.links.get(&link) else {
+            return;
+        };
+        let limit = self.set.link_sendbuf_limit as usize;
+        if limit > 0 && l.out.queued_bytes() + frame.len() > limit {
+            self.stats.links_buffer_limit_exceeded += 1;
+            tracing::warn!(
+                "Freeing cluster link({}), used memory: {} exceeds limit",
+                l.node.as_ref().map_or("from unknown node", name_str),
+                l.out.queued_bytes()
+            );
+            self.free_link(link);
+            return;
+        }
+        l.out.queue.lock().push_back(frame);
+        l.out.wake.notify_one();
+        if let Some(c) = self.stats.sent.get_mut(kind as usize) {
+            *c += 1;
+        }
+    }
+
+    /// Sends to every node this node has a link to but itself and nodes in
+    /// handshake.
+    pub fn broadcast(&mut self, kind: u16, frame: &[u8]) {
+        let links: Vec<u64> = (self.nodes.iter())
+            .filter(|n| !n.is(flag::MYSELF | flag::HANDSHAKE))
+            .filter_map(|n| n.link)
+            .collect();
+        for l in links {
+            self.send(l, kind, frame.to_vec());
+        }
+    }
+
+    /// Makes node `i` a master (it was a replica, or is new).
+    pub fn set_node_as_master(&mut self, i: usize, out: &mut Outbox) {
+        let n = &mut self.nodes[i];
+        if n.is_master() && n.master.is_none() {
+            return;
+        }
+        n.flags &= !flag::REPLICA;
+        n.flags |= flag::MASTER;
+        n.master = None;
+        out.save = true;
+        out.update_state = true;
+    }
+
+    /// Notes that master `by` reports node `i` unreachable; true if it is
+    /// a new report.
+    pub fn add_failure_report(&mut self, i: usize, by: Name, now: i64) -> bool {
+        let r = &mut self.nodes[i].fail_reports;
+        match r.iter_mut().find(|r| r.0 == by) {
+            Some(r) => {
+                r.1 = now;
+                false
+            }
+            None => {
+                r.push((by, now));
+                true
+            }
+        }
+    }
+
+    pub fn del_failure_report(&mut self, i: usize, by: &Name, now: i64) -> bool {
+        self.expire_failure_reports(i, now);
+        let r = &mut self.nodes[i].fail_reports;
+        let before = r.len();
+        r.retain(|r| &r.0 != by);
+        r.len() != before
+    }
+
+    fn expire_failure_reports(&mut self, i: usize, now: i64) {
+        let max = self.set.node_timeout * FAIL_REPORT_VALIDITY_MULT;
+        self.nodes[i].fail_reports.retain(|r| now - r.1 <= max);
+    }
+
+    pub fn count_failure_reports(&mut self, i: usize, now: i64) -> usize {
+        self.expire_failure_reports(i, now);
+        self.nodes[i].fail_reports.len()
+    }
+
+    /// Majority of the masters serving slots.
+    pub fn quorum(&self) -> usize {
+        self.size / 2 + 1
+    }
+
+    /// Whether a node may not be learnt from gossip now (CLUSTER FORGET).
+    pub fn blacklisted(&mut self, name: &Name, now_s: i64) -> bool {
+        self.blacklist.retain(|b| b.1 > now_s);
+        self.blacklist.iter().any(|b| &b.0 == name)
+    }
+
+    pub fn blacklist_add(&mut self, name: Name, now_s: i64) {
+        self.blacklist.retain(|b| b.0 != name);
+        self.blacklist.push((name, now_s + BLACKLIST_TTL));
+    }
+
+    /// Gives slot `s` to node `i` (None: to nobody).
+    pub fn assign(&mut self, s: u16, i: Option<usize>) {
+        self.slots[s as usize] = i;
+    }
+}
+
+impl Cluster {
+    /// What the links hold: each link, its queued output and its read
+    /// buffer (INFO's `mem_cluster_links`).
+    pub fn links_memory(&self) -> usize {
+        (self.links.values())
+            .map(|l| {
+                std::mem::size_of::<Link>()
+                    + l.out.queued_bytes()
+                    + l.out.rcvbuf.load(Ordering::Relaxed)
+            })
+            .sum()
+    }
+
+    /// Runs of consecutive slots of node `i`, as Redis lists them.
+    pub fn slot_ranges(&self, i: usize) -> Vec<(u16, u16)> {
+        let mut out: Vec<(u16, u16)> = Vec::new();
+        for s in self.slots_of(i) {
+            match out.last_mut() {
+                Some((_, end)) if *end + 1 == s => *end = s,
+                _ => out.push((s, s)),
+            }
+        }
+        out
     }
 }

@@ -80,7 +80,6 @@ const PROTECTED: &[&str] = &["dir", "dbfilename"];
 fn unsupported(name: &str, value: &str) -> Option<&'static str> {
     let on = |v: &str| v.eq_ignore_ascii_case("yes");
     match name {
-        "cluster-enabled" if on(value) => Some("Cluster mode is not supported by this server"),
         "syslog-enabled" if on(value) => Some("Logging to syslog is not supported by this server"),
         _ => None,
     }

@@ -1,0 +1,180 @@
+//! Cluster mode's part of the gate (Redis's `getNodeByQuery`): which node
+//! serves a request's keys — every key in one slot, that slot served here
+//! (or being imported, after ASKING; or readable on this replica, after
+//! READONLY), the cluster up — and otherwise the redirection or refusal a
+//! client is sent, in Redis's words.
+
+use super::table::{flags, resolve, Command};
+use crate::core::cluster::{Cluster, Health};
+use crate::core::error::Error;
+use crate::state::{Client, State};
+use bytes::Bytes;
+use protocol::bus::flag;
+use storage::slot::key_hash_slot;
+
+/// Shard channels count as keys here (SSUBSCRIBE's channels hash to
+/// slots), though their key specs are not keys to COMMAND GETKEYS.
+fn is_shard_pubsub(name: &str) -> bool {
+    matches!(name, "spublish" | "ssubscribe" | "sunsubscribe")
+}
+
+/// The keys (or shard channels) of a request.
+fn keys_of<'a>(cmd: &Command, args: &'a [Bytes]) -> Vec<&'a [u8]> {
+    if is_shard_pubsub(cmd.name) {
+        let end = if cmd.name == "spublish" {
+            2.min(args.len())
+        } else {
+            args.len()
+        };
+        return args[1..end].iter().map(|a| &a[..]).collect();
+    }
+    crate::core::command::keys::keys_for(cmd.meta, args)
+        .map(|ks| ks.into_iter().map(|(i, _)| &args[i][..]).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the cluster check applies: not to a request from this node's
+/// master or the AOF, nor to a command without keys (but EXEC).
+pub fn applies(st: &State, cl: &Client, cmd: &Command) -> bool {
+    st.cluster.is_some()
+        && !cl.peer.master
+        && cl.fd >= 0
+        && (cmd.name == "exec" || !cmd.meta.specs.is_empty() || cmd.has(flags::MOVABLE_KEYS))
+}
+
+/// The address a client is redirected to for node `i`.
+fn endpoint(st: &State, cl: &Client, c: &Cluster, i: usize) -> String {
+    let n = &c.nodes[i];
+    let host = match st.cfg.cluster_preferred_endpoint_type.as_str() {
+        "ip" => n.ip.as_str(),
+        "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
+        _ => "?",
+    };
+    let port = if cl.tls { n.pport } else { n.port };
+    format!("{host}:{port}")
+}
+
+/// Checks a request (for EXEC, everything it queued) against the cluster;
+/// `Ok` with the slot its keys hash to, if any.
+pub fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<Option<u16>, Error> {
+    let Some(m) = st.cluster.as_ref() else {
+        return Ok(None);
+    };
+    let c = &m.cl;
+    let me = c.my_index();
+    let requests: Vec<(&Command, &[Bytes])> = if cmd.name == "exec" {
+        let Some(q) = &cl.multi else { return Ok(None) };
+        q.iter()
+            .filter_map(|a| resolve(a).ok().map(|c| (c, &a[..])))
+            .collect()
+    } else {
+        vec![(cmd, args)]
+    };
+    let db = &st.shard.dbs[0];
+    let now = crate::core::clock::now_ms();
+    let (mut first, mut slot, mut owner) = (None::<&[u8]>, 0u16, None);
+    let (mut migrating, mut importing, mut multiple) = (false, false, false);
+    let (mut existing, mut missing) = (0, 0);
+    let (mut shard_pubsub, mut writes) = (false, false);
+    for (rc, ra) in requests {
+        shard_pubsub |= is_shard_pubsub(rc.name);
+        writes |= rc.has(flags::WRITE);
+        for key in keys_of(rc, ra) {
+            let this = key_hash_slot(key);
+            match first {
+                None => {
+                    first = Some(key);
+                    slot = this;
+                    let Some(o) = c.slots[this as usize] else {
+                        return Err(Error::other("CLUSTERDOWN Hash slot not served"));
+                    };
+                    owner = Some(o);
+                    if o == me && c.migrating_to(this).is_some() {
+                        migrating = true;
+                    } else if c.importing_from(this).is_some() {
+                        importing = true;
+                    }
+                }
+                Some(f) if f != key => {
+                    if this != slot {
+                        return Err(Error::other(
+                            "CROSSSLOT Keys in request don't hash to the same slot",
+                        ));
+                    }
+                    multiple = true;
+                }
+                _ => {}
+            }
+            if (migrating || importing) && !shard_pubsub {
+                if db.contains(key) && !db.is_expired(key, now) {
+                    existing += 1;
+                } else {
+                    missing += 1;
+                }
+            }
+        }
+    }
+    let Some(owner) = owner else {
+        return Ok(None);
+    };
+    if c.health != Health::Ok {
+        if shard_pubsub {
+            if !st.cfg.cluster_allow_pubsubshard_when_down {
+                return Err(Error::other("CLUSTERDOWN The cluster is down"));
+            }
+        } else if !st.cfg.cluster_allow_reads_when_down {
+            return Err(Error::other("CLUSTERDOWN The cluster is down"));
+        } else if writes {
+            return Err(Error::other(
+                "CLUSTERDOWN The cluster is down and only accepts read commands",
+            ));
+        }
+    }
+    // MIGRATE works on an open slot's keys wherever they are.
+    if (migrating || importing) && cmd.name == "migrate" {
+        return Ok(Some(slot));
+    }
+    if migrating && missing > 0 {
+        if existing > 0 {
+            return Err(Error::other(
+                "TRYAGAIN Multiple keys request during rehashing of slot",
+            ));
+        }
+        let to = c.migrating_to(slot).and_then(|n| c.index_of(n));
+        if let Some(to) = to {
+            return Err(Error::other(format!(
+                "ASK {slot} {}",
+                endpoint(st, cl, c, to)
+            )));
+        }
+    }
+    if importing && (cl.asking || cmd.has(flags::ASKING)) {
+        if multiple && missing > 0 {
+            return Err(Error::other(
+                "TRYAGAIN Multiple keys request during rehashing of slot",
+            ));
+        }
+        return Ok(Some(slot));
+    }
+    let mine = &c.nodes[me];
+    if cl.readonly && !writes && !mine.is_master() && c.my_master() == Some(owner) {
+        return Ok(Some(slot));
+    }
+    if owner != me {
+        let _ = flag::MYSELF;
+        return Err(Error::other(format!(
+            "MOVED {slot} {}",
+            endpoint(st, cl, c, owner)
+        )));
+    }
+    Ok(Some(slot))
+}
+
+/// Whether an error is a redirection or refusal of this check (the
+/// client gets it as it is, a rejected EXEC too).
+pub fn is_cluster_error(e: &Error) -> bool {
+    let s = e.to_string();
+    ["MOVED ", "ASK ", "CROSSSLOT ", "TRYAGAIN ", "CLUSTERDOWN "]
+        .iter()
+        .any(|p| s.starts_with(p))
+}

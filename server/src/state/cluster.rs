@@ -1,0 +1,365 @@
+//! Cluster mode in the server: the node's `Cluster` (in `core::cluster`)
+//! with its config file, and what the bus's logic asks of the rest of the
+//! server — follow a master, drop a lost slot's keys, deliver a message
+//! published elsewhere, pause writers for a manual failover. The network
+//! floor (`net::bus`) calls in here with what arrives and at each tick.
+
+use crate::core::clock::now_ms;
+use crate::core::cluster::cron::Connect;
+use crate::core::cluster::receive::Arrival;
+use crate::core::cluster::{Action, Cluster, LinkOut, Outbox, Settings};
+use crate::state::{Pause, State};
+use protocol::bus::{self, flag, kind};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+/// This node in its cluster.
+pub struct Mode {
+    pub cl: Cluster,
+    /// `nodes.conf`, held open and locked as long as the node runs.
+    file: File,
+    /// A manual failover paused the writers (and must resume them).
+    paused_writes: bool,
+}
+
+/// The client port of this node: the TLS one when clients use TLS.
+fn client_ports(st: &State) -> (u16, u16) {
+    let c = &st.cfg;
+    let plain = if c.cluster_announce_port > 0 {
+        c.cluster_announce_port
+    } else {
+        c.port
+    };
+    let tls = if c.cluster_announce_tls_port > 0 {
+        c.cluster_announce_tls_port
+    } else {
+        c.tls_port
+    };
+    if c.tls_cluster && tls > 0 {
+        (tls as u16, plain as u16)
+    } else {
+        (plain as u16, tls as u16)
+    }
+}
+
+/// The port the bus listens on.
+pub fn bus_port(st: &State) -> u16 {
+    let c = &st.cfg;
+    if c.cluster_port > 0 {
+        c.cluster_port as u16
+    } else {
+        (c.port + 10000) as u16
+    }
+}
+
+fn settings(st: &State, now: i64) -> Settings {
+    let c = &st.cfg;
+    let (port, pport) = client_ports(st);
+    let (repl_offset, master_link_down_s) = match &st.repl.master {
+        None => (st.repl.offset, 0),
+        Some(m) if m.state == crate::state::repl::MasterState::Connected => (st.repl.offset, 0),
+        Some(m) => {
+            let since = if m.down_since_s > 0 {
+                m.down_since_s
+            } else {
+                st.start_ms / 1000
+            };
+            (st.repl.offset, now / 1000 - since)
+        }
+    };
+    Settings {
+        node_timeout: c.cluster_node_timeout,
+        announce_ip: c.cluster_announce_ip.clone(),
+        announce_hostname: c.cluster_announce_hostname.clone(),
+        port,
+        pport,
+        cport: if c.cluster_announce_bus_port > 0 {
+            c.cluster_announce_bus_port as u16
+        } else {
+            bus_port(st)
+        },
+        require_full_coverage: c.cluster_require_full_coverage,
+        migration_barrier: c.cluster_migration_barrier,
+        allow_replica_migration: c.cluster_allow_replica_migration,
+        replica_no_failover: c.cluster_replica_no_failover,
+        replica_validity_factor: c.cluster_replica_validity_factor,
+        link_sendbuf_limit: c.cluster_link_sendbuf_limit,
+        repl_offset,
+        master_link_down_s,
+    }
+}
+
+/// At start-up, with `cluster-enabled yes`: reads (or creates) the node's
+/// config file and locks it, as Redis does, so two nodes never share one.
+pub fn init(st: &mut State) -> Result<(), String> {
+    if !st.cfg.cluster_enabled {
+        return Ok(());
+    }
+    if st.cfg.tls_cluster {
+        return Err(
+            "TLS on the cluster bus (tls-cluster yes) is not supported by this server".into(),
+        );
+    }
+    if st.cfg.cluster_port == 0 && st.cfg.port > 55535 {
+        return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
+    }
+    let path = std::path::Path::new(&st.cfg.dir).join(&st.cfg.cluster_config_file);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| {
+            format!(
+                "Can't open {} in order to acquire a lock: {e}",
+                path.display()
+            )
+        })?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    } != 0
+    {
+        return Err(format!("Sorry, the cluster configuration file {} is already used by a different Redis Cluster node. Please make sure that different nodes use different cluster configuration files.", st.cfg.cluster_config_file));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(|e| format!("Unrecoverable error: can't read the cluster config file: {e}"))?;
+    let loaded = Cluster::from_conf(&text).map_err(|e| {
+        let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
+        format!("Unrecoverable error: corrupted cluster config file \"{line}\".")
+    })?;
+    let now = now_ms();
+    let cl = match loaded {
+        Some(mut cl) => {
+            for n in cl.nodes.iter_mut() {
+                n.connected = n.is(flag::MYSELF);
+                n.ctime = now;
+            }
+            tracing::info!("Node configuration loaded, I'm {}", cl.me().name_str());
+            cl
+        }
+        None => {
+            let cl = Cluster::new(crate::core::cluster::random_name());
+            tracing::info!("No cluster configuration found, I'm {}", cl.me().name_str());
+            cl
+        }
+    };
+    for db in st.shard.dbs.iter_mut() {
+        *db = storage::Db::slotted();
+    }
+    st.cluster = Some(Box::new(Mode {
+        cl,
+        file,
+        paused_writes: false,
+    }));
+    refresh(st, now);
+    let mut out = Outbox {
+        save: true,
+        fsync: true,
+        ..Outbox::default()
+    };
+    with(st, |cl, _| cl.health_update(now), &mut out);
+    // A replica in the file follows its master again.
+    let master = st
+        .cluster
+        .as_ref()
+        .and_then(|m| m.cl.my_master().map(|i| m.cl.nodes[i].clone()));
+    if let Some(n) = master.filter(|n| n.has_addr() && !n.ip.is_empty()) {
+        crate::state::master_link::set_master(st, &n.ip, n.port);
+    }
+    Ok(())
+}
+
+/// Updates what the logic reads of the config and of this node.
+fn refresh(st: &mut State, now: i64) {
+    let set = settings(st, now);
+    if let Some(m) = st.cluster.as_mut() {
+        let me = m.cl.me_mut();
+        (me.port, me.pport, me.cport) = (set.port, set.pport, set.cport);
+        me.hostname = set.announce_hostname.clone();
+        if !set.announce_ip.is_empty() {
+            me.ip = set.announce_ip.clone();
+        }
+        m.cl.set = set;
+    }
+}
+
+/// Runs `f` on the cluster, then does what it left to do.
+pub fn with<R>(
+    st: &mut State,
+    f: impl FnOnce(&mut Cluster, &mut Outbox) -> R,
+    out: &mut Outbox,
+) -> Option<R> {
+    refresh(st, now_ms());
+    let r = f(&mut st.cluster.as_mut()?.cl, out);
+    finish(st, std::mem::take(out));
+    Some(r)
+}
+
+/// Does what the logic asked for, then saves the config if it changed.
+pub fn finish(st: &mut State, out: Outbox) {
+    for a in out.actions {
+        match a {
+            Action::Replicate(ip, port) => crate::state::master_link::set_master(st, &ip, port),
+            Action::BecomeMaster => crate::state::master_link::unset_master(st, "cluster failover"),
+            Action::DropSlots(slots) => {
+                for s in slots {
+                    drop_slot_keys(st, s);
+                }
+            }
+            Action::Publish {
+                shard,
+                channel,
+                message,
+            } => {
+                st.publish(shard, &channel, &message);
+            }
+            Action::PauseWrites(until_ms) => {
+                if st.pause.is_none() {
+                    st.pause = Some(Pause {
+                        until_ms,
+                        writes_only: true,
+                    });
+                    if let Some(m) = st.cluster.as_mut() {
+                        m.paused_writes = true;
+                    }
+                }
+            }
+            Action::Unpause => {
+                if st
+                    .cluster
+                    .as_mut()
+                    .is_some_and(|m| std::mem::take(&mut m.paused_writes))
+                {
+                    st.pause = None;
+                }
+            }
+        }
+    }
+    if out.update_state {
+        let now = now_ms();
+        if let Some(m) = st.cluster.as_mut() {
+            m.cl.health_update(now);
+        }
+    }
+    if out.save {
+        save(st, out.fsync);
+    }
+}
+
+/// Writes `nodes.conf` in place (the file stays locked); false if it
+/// failed, which Redis treats as fatal at start-up and logs otherwise.
+pub fn save(st: &mut State, fsync: bool) -> bool {
+    let Some(m) = st.cluster.as_mut() else {
+        return false;
+    };
+    let text = m.cl.to_conf();
+    let ok = m.file.set_len(0).is_ok()
+        && m.file.write_all_at(text.as_bytes(), 0).is_ok()
+        && (!fsync || m.file.sync_all().is_ok());
+    if !ok {
+        tracing::warn!("Could not save the cluster configuration to disk");
+    }
+    ok
+}
+
+/// Deletes the keys of a slot this node lost, as Redis's `delKeysInSlot`:
+/// each as if deleted by DEL, propagated.
+pub fn drop_slot_keys(st: &mut State, slot: u16) -> usize {
+    let keys = st.shard.dbs[0].slot_keys(slot as usize, usize::MAX);
+    for k in &keys {
+        st.shard.dbs[0].remove(k);
+        st.dirty += 1;
+        st.server_deleted(0, k, crate::core::config::class::GENERIC, "del");
+    }
+    keys.len()
+}
+
+/// A link another node opened to this one.
+pub fn accepted(st: &mut State) -> Option<(u64, Arc<LinkOut>)> {
+    let m = st.cluster.as_mut()?;
+    Some(m.cl.new_link(None, now_ms()))
+}
+
+/// A link this node opened is up: MEET or PING first.
+pub fn connected(st: &mut State, link: u64) {
+    let now = now_ms();
+    with(
+        st,
+        |cl, _| {
+            let Some(i) = cl
+                .links
+                .get(&link)
+                .and_then(|l| l.node)
+                .and_then(|n| cl.index_of(&n))
+            else {
+                return;
+            };
+            let old_ping = cl.nodes[i].ping_sent;
+            let k = if cl.nodes[i].is(flag::MEET) {
+                kind::MEET
+            } else {
+                kind::PING
+            };
+            cl.send_ping(link, k, now);
+            if old_ping != 0 {
+                cl.nodes[i].ping_sent = old_ping;
+            }
+            cl.nodes[i].flags &= !flag::MEET;
+            tracing::debug!(
+                "Connecting with Node {} at {}:{}",
+                cl.nodes[i].name_str(),
+                cl.nodes[i].ip,
+                cl.nodes[i].cport
+            );
+        },
+        &mut Outbox::default(),
+    );
+}
+
+/// A link broke or could not be made.
+pub fn closed(st: &mut State, link: u64) {
+    if let Some(m) = st.cluster.as_mut() {
+        m.cl.free_link(link);
+    }
+}
+
+/// A message arrived on `link`; bad ones are logged and dropped, the
+/// link kept, as Redis does.
+pub fn receive(st: &mut State, link: u64, frame: &[u8], peer_ip: &str, local_ip: &str) {
+    let msg = match bus::decode(frame) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!("Dropping a malformed cluster bus message: {e}");
+            return;
+        }
+    };
+    refresh(st, now_ms());
+    let Some(mut m) = st.cluster.take() else {
+        return;
+    };
+    let mut out = Outbox::default();
+    let at = Arrival {
+        link,
+        peer_ip,
+        local_ip,
+        now: now_ms(),
+    };
+    let db = &st.shard.dbs[0];
+    m.cl.receive(&at, msg, &|s| db.slot_len(s as usize), &mut out);
+    st.cluster = Some(m);
+    finish(st, out);
+}
+
+/// The cluster's tick: the links to open.
+pub fn cron(st: &mut State) -> Vec<Connect> {
+    let now = now_ms();
+    with(st, |cl, out| cl.cron(now, out), &mut Outbox::default()).unwrap_or_default()
+}
