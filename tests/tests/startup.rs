@@ -402,20 +402,42 @@ fn unsupported_features_are_refused() {
     if is_real_redis() {
         return;
     }
-    for (name, value) in [("syslog-enabled", "yes")] {
-        let out = std::process::Command::new(cinnabar_tests::server_bin())
-            .args(["--port", &cinnabar_tests::free_port().to_string()])
-            .args([&format!("--{name}"), value])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{name}");
-        let text = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            text.contains("*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***"),
-            "{text}"
-        );
-        assert!(text.contains("not supported by this server"), "{text}");
-    }
+    let out = std::process::Command::new(cinnabar_tests::server_bin())
+        .args(["--port", &cinnabar_tests::free_port().to_string()])
+        .args(["--syslog-enabled", "yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***"),
+        "{text}"
+    );
+    assert!(text.contains("not supported by this server"), "{text}");
+    // The cluster bus has no TLS yet: a node that asks for it does not start.
+    let dir = TempDir::new("tls-cluster");
+    let out = std::process::Command::new(cinnabar_tests::server_bin())
+        .args(["--port", &cinnabar_tests::free_port().to_string()])
+        .args([
+            "--cluster-enabled",
+            "yes",
+            "--tls-cluster",
+            "yes",
+            "--dir",
+            dir.dir(),
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("tls-cluster yes) is not supported by this server"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -70,6 +70,7 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.st.force_propagate_repl();
             c.out.ok();
         }
+        ("clusterlink", 5) if is(&a[2], "kill") => cluster_link_kill(c, &a[3], &a[4])?,
         ("set-active-expire", 3) => {
             c.st.active_expire = storage::num::atoi(&a[2]) != 0;
             c.out.ok();
@@ -564,4 +565,40 @@ fn debug_help(c: &mut Ctx) {
             "    Stop periodic cron job processing.",
         ],
     );
+}
+
+/// DEBUG CLUSTERLINK KILL TO|FROM|ALL <node-id>: drops links to a node
+/// (the cron makes them again).
+fn cluster_link_kill(c: &mut Ctx, dir: &[u8], node: &[u8]) -> CmdResult {
+    let Some(m) = c.st.cluster.as_mut() else {
+        return Err(Error::other(
+            "ERR Debug option only available for cluster mode enabled setup!",
+        ));
+    };
+    let cl = &mut m.cl;
+    let name: Option<protocol::bus::Name> = node.try_into().ok();
+    let Some(i) = name.and_then(|n| cl.index_of(&n)) else {
+        return Err(Error::other(format!(
+            "ERR Unknown node {}",
+            String::from_utf8_lossy(node)
+        )));
+    };
+    let (to, from) = (cl.nodes[i].link, cl.nodes[i].inbound);
+    let links = if is(dir, "to") {
+        vec![to]
+    } else if is(dir, "from") {
+        vec![from]
+    } else if is(dir, "all") {
+        vec![to, from]
+    } else {
+        return Err(Error::other(format!(
+            "ERR Unknown direction {}",
+            String::from_utf8_lossy(dir)
+        )));
+    };
+    for l in links.into_iter().flatten() {
+        cl.free_link(l);
+    }
+    c.out.ok();
+    Ok(())
 }

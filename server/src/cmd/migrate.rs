@@ -69,7 +69,13 @@ fn migrate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let select = request.len();
     for (k, ttl, payload) in &moving {
         let ttl = ttl.to_string();
-        let mut args: Vec<&[u8]> = vec![b"RESTORE", k, ttl.as_bytes(), payload];
+        // A cluster node asks the target to take the key in a slot it imports.
+        let restore: &[u8] = if c.st.cluster.is_some() {
+            b"RESTORE-ASKING"
+        } else {
+            b"RESTORE"
+        };
+        let mut args: Vec<&[u8]> = vec![restore, k, ttl.as_bytes(), payload];
         if o.replace {
             args.push(b"REPLACE");
         }

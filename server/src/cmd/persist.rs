@@ -13,6 +13,7 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("bgsave", bgsave),
     ("dump", dump),
     ("restore", restore),
+    ("restore-asking", restore),
 ];
 
 const IN_PROGRESS: &str = "ERR Background save already in progress";

@@ -67,16 +67,22 @@ fn sunsubscribe(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// PUBLISH channel message
 fn publish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let n = c.st.publish(false, &a[1], &a[2]);
-    c.st.force_propagate_repl();
-    c.out.int(n as i64);
-    Ok(())
+    publish_generic(c, a, false)
 }
 
 /// SPUBLISH shardchannel message
 fn spublish(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    let n = c.st.publish(true, &a[1], &a[2]);
-    c.st.force_propagate_repl();
+    publish_generic(c, a, true)
+}
+
+/// Delivers here; a cluster node sends it on the bus (every node, or the
+/// nodes of its shard) instead of to its replicas.
+fn publish_generic(c: &mut Ctx, a: &[Bytes], shard: bool) -> CmdResult {
+    let n = c.st.publish(shard, &a[1], &a[2]);
+    match c.st.cluster.as_mut() {
+        Some(m) => m.cl.propagate_publish(shard, &a[1], &a[2]),
+        None => c.st.force_propagate_repl(),
+    }
     c.out.int(n as i64);
     Ok(())
 }

@@ -9,7 +9,6 @@ use crate::core::cluster::{Cluster, Health};
 use crate::core::error::Error;
 use crate::state::{Client, State};
 use bytes::Bytes;
-use protocol::bus::flag;
 use storage::slot::key_hash_slot;
 
 /// Shard channels count as keys here (SSUBSCRIBE's channels hash to
@@ -44,14 +43,7 @@ pub fn applies(st: &State, cl: &Client, cmd: &Command) -> bool {
 
 /// The address a client is redirected to for node `i`.
 fn endpoint(st: &State, cl: &Client, c: &Cluster, i: usize) -> String {
-    let n = &c.nodes[i];
-    let host = match st.cfg.cluster_preferred_endpoint_type.as_str() {
-        "ip" => n.ip.as_str(),
-        "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
-        _ => "?",
-    };
-    let port = if cl.tls { n.pport } else { n.port };
-    format!("{host}:{port}")
+    c.endpoint(i, &st.cfg.cluster_preferred_endpoint_type, cl.tls)
 }
 
 /// Checks a request (for EXEC, everything it queued) against the cluster;
@@ -161,7 +153,6 @@ pub fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<O
         return Ok(Some(slot));
     }
     if owner != me {
-        let _ = flag::MYSELF;
         return Err(Error::other(format!(
             "MOVED {slot} {}",
             endpoint(st, cl, c, owner)
@@ -177,4 +168,46 @@ pub fn is_cluster_error(e: &Error) -> bool {
     ["MOVED ", "ASK ", "CROSSSLOT ", "TRYAGAIN ", "CLUSTERDOWN "]
         .iter()
         .any(|p| s.starts_with(p))
+}
+
+/// A script's calls in cluster mode: the slot they must stay in (that of
+/// its declared keys, or of its first call's), unless it may cross slots.
+pub struct ScriptSlot {
+    pub slot: Option<u16>,
+    pub cross_slot: bool,
+}
+
+/// Why a script's call may not run in cluster mode (Redis 7.0's
+/// `scriptVerifyClusterState`): its keys are on another node, the cluster
+/// is down, or they leave the script's slot.
+pub fn script_refusal(
+    st: &State,
+    cl: &Client,
+    cmd: &Command,
+    args: &[Bytes],
+    rule: &mut ScriptSlot,
+) -> Option<&'static str> {
+    let slot = match check(st, cl, cmd, args) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = e.to_string();
+            return Some(
+                if e.starts_with("CLUSTERDOWN The cluster is down and only") {
+                    "ERR Script attempted to execute a write command while the cluster is down and readonly"
+                } else if e.starts_with("CLUSTERDOWN The cluster is down") {
+                    "ERR Script attempted to execute a command while the cluster is down"
+                } else {
+                    "ERR Script attempted to access a non local key in a cluster node"
+                },
+            );
+        }
+    };
+    match (slot, rule.slot) {
+        (Some(s), None) if !rule.cross_slot => rule.slot = Some(s),
+        (Some(s), Some(first)) if !rule.cross_slot && s != first => {
+            return Some("ERR Script attempted to access keys that do not hash to the same slot")
+        }
+        _ => {}
+    }
+    None
 }

@@ -106,6 +106,10 @@ struct ScriptHost<'a> {
     /// A read-only replica runs scripts from clients, not their writes;
     /// what its master or the AOF sends, it runs whole.
     replica_refuses: bool,
+    /// Cluster mode, for a script from a client: its calls must stay on
+    /// this node and, unless it allows cross-slot keys, in the slot of its
+    /// declared keys (or of its first call's).
+    cluster: Option<super::redirect::ScriptSlot>,
 }
 
 impl ScriptHost<'_> {
@@ -164,7 +168,8 @@ impl ScriptHost<'_> {
         if cmd.has(WRITE) {
             self.run.wrote.store(true, Relaxed);
         }
-        None
+        let rule = self.cluster.as_mut()?;
+        super::redirect::script_refusal(self.st, &self.cl, cmd, args, rule).map(|e| (Some(cmd), e))
     }
 }
 
@@ -277,6 +282,14 @@ fn run(
         && c.st.cfg.replica_read_only
         && !c.cl.peer.master
         && c.cl.id != 0;
+    cl.asking = c.cl.asking;
+    cl.readonly = c.cl.readonly;
+    let cluster = (c.st.cluster.is_some() && !c.cl.peer.master && c.cl.fd >= 0).then(|| {
+        super::redirect::ScriptSlot {
+            slot: keys.first().map(|k| storage::slot::key_hash_slot(k)),
+            cross_slot: flags & (sflags::ALLOW_CROSS_SLOT | sflags::EVAL_COMPAT) != 0,
+        }
+    });
     let mut host = ScriptHost {
         st: c.st,
         cl,
@@ -288,6 +301,7 @@ fn run(
         caller,
         refused: false,
         replica_refuses,
+        cluster,
     };
     let out = &mut *c.out;
     host.st.busy.lock().open = true;

@@ -154,6 +154,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         .stats
         .cmd
         .resize_with(slots.unwrap_or(0), Default::default);
+    crate::state::cluster::init(&mut state)
+        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     crate::state::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     if crate::core::tls::wanted(&state.cfg) {
@@ -163,8 +165,6 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         })?;
         state.tls.set(Some(ctx));
     }
-    crate::state::cluster::init(&mut state)
-        .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     let listeners = listen(&state.cfg, true, true)?;
     let bus = match state.cluster {
         Some(_) => {

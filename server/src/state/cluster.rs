@@ -252,6 +252,62 @@ pub fn finish(st: &mut State, out: Outbox) {
     if out.save {
         save(st, out.fsync);
     }
+    redirect_blocked(st);
+}
+
+/// Clients blocked on keys this node no longer serves, or while the
+/// cluster is down, are answered -MOVED or -CLUSTERDOWN and unblocked
+/// (Redis's `clusterRedirectBlockedClientIfNeeded`).
+fn redirect_blocked(st: &mut State) {
+    let Some(m) = st
+        .cluster
+        .as_ref()
+        .filter(|_| !st.shard.blocking.is_empty())
+    else {
+        return;
+    };
+    let c = &m.cl;
+    let me = c.my_index();
+    let pref = st.cfg.cluster_preferred_endpoint_type.as_str();
+    let mut answered = Vec::new();
+    for cl in st.clients.values() {
+        let Some(b) = cl.blocked.as_ref().filter(|b| !b.keys.is_empty()) else {
+            continue;
+        };
+        if c.health == crate::core::cluster::Health::Fail {
+            answered.push((cl.id, "CLUSTERDOWN The cluster is down".to_string()));
+            continue;
+        }
+        for k in &b.keys {
+            let slot = storage::slot::key_hash_slot(k);
+            let owner = c.slots[slot as usize];
+            let readable = cl.readonly && c.my_master() == owner && owner.is_some();
+            if owner == Some(me) || readable || c.importing_from(slot).is_some() {
+                continue;
+            }
+            let e = match owner {
+                None => "CLUSTERDOWN Hash slot not served".to_string(),
+                Some(o) => format!("MOVED {slot} {}", c.endpoint(o, pref, cl.tls)),
+            };
+            answered.push((cl.id, e));
+            break;
+        }
+    }
+    for (id, e) in answered {
+        let Some(mut cl) = st.clients.remove(&id) else {
+            continue;
+        };
+        if let Some(b) = cl.blocked.take() {
+            st.unregister_blocked(id, &b);
+        }
+        let mut out = protocol::ReplyBuf::new(cl.resp3);
+        out.error(&e);
+        st.count_error(&e);
+        cl.pending.extend_from_slice(&out.buf);
+        cl.wake.notify_one();
+        st.woken += 1;
+        st.clients.insert(id, cl);
+    }
 }
 
 /// Writes `nodes.conf` in place (the file stays locked); false if it

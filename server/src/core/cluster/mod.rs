@@ -389,11 +389,15 @@ impl Cluster {
         self.slots.iter().filter(|&&o| o == Some(i)).count()
     }
 
-    /// The replicas of node `i`.
+    /// The replicas of node `i`, by name (so every node lists them in one
+    /// order, as CLUSTER SLOTS and SHARDS must).
     pub fn replicas_of(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
         let name = self.nodes[i].name;
-        (0..self.nodes.len())
-            .filter(move |&j| !self.nodes[j].is_master() && self.nodes[j].master == Some(name))
+        let mut r: Vec<usize> = (0..self.nodes.len())
+            .filter(|&j| !self.nodes[j].is_master() && self.nodes[j].master == Some(name))
+            .collect();
+        r.sort_by_key(|&j| self.nodes[j].name);
+        r.into_iter()
     }
 
     pub fn migrating_to(&self, slot: u16) -> Option<&Name> {
@@ -590,6 +594,19 @@ impl Cluster {
                     + l.out.rcvbuf.load(Ordering::Relaxed)
             })
             .sum()
+    }
+
+    /// Where a client is sent for node `i` (-MOVED, -ASK): its endpoint as
+    /// `cluster-preferred-endpoint-type` says, and the port of the client's
+    /// kind (TLS or not).
+    pub fn endpoint(&self, i: usize, pref: &str, tls: bool) -> String {
+        let n = &self.nodes[i];
+        let host = match pref {
+            "ip" => n.ip.as_str(),
+            "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
+            _ => "?",
+        };
+        format!("{host}:{}", if tls { n.pport } else { n.port })
     }
 
     /// Runs of consecutive slots of node `i`, as Redis lists them.

@@ -1,0 +1,313 @@
+//! Cluster mode end to end: nodes that `redis-cli --cluster` builds, the
+//! redirections clients follow, resharding with keys in flight, and a
+//! mixed cluster of cinnabar and Redis 7.0.15 nodes whose masters of
+//! either kind fail over to replicas of the other kind with every
+//! acknowledged write.
+
+use cinnabar_tests::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A cluster node: the client and bus ports chosen free, nothing saved.
+fn node(bin: &Path) -> Server {
+    let cport = free_port().to_string();
+    Server::start_bin(
+        bin,
+        &[
+            ("cluster-enabled", "yes"),
+            ("cluster-node-timeout", "2000"),
+            ("cluster-port", &cport),
+            ("save", ""),
+        ],
+    )
+}
+
+fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn cluster_ok(s: &Server) -> bool {
+    text(&s.raw().cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+}
+
+fn myid(s: &Server) -> String {
+    text(&s.raw().cmd(&["CLUSTER", "MYID"]))
+}
+
+/// Follows -MOVED (and -ASK) as a cluster client does.
+fn run(nodes: &[Server], args: &[&str]) -> protocol::Frame {
+    let mut port = nodes[0].port;
+    let mut asking = false;
+    for _ in 0..5 {
+        let mut c = RawClient::connect(port);
+        if asking {
+            assert_eq!(c.cmd(&["ASKING"]), ok());
+        }
+        let r = c.cmd(args);
+        let e = text(&r);
+        let redirect = e.strip_prefix("MOVED ").map(|r| (r, false));
+        let redirect = redirect.or(e.strip_prefix("ASK ").map(|r| (r, true)));
+        let Some((to, ask)) = redirect else {
+            return r;
+        };
+        port = to.rsplit(':').next().unwrap().parse().unwrap();
+        asking = ask;
+    }
+    panic!("redirected in a loop: {args:?}");
+}
+
+fn create(nodes: &[Server], replicas: &str) {
+    let cli = tool("redis-cli").expect("redis-cli");
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(nodes.iter().map(|s| format!("127.0.0.1:{}", s.port)));
+    args.extend([
+        "--cluster-replicas".into(),
+        replicas.into(),
+        "--cluster-yes".into(),
+    ]);
+    let out = std::process::Command::new(cli)
+        .args(&args)
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(so.contains("[OK] All 16384 slots covered."), "{so}");
+    for s in nodes {
+        until("cluster_state:ok everywhere", 20, || cluster_ok(s));
+    }
+}
+
+#[test]
+fn redis_cli_builds_a_cluster_that_redirects_as_redis_does() {
+    let bin = server_bin();
+    let nodes: Vec<Server> = (0..3).map(|_| node(&bin)).collect();
+    create(&nodes, "0");
+    let mut c0 = nodes[0].raw();
+    let info = text(&c0.cmd(&["CLUSTER", "INFO"]));
+    for want in [
+        "cluster_slots_assigned:16384",
+        "cluster_known_nodes:3",
+        "cluster_size:3",
+    ] {
+        assert!(info.contains(want), "{info}");
+    }
+    // foo hashes to 12182, in the third node's range.
+    assert_eq!(c0.cmd(&["CLUSTER", "KEYSLOT", "foo"]), int(12182));
+    assert_eq!(
+        c0.cmd(&["SET", "foo", "1"]),
+        err(&format!("MOVED 12182 127.0.0.1:{}", nodes[2].port))
+    );
+    assert_eq!(
+        c0.cmd(&["MSET", "a", "1", "b", "2"]),
+        err("CROSSSLOT Keys in request don't hash to the same slot")
+    );
+    assert_eq!(
+        c0.cmd(&["SELECT", "1"]),
+        err("ERR SELECT is not allowed in cluster mode")
+    );
+    // A queued command for another node: -MOVED, then EXEC aborts.
+    assert_eq!(c0.cmd(&["MULTI"]), ok());
+    assert!(text(&c0.cmd(&["SET", "foo", "1"])).starts_with("MOVED "));
+    assert_eq!(
+        c0.cmd(&["EXEC"]),
+        err("EXECABORT Transaction discarded because of previous errors.")
+    );
+    for i in 0..300 {
+        assert_eq!(
+            run(&nodes, &["SET", &format!("k{i}"), &i.to_string()]),
+            ok()
+        );
+    }
+    let keys: i64 = nodes
+        .iter()
+        .map(|s| match s.raw().cmd(&["DBSIZE"]) {
+            protocol::Frame::Integer(n) => n,
+            f => panic!("{f:?}"),
+        })
+        .sum();
+    assert_eq!(keys, 300);
+
+    // A slot in migration: -ASK for a key already moved, ASKING once.
+    let (from, to) = (&nodes[2], &nodes[0]);
+    assert_eq!(from.raw().cmd(&["SET", "{foo}1", "y"]), ok());
+    let slot = "12182";
+    let (from_id, to_id) = (myid(from), myid(to));
+    assert_eq!(
+        to.raw()
+            .cmd(&["CLUSTER", "SETSLOT", slot, "IMPORTING", &from_id]),
+        ok()
+    );
+    assert_eq!(
+        from.raw()
+            .cmd(&["CLUSTER", "SETSLOT", slot, "MIGRATING", &to_id]),
+        ok()
+    );
+    let mut f = from.raw();
+    assert_eq!(
+        f.cmd(&["GET", "foo"]),
+        err(&format!("ASK 12182 127.0.0.1:{}", to.port))
+    );
+    let mut t = to.raw();
+    assert!(text(&t.cmd(&["SET", "foo", "x"])).starts_with("MOVED 12182"));
+    assert_eq!(t.cmd(&["ASKING"]), ok());
+    assert_eq!(t.cmd(&["SET", "foo", "x"]), ok());
+    assert!(text(&t.cmd(&["GET", "foo"])).starts_with("MOVED 12182"));
+    // One key here, one there: neither node can serve both.
+    assert_eq!(
+        f.cmd(&["MGET", "{foo}1", "foo"]),
+        err("TRYAGAIN Multiple keys request during rehashing of slot")
+    );
+    for s in [from, to] {
+        assert_eq!(s.raw().cmd(&["CLUSTER", "SETSLOT", slot, "STABLE"]), ok());
+    }
+}
+
+#[test]
+fn reshard_moves_every_key_and_loses_none() {
+    let bin = server_bin();
+    let nodes: Vec<Server> = (0..3).map(|_| node(&bin)).collect();
+    create(&nodes, "0");
+    for i in 0..2000 {
+        assert_eq!(
+            run(&nodes, &["SET", &format!("key:{i}"), &i.to_string()]),
+            ok()
+        );
+    }
+    let cli = tool("redis-cli").expect("redis-cli");
+    let out = std::process::Command::new(&cli)
+        .args([
+            "--cluster",
+            "reshard",
+            &format!("127.0.0.1:{}", nodes[0].port),
+        ])
+        .args([
+            "--cluster-from",
+            &myid(&nodes[1]),
+            "--cluster-to",
+            &myid(&nodes[0]),
+        ])
+        .args(["--cluster-slots", "3000", "--cluster-yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    until("the reshard settles", 20, || {
+        let o = std::process::Command::new(&cli)
+            .args([
+                "--cluster",
+                "check",
+                &format!("127.0.0.1:{}", nodes[0].port),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .contains("[OK] All nodes agree about slots configuration.")
+    });
+    for i in 0..2000 {
+        assert_eq!(
+            run(&nodes, &["GET", &format!("key:{i}")]),
+            bulk(i.to_string())
+        );
+    }
+    let slots = text(&nodes[0].raw().cmd(&["CLUSTER", "NODES"]));
+    assert!(slots.contains("myself,master"), "{slots}");
+}
+
+/// Masters of both kinds, each with a replica of the other kind: killing
+/// a master (kill -9) after WAIT-acknowledged writes promotes its replica,
+/// which holds every one of them.
+#[test]
+fn a_mixed_cluster_fails_over_both_ways() {
+    let Some(redis) = tool("redis-server") else {
+        return;
+    };
+    let cin = server_bin();
+    let bins = [&cin, &redis, &cin, &redis, &cin, &redis];
+    let nodes: Vec<Server> = bins.iter().map(|b| node(b)).collect();
+    let ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")];
+    for (s, (a, b)) in nodes.iter().zip(ranges) {
+        assert_eq!(s.raw().cmd(&["CLUSTER", "ADDSLOTSRANGE", a, b]), ok());
+    }
+    let first = nodes[0].port.to_string();
+    let cport0 = match nodes[0].raw().cmd(&["CONFIG", "GET", "cluster-port"]) {
+        protocol::Frame::Array(v) => text(&v[1]),
+        f => panic!("{f:?}"),
+    };
+    for s in &nodes[1..] {
+        assert_eq!(
+            s.raw()
+                .cmd(&["CLUSTER", "MEET", "127.0.0.1", &first, &cport0]),
+            ok()
+        );
+    }
+    for s in &nodes {
+        until("every node knows the others", 20, || {
+            let t = text(&s.raw().cmd(&["CLUSTER", "NODES"]));
+            t.lines().count() == 6 && !t.contains("handshake")
+        });
+    }
+    // Replicas: a Redis one of the first cinnabar master, a cinnabar one
+    // of the Redis master, a Redis one of the second cinnabar master.
+    for (r, m) in [(3, 0), (4, 1), (5, 2)] {
+        let id = myid(&nodes[m]);
+        until("the master is known to its replica", 10, || {
+            nodes[r].raw().cmd(&["CLUSTER", "REPLICATE", &id]) == ok()
+        });
+    }
+    for s in &nodes {
+        until("cluster_state:ok", 20, || cluster_ok(s));
+    }
+    for (r, _) in [(3, 0), (4, 1), (5, 2)] {
+        until("the replica is in sync", 20, || {
+            info_field(&mut nodes[r].raw(), "replication", "master_link_status") == "up"
+        });
+    }
+    // Writes acknowledged by the replica of their master.
+    let mut written = Vec::new();
+    for i in 0..300 {
+        let k = format!("w{i}");
+        assert_eq!(run(&nodes, &["SET", &k, &i.to_string()]), ok());
+        written.push(k);
+    }
+    for m in [0, 1] {
+        assert_eq!(nodes[m].raw().cmd(&["WAIT", "1", "5000"]), int(1));
+    }
+    // kill -9 the cinnabar master, then the Redis master.
+    for (m, r) in [(0usize, 3usize), (1, 4)] {
+        let id = myid(&nodes[r]);
+        kill9(nodes[m].pid());
+        until("the replica takes over", 30, || {
+            text(&nodes[r].raw().cmd(&["CLUSTER", "NODES"]))
+                .lines()
+                .any(|l| l.starts_with(&id) && l.contains("myself,master"))
+        });
+        until("cluster_state:ok again", 30, || cluster_ok(&nodes[r]));
+    }
+    let alive: Vec<&Server> = [2, 3, 4, 5].iter().map(|&i| &nodes[i]).collect();
+    for s in &alive {
+        until("cluster_state:ok on every node left", 30, || cluster_ok(s));
+    }
+    for k in &written {
+        let mut port = alive[0].port;
+        let v = loop {
+            let r = RawClient::connect(port).cmd(&["GET", k]);
+            match text(&r).strip_prefix("MOVED ") {
+                Some(to) => port = to.rsplit(':').next().unwrap().parse().unwrap(),
+                None => break r,
+            }
+        };
+        assert_eq!(v, bulk(&k[1..]), "{k}");
+    }
+}
+
+fn kill9(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status();
+}
