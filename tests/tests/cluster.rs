@@ -311,3 +311,129 @@ fn kill9(pid: u32) {
         .args(["-9", &pid.to_string()])
         .status();
 }
+
+mod bus_input {
+    use super::*;
+    use protocol::bus::{self, flag, kind, Body, Header, Message};
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    const FAKE: &[u8; 40] = b"fedcba9876543210fedcba9876543210fedcba98";
+
+    fn read_message(s: &mut TcpStream) -> Message {
+        let mut buf = vec![0u8; bus::LEN_PREFIX];
+        s.read_exact(&mut buf).expect("a message");
+        let len = bus::frame_len(&buf).unwrap().unwrap();
+        buf.resize(len, 0);
+        s.read_exact(&mut buf[bus::LEN_PREFIX..]).unwrap();
+        bus::decode(&buf).unwrap()
+    }
+
+    fn pong(port: u16, cport: u16, epoch: u64, slots: std::ops::Range<u16>) -> Vec<u8> {
+        let mut h = Header::new(kind::PONG, *FAKE);
+        (h.port, h.cport, h.flags) = (port, cport, flag::MASTER);
+        (h.current_epoch, h.config_epoch) = (epoch, epoch);
+        for s in slots {
+            bus::set_slot(&mut h.slots, s);
+        }
+        let body = Body::Gossip {
+            nodes: vec![],
+            exts: vec![],
+        };
+        bus::encode(&Message { header: h, body })
+    }
+
+    fn bus_port(s: &Server) -> u16 {
+        match s.raw().cmd(&["CONFIG", "GET", "cluster-port"]) {
+            protocol::Frame::Array(v) => text(&v[1]).parse().unwrap(),
+            f => panic!("{f:?}"),
+        }
+    }
+
+    /// Garbage, truncated, oversized and unknown messages are dropped (the
+    /// link, or just the message), and a node claiming this node's slots
+    /// at an older epoch gets an UPDATE instead of the slots.
+    #[test]
+    fn bad_input_is_dropped_and_a_stale_claim_loses() {
+        let s = node(&server_bin());
+        let mut c = s.raw();
+        assert_eq!(c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), ok());
+        assert_eq!(c.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "5"]), ok());
+        let cport = bus_port(&s);
+        let closed = |l: &mut TcpStream| {
+            l.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            matches!(l.read(&mut [0u8; 64]), Ok(0) | Err(_))
+        };
+        // A wrong signature, and a length of 2 GB, end the link.
+        let mut l = TcpStream::connect(("127.0.0.1", cport)).unwrap();
+        l.write_all(b"XXXX\x00\x00\x10\x00").unwrap();
+        assert!(closed(&mut l));
+        let mut l = TcpStream::connect(("127.0.0.1", cport)).unwrap();
+        l.write_all(b"RCmb\x80\x00\x00\x00").unwrap();
+        l.write_all(&[0u8; 4096]).unwrap();
+        assert!(closed(&mut l));
+        // A length that does not fit its type, an unknown type, a message
+        // cut short: dropped, nothing learnt.
+        let mut l = TcpStream::connect(("127.0.0.1", cport)).unwrap();
+        // (a PONG whose count says one gossip section, cut in the middle of it)
+        let mut bad = pong(1, 2, 9, 0..16384);
+        bad[14..16].copy_from_slice(&1u16.to_be_bytes());
+        bad.extend_from_slice(&[0u8; 50]);
+        let len = (bad.len() as u32).to_be_bytes();
+        bad[4..8].copy_from_slice(&len);
+        l.write_all(&bad).unwrap();
+        let mut unknown = pong(1, 2, 9, 0..16384);
+        unknown[12..14].copy_from_slice(&77u16.to_be_bytes());
+        l.write_all(&unknown).unwrap();
+        let cut = pong(1, 2, 9, 0..16384);
+        l.write_all(&cut[..cut.len() / 2]).unwrap();
+        drop(l);
+        assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+        let nodes = text(&c.cmd(&["CLUSTER", "NODES"]));
+        assert_eq!(nodes.lines().count(), 1, "{nodes}");
+        assert!(
+            nodes.contains("myself,master - 0 0 5 connected 0-16383"),
+            "{nodes}"
+        );
+
+        // A node that claims slots 0-99 at epoch 1.
+        let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+        let fake_cport = fake.local_addr().unwrap().port();
+        let fake_port = free_port();
+        let (p, cp) = (fake_port.to_string(), fake_cport.to_string());
+        assert_eq!(c.cmd(&["CLUSTER", "MEET", "127.0.0.1", &p, &cp]), ok());
+        let (mut link, _) = fake.accept().unwrap();
+        link.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        assert_eq!(read_message(&mut link).header.kind, kind::MEET);
+        link.write_all(&pong(fake_port, fake_cport, 1, 0..0))
+            .unwrap();
+        let fake_name = std::str::from_utf8(FAKE).unwrap();
+        until("the handshake completes", 10, || {
+            text(&c.cmd(&["CLUSTER", "NODES"]))
+                .lines()
+                .any(|l| l.starts_with(fake_name))
+        });
+        link.write_all(&pong(fake_port, fake_cport, 1, 0..100))
+            .unwrap();
+        let update = loop {
+            let m = read_message(&mut link);
+            if m.header.kind == kind::UPDATE {
+                break m;
+            }
+        };
+        let Body::Update {
+            config_epoch, name, ..
+        } = update.body
+        else {
+            panic!("{update:?}");
+        };
+        assert_eq!(config_epoch, 5);
+        assert_eq!(name, update.header.sender);
+        let nodes = text(&c.cmd(&["CLUSTER", "NODES"]));
+        assert!(
+            nodes.contains("myself,master - 0 0 5 connected 0-16383"),
+            "{nodes}"
+        );
+    }
+}

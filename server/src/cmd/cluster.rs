@@ -272,6 +272,19 @@ fn setslot(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                 }
                 cl.assign(slot, Some(n));
                 out.fsync = true;
+                // A master left without slots follows the node that took
+                // its last one.
+                if owner == Some(me)
+                    && n != me
+                    && cl.count_slots(me) == 0
+                    && cl.set.allow_replica_migration
+                {
+                    tracing::warn!(
+                        "Configuration change detected. Reconfiguring myself as a replica of {}",
+                        cl.nodes[n].name_str()
+                    );
+                    cl.set_my_master(n, out);
+                }
                 Ok(())
             })
         }

@@ -149,7 +149,8 @@ pub fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<O
         return Ok(Some(slot));
     }
     let mine = &c.nodes[me];
-    if cl.readonly && !writes && !mine.is_master() && c.my_master() == Some(owner) {
+    if (cl.readonly || shard_pubsub) && !writes && !mine.is_master() && c.my_master() == Some(owner)
+    {
         return Ok(Some(slot));
     }
     if owner != me {
