@@ -651,6 +651,7 @@ fn endpoints<'a>(pref: &str, n: &'a Node) -> (&'a str, Vec<(&'static str, &'a st
 fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let pref = c.st.cfg.cluster_preferred_endpoint_type.clone();
     let tls = c.cl.tls;
+    cl(c)?;
     let cluster = c.st.cluster.as_ref().map(|m| &m.cl).ok_or_else(disabled)?;
     let mut ranges: Vec<(u16, u16, usize)> = Vec::new();
     for s in 0..SLOTS as u16 {
@@ -691,6 +692,7 @@ fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 fn shards(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let pref = c.st.cfg.cluster_preferred_endpoint_type.clone();
     let my_offset = c.st.repl.offset;
+    cl(c)?;
     let cluster = c.st.cluster.as_ref().map(|m| &m.cl).ok_or_else(disabled)?;
     let masters: Vec<usize> = (0..cluster.nodes.len())
         .filter(|&i| cluster.nodes[i].is_master())
@@ -753,6 +755,7 @@ fn shards(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 }
 
 fn links(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    cl(c)?;
     let cluster = c.st.cluster.as_ref().map(|m| &m.cl).ok_or_else(disabled)?;
     let mut rows = Vec::new();
     for n in &cluster.nodes {

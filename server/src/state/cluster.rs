@@ -177,8 +177,9 @@ pub fn init(st: &mut State) -> Result<(), String> {
     Ok(())
 }
 
-/// Updates what the logic reads of the config and of this node.
-fn refresh(st: &mut State, now: i64) {
+/// Updates what the logic reads of the config and of this node (a
+/// CONFIG SET of an announced port shows at once).
+pub fn refresh(st: &mut State, now: i64) {
     let set = settings(st, now);
     if let Some(m) = st.cluster.as_mut() {
         let me = m.cl.me_mut();

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A cinnabar cluster vs. a Redis 7.0.15 cluster of the same shape (3
+# masters, no replicas, built by redis-cli --cluster create), side by side:
+#
+#   bench/cluster.sh              # N=200000 requests, KEYS=1000000
+#   QUICK=1 bench/cluster.sh      # N=20000, KEYS=100000
+#
+# 1. redis-benchmark --cluster -t set,get at -P 1 and -P 16 (-c 50),
+#    ROUNDS alternating rounds: medians and the ratio cinnabar/Redis.
+# 2. Memory per key in cluster mode: used_memory growth over KEYS small
+#    strings written through DEBUG POPULATE, split over the masters.
+# 3. A reshard: KEYS random SETs through the cluster, then the time
+#    redis-cli --cluster reshard takes to move one master's slots (a third
+#    of the keys) to another.
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench_init ""
+if [ -n "${QUICK:-}" ]; then N=${N:-20000}; KEYS=${KEYS:-100000}; else N=${N:-200000}; KEYS=${KEYS:-1000000}; fi
+ROUNDS=${ROUNDS:-3}
+
+# cluster NAME BIN: three nodes and the cluster; sets PORTS_<NAME>.
+cluster() {
+  local name=$1 bin=$2 ports=() i
+  for i in 1 2 3; do
+    start "$name$i" "$bin" --cluster-enabled yes --cluster-config-file nodes.conf
+    ports+=("$START_PORT")
+  done
+  redis-cli --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") --cluster-yes >/dev/null
+  for p in "${ports[@]}"; do
+    until redis-cli -p "$p" CLUSTER INFO | grep -q cluster_state:ok; do sleep 0.1; done
+  done
+  eval "PORTS_$name=\"${ports[*]}\""
+}
+cluster cinnabar "$CINNABAR_BIN"
+cluster redis "$REDIS_BIN"
+read -ra C <<<"$PORTS_cinnabar"
+read -ra R <<<"$PORTS_redis"
+
+rps() { # PORT TEST PIPELINE
+  redis-benchmark --cluster -p "$1" -t "$2" -c 50 -n "$N" -P "$3" -r 100000 --csv 2>/dev/null \
+    | awk -F'"' 'NR > 1 && $4 != "" && !done { print $4; done = 1 }'
+}
+echo "redis-benchmark --cluster -c 50 -n $N, $ROUNDS rounds (medians)"
+for p in 1 16; do
+  for t in set get; do
+    cs=(); rs=()
+    for _ in $(seq "$ROUNDS"); do
+      cs+=("$(rps "${C[0]}" "$t" "$p")"); rs+=("$(rps "${R[0]}" "$t" "$p")")
+    done
+    c=$(median "${cs[@]}"); r=$(median "${rs[@]}")
+    printf '%-4s -P %-2s cinnabar %10s  redis %10s  ratio %s\n' "$t" "$p" "$c" "$r" "$(ratio "$c" "$r")"
+  done
+done
+
+used() { redis-cli -p "$1" INFO memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
+per_key() { # PORTS...: bytes per key over KEYS keys split over the nodes
+  local before=0 after=0 p i=0
+  for p in "$@"; do redis-cli -p "$p" FLUSHALL >/dev/null; before=$((before + $(used "$p"))); done
+  for p in "$@"; do
+    redis-cli -p "$p" DEBUG POPULATE $((KEYS / 3)) "key$i" 16 >/dev/null; i=$((i + 1))
+  done
+  for p in "$@"; do after=$((after + $(used "$p"))); done
+  awk -v a="$after" -v b="$before" -v k="$KEYS" 'BEGIN { printf "%.1f", (a - b) / k }'
+}
+mc=$(per_key "${C[@]}"); mr=$(per_key "${R[@]}")
+echo "memory per key (used_memory, $KEYS strings of 16 bytes): cinnabar $mc  redis $mr  ratio $(ratio "$mc" "$mr")"
+
+reshard() { # PORTS...: seconds to move the second master's slots to the first
+  local p
+  for p in "$@"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+  redis-benchmark --cluster -p "$1" -t set -c 50 -n "$KEYS" -r "$KEYS" -P 16 -q >/dev/null 2>&1
+  local from to t0 t1
+  from=$(redis-cli -p "$2" CLUSTER MYID); to=$(redis-cli -p "$1" CLUSTER MYID)
+  local moved; moved=$(redis-cli -p "$2" DBSIZE)
+  t0=$(date +%s.%N)
+  redis-cli --cluster reshard "127.0.0.1:$1" --cluster-from "$from" --cluster-to "$to" \
+    --cluster-slots 5462 --cluster-yes --cluster-pipeline 100 >/dev/null 2>&1
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" -v k="$moved" 'BEGIN { printf "%.2f s (%d keys)", b - a, k }'
+}
+rc=$(reshard "${C[@]}"); rr=$(reshard "${R[@]}")
+echo "reshard: cinnabar $rc  redis $rr"
