@@ -52,6 +52,7 @@ fn disabled() -> Error {
 }
 
 fn cl<'a>(c: &'a mut Ctx) -> Result<&'a mut Cluster, Error> {
+    crate::state::cluster::refresh(c.st, c.now);
     c.st.cluster
         .as_mut()
         .map(|m| &mut m.cl)

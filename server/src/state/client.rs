@@ -259,6 +259,7 @@ impl Client {
                 (cl.dirty_cas, 'd'),
                 (cl.close_after_reply, 'c'),
                 (cl.unix, 'U'),
+                (cl.readonly, 'r'),
                 (cl.no_evict, 'e'),
             ]
             .iter()

@@ -184,6 +184,12 @@ pub fn refresh(st: &mut State, now: i64) {
     if let Some(m) = st.cluster.as_mut() {
         let me = m.cl.me_mut();
         (me.port, me.pport, me.cport) = (set.port, set.pport, set.cport);
+        // Other nodes learn from this flag not to count on this replica.
+        if set.replica_no_failover {
+            me.flags |= flag::NOFAILOVER;
+        } else {
+            me.flags &= !flag::NOFAILOVER;
+        }
         me.hostname = set.announce_hostname.clone();
         if !set.announce_ip.is_empty() {
             me.ip = set.announce_ip.clone();
