@@ -7,8 +7,8 @@
 #
 # 1. redis-benchmark --cluster -t set,get at -P 1 and -P 16 (-c 50),
 #    ROUNDS alternating rounds: medians and the ratio cinnabar/Redis.
-# 2. Memory per key in cluster mode: used_memory growth over KEYS small
-#    strings written through DEBUG POPULATE, split over the masters.
+# 2. Memory per key in cluster mode: used_memory growth over about KEYS
+#    small strings written through the cluster (each on its master).
 # 3. A reshard: KEYS random SETs through the cluster, then the time
 #    redis-cli --cluster reshard takes to move one master's slots (a third
 #    of the keys) to another.
@@ -39,7 +39,7 @@ read -ra R <<<"$PORTS_redis"
 
 rps() { # PORT TEST PIPELINE
   redis-benchmark --cluster -p "$1" -t "$2" -c 50 -n "$N" -P "$3" -r 100000 --csv 2>/dev/null \
-    | awk -F'"' 'NR > 1 && $4 != "" && !done { print $4; done = 1 }'
+    | awk -F'"' -v t="$2" '$2 == toupper(t) { print $4; exit }'
 }
 echo "redis-benchmark --cluster -c 50 -n $N, $ROUNDS rounds (medians)"
 for p in 1 16; do
@@ -54,17 +54,16 @@ for p in 1 16; do
 done
 
 used() { redis-cli -p "$1" INFO memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
-per_key() { # PORTS...: bytes per key over KEYS keys split over the nodes
-  local before=0 after=0 p i=0
+keys() { redis-cli -p "$1" DBSIZE; }
+per_key() { # PORTS...: used_memory growth per key over about KEYS keys, each on its master
+  local before=0 after=0 n=0 p
   for p in "$@"; do redis-cli -p "$p" FLUSHALL >/dev/null; before=$((before + $(used "$p"))); done
-  for p in "$@"; do
-    redis-cli -p "$p" DEBUG POPULATE $((KEYS / 3)) "key$i" 16 >/dev/null; i=$((i + 1))
-  done
-  for p in "$@"; do after=$((after + $(used "$p"))); done
-  awk -v a="$after" -v b="$before" -v k="$KEYS" 'BEGIN { printf "%.1f", (a - b) / k }'
+  redis-benchmark --cluster -p "$1" -t set -c 50 -n "$KEYS" -r $((KEYS * 100)) -d 16 -P 16 -q >/dev/null 2>&1
+  for p in "$@"; do after=$((after + $(used "$p"))); n=$((n + $(keys "$p"))); done
+  awk -v a="$after" -v b="$before" -v k="$n" 'BEGIN { printf "%.1f (%d keys)", (a - b) / k, k }'
 }
 mc=$(per_key "${C[@]}"); mr=$(per_key "${R[@]}")
-echo "memory per key (used_memory, $KEYS strings of 16 bytes): cinnabar $mc  redis $mr  ratio $(ratio "$mc" "$mr")"
+echo "memory per key (used_memory, 16-byte values): cinnabar $mc  redis $mr  ratio $(ratio "${mc%% *}" "${mr%% *}")"
 
 reshard() { # PORTS...: seconds to move the second master's slots to the first
   local p
@@ -77,7 +76,7 @@ reshard() { # PORTS...: seconds to move the second master's slots to the first
   redis-cli --cluster reshard "127.0.0.1:$1" --cluster-from "$from" --cluster-to "$to" \
     --cluster-slots 5462 --cluster-yes --cluster-pipeline 100 >/dev/null 2>&1
   t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" -v k="$moved" 'BEGIN { printf "%.2f s (%d keys)", b - a, k }'
+  awk -v a="$t0" -v b="$t1" -v k="$moved" 'BEGIN { printf "%.2f s for %d keys (%.0f keys/s)", b - a, k, k / (b - a) }'
 }
 rc=$(reshard "${C[@]}"); rr=$(reshard "${R[@]}")
 echo "reshard: cinnabar $rc  redis $rr"

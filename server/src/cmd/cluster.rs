@@ -272,7 +272,6 @@ fn setslot(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
                     cl.importing.retain(|m| m.0 != slot);
                 }
                 cl.assign(slot, Some(n));
-                out.fsync = true;
                 // A master left without slots follows the node that took
                 // its last one.
                 if owner == Some(me)
