@@ -268,6 +268,29 @@ fn a_mixed_cluster_fails_over_both_ways() {
             info_field(&mut nodes[r].raw(), "replication", "master_link_status") == "up"
         });
     }
+    // A manual failover each way: the Redis replica takes over from the
+    // cinnabar master (which pauses its writers and tells its offset),
+    // then hands back.
+    let is_master = |i: usize| {
+        let id = myid(&nodes[i]);
+        text(&nodes[i].raw().cmd(&["CLUSTER", "NODES"]))
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains("myself,master"))
+    };
+    for (r, m) in [(3, 0), (0, 3)] {
+        assert_eq!(nodes[r].raw().cmd(&["CLUSTER", "FAILOVER"]), ok());
+        until("the manual failover completes", 20, || {
+            is_master(r) && !is_master(m)
+        });
+        until("the old master follows the new one", 20, || {
+            info_field(&mut nodes[m].raw(), "replication", "master_link_status") == "up"
+        });
+    }
+    for s in &nodes {
+        until("cluster_state:ok after the manual failovers", 20, || {
+            cluster_ok(s)
+        });
+    }
     // Writes acknowledged by the replica of their master.
     let mut written = Vec::new();
     for i in 0..300 {

@@ -34,8 +34,10 @@ impl Cluster {
         out.update_state = true;
     }
 
+    /// Ends a manual failover; writers paused for it (on the master side,
+    /// which may have just turned replica) resume.
     pub fn reset_manual_failover(&mut self, out: &mut Outbox) {
-        if self.mf.end != 0 && self.me().is_master() {
+        if self.mf.end != 0 {
             out.actions.push(Action::Unpause);
         }
         self.mf = Manual::default();
