@@ -1,6 +1,7 @@
 //! The gatekeeper (Redis's `processCommand`): the checks every request
 //! passes before it runs or is queued, in Redis's order — lookup, arity,
-//! authentication, no_multi inside MULTI, OOM, MISCONF, min-replicas,
+//! authentication, no_multi inside MULTI, ACL, the cluster's redirections
+//! (`redirect`), OOM, MISCONF, min-replicas,
 //! subscribed mode, loading. A refused request is
 //! answered here, its error counted; it marks an open transaction, or
 //! discards it when the refused command is EXEC.
@@ -33,20 +34,19 @@ pub(super) fn admit(
                 st.stats.cmd_mut(cmd.slot).rejected += 1;
             }
             let e = match cmd {
-                // A rejected EXEC discards the transaction, saying why.
-                Some(c) if c.name == "exec" && !super::redirect::is_cluster_error(&e) => {
-                    cl.multi = None;
-                    cl.multi_error = false;
-                    st.unwatch_all(cl);
-                    let why = e.to_string();
-                    let why = why.strip_prefix("ERR ").unwrap_or(&why).to_string();
-                    Error::other(format!("EXECABORT Transaction discarded because of: {why}"))
-                }
+                // A rejected EXEC discards the transaction, saying why (a
+                // cluster redirection comes as it is, as in Redis).
                 Some(c) if c.name == "exec" => {
                     cl.multi = None;
                     cl.multi_error = false;
                     st.unwatch_all(cl);
-                    e
+                    if super::redirect::is_cluster_error(&e) {
+                        e
+                    } else {
+                        let why = e.to_string();
+                        let why = why.strip_prefix("ERR ").unwrap_or(&why).to_string();
+                        Error::other(format!("EXECABORT Transaction discarded because of: {why}"))
+                    }
                 }
                 _ => {
                     if cl.multi.is_some() {
