@@ -127,3 +127,111 @@ impl Cluster {
         self.health = new;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Node, Outbox};
+    use super::*;
+    use protocol::bus::{kind, Header, Name};
+
+    fn name(c: u8) -> Name {
+        [c; 40]
+    }
+
+    /// Three masters (this node `a` and `b`, `c`), a third of the slots
+    /// each, and `r` a replica of `b`; an hour after start-up.
+    fn three() -> (Cluster, i64) {
+        let mut cl = Cluster::new(name(b'a'));
+        cl.set.node_timeout = 1000;
+        cl.set.require_full_coverage = true;
+        for c in [b'b', b'c'] {
+            cl.add_node(Node::new(name(c), flag::MASTER));
+        }
+        let mut r = Node::new(name(b'r'), flag::REPLICA);
+        r.master = Some(name(b'b'));
+        cl.add_node(r);
+        for s in 0..SLOTS as u16 {
+            cl.assign(s, Some(s as usize % 3));
+        }
+        for (i, n) in cl.nodes.iter_mut().enumerate() {
+            n.config_epoch = i as u64 + 1;
+        }
+        cl.current_epoch = 3;
+        let now = 3_600_000;
+        cl.first_state_call = 1;
+        cl.health_update(now);
+        (cl, now)
+    }
+
+    #[test]
+    fn the_state_follows_coverage_and_the_majority() {
+        let (mut cl, now) = three();
+        assert_eq!((cl.health, cl.size), (Health::Ok, 3));
+        // A master only suspected: its slots still count as served.
+        cl.nodes[1].flags |= flag::PFAIL;
+        cl.health_update(now);
+        assert_eq!(cl.health, Health::Ok);
+        cl.nodes[1].flags = flag::MASTER | flag::FAIL;
+        cl.health_update(now);
+        assert_eq!(cl.health, Health::Fail);
+        // Without full coverage, two masters of three are a majority...
+        cl.set.require_full_coverage = false;
+        cl.health_update(now + 10_000);
+        assert_eq!(cl.health, Health::Ok);
+        // ...and one of three is not.
+        cl.nodes[2].flags |= flag::PFAIL;
+        cl.health_update(now + 20_000);
+        assert_eq!(cl.health, Health::Fail);
+    }
+
+    #[test]
+    fn a_majority_of_reports_marks_a_node_failed() {
+        let (mut cl, now) = three();
+        let mut out = Outbox::default();
+        cl.nodes[1].flags |= flag::PFAIL;
+        // This master alone is one of the two votes needed.
+        cl.mark_failing_if_needed(1, now, &mut out);
+        assert!(!cl.nodes[1].failed());
+        cl.add_failure_report(1, name(b'c'), now);
+        cl.mark_failing_if_needed(1, now, &mut out);
+        assert!(cl.nodes[1].failed());
+        // Reports older than two node timeouts do not count.
+        let (mut cl, now) = three();
+        cl.nodes[1].flags |= flag::PFAIL;
+        cl.add_failure_report(1, name(b'c'), now - 2001);
+        cl.mark_failing_if_needed(1, now, &mut out);
+        assert!(!cl.nodes[1].failed());
+    }
+
+    #[test]
+    fn a_master_votes_once_per_epoch_for_a_replica_of_a_failed_master() {
+        let (mut cl, now) = three();
+        let mut out = Outbox::default();
+        let mut req = Header::new(kind::FAILOVER_AUTH_REQUEST, name(b'r'));
+        req.current_epoch = 4;
+        cl.current_epoch = 4;
+        // Its master is up: no vote.
+        cl.vote(3, &req, now, &mut out);
+        assert_eq!(cl.last_vote_epoch, 0);
+        cl.nodes[1].flags |= flag::FAIL;
+        cl.vote(3, &req, now, &mut out);
+        assert_eq!(cl.last_vote_epoch, 4);
+        // Not twice in an epoch, nor for the same master within two node
+        // timeouts.
+        cl.last_vote_epoch = 0;
+        cl.vote(3, &req, now + 1000, &mut out);
+        assert_eq!(cl.last_vote_epoch, 0);
+        cl.vote(3, &req, now + 2001, &mut out);
+        assert_eq!(cl.last_vote_epoch, 4);
+        // A request at an old epoch, or claiming slots a newer epoch owns.
+        cl.current_epoch = 5;
+        cl.last_vote_epoch = 0;
+        cl.vote(3, &req, now + 10_000, &mut out);
+        assert_eq!(cl.last_vote_epoch, 0);
+        req.current_epoch = 5;
+        req.config_epoch = 1;
+        protocol::bus::set_slot(&mut req.slots, 2);
+        cl.vote(3, &req, now + 10_000, &mut out);
+        assert_eq!(cl.last_vote_epoch, 0);
+    }
+}

@@ -77,7 +77,7 @@ impl Cluster {
                     return;
                 };
                 if let Some(s) = s {
-                    self.about_sender(at, h, s, keys, out);
+                    self.about_sender(h, s, keys, out);
                 }
                 let Body::Gossip { nodes, exts } = &m.body else {
                     return;
@@ -292,7 +292,6 @@ impl Cluster {
     /// epoch), and config epoch collisions.
     fn about_sender(
         &mut self,
-        at: &Arrival,
         h: &Header,
         s: usize,
         keys: &dyn Fn(u16) -> usize,
@@ -361,7 +360,6 @@ impl Cluster {
         {
             self.handle_epoch_collision(s, out);
         }
-        let _ = at;
     }
 
     /// Two masters with one config epoch: the one with the greater name
