@@ -71,6 +71,13 @@ fn debug(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         ("clusterlink", 5) if is(&a[2], "kill") => cluster_link_kill(c, &a[3], &a[4])?,
+        ("drop-cluster-packet-filter", 3) => {
+            let t = int_arg(&a[2])?;
+            if let Some(m) = c.st.cluster.as_mut() {
+                m.cl.drop_filter = t;
+            }
+            c.out.ok();
+        }
         ("set-active-expire", 3) => {
             c.st.active_expire = storage::num::atoi(&a[2]) != 0;
             c.out.ok();

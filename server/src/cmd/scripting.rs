@@ -16,6 +16,7 @@ use super::flags::*;
 use super::help::help_reply;
 use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
+use crate::state::script_flags::{out_of_memory, refuse_by_flags, OOM};
 use crate::state::{Client, LuaDebug, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
@@ -47,7 +48,6 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("function|help", function_help),
 ];
 
-const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 const DEBUG_YES_REFUSED: &str = "ERR SCRIPT DEBUG YES (a forked session whose changes are discarded) is not supported by this server: use SCRIPT DEBUG SYNC";
 const DEBUG_YES_REFUSED_EVAL: &str = "ERR SCRIPT DEBUG YES is not supported by this server, so the script was not run: use SCRIPT DEBUG SYNC";
 const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
@@ -232,23 +232,6 @@ impl Host for ScriptHost<'_> {
 enum Target<'a> {
     Script(&'a str),
     Function(&'a str),
-}
-
-/// Over `maxmemory` (the gatekeeper has evicted what it could).
-fn out_of_memory(st: &State) -> bool {
-    st.memory.maxmemory > 0 && crate::state::evict::used_memory() > st.memory.maxmemory
-}
-
-/// A script or function declared with flags (not an EVAL in the pre-7.0
-/// mode) that may write and is not `allow-oom` is refused whole when
-/// memory is over the limit.
-fn refuse_for_oom(st: &State, flags: u32) -> CmdResult {
-    let may_write_without_oom =
-        flags & (sflags::EVAL_COMPAT | sflags::NO_WRITES | sflags::ALLOW_OOM) == 0;
-    if may_write_without_oom && out_of_memory(st) {
-        return Err(Error::other(OOM));
-    }
-    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -438,7 +421,7 @@ fn eval_run(
         } else {
             eng.load_script(&a[1]).map_err(Error::Other)?
         };
-        refuse_for_oom(c.st, fl)?;
+        refuse_by_flags(c.st, fl)?;
         let compat = fl & sflags::EVAL_COMPAT != 0;
         let no_writes = fl & sflags::NO_WRITES != 0;
         if ro && !compat && !no_writes {
@@ -492,7 +475,7 @@ fn fcall_generic(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
             return Err(Error::other("ERR Bad number of keys provided"));
         }
         let (keys, argv) = split_keys(a)?;
-        refuse_for_oom(c.st, f.flags)?;
+        refuse_by_flags(c.st, f.flags)?;
         let no_writes = f.flags & sflags::NO_WRITES != 0;
         if ro && !no_writes {
             return Err(Error::other(RO_WITH_WRITE_FLAG));

@@ -3,8 +3,12 @@
 //! its runner command's.
 
 use crate::core::command::Meta;
+use crate::core::error::Error;
 use crate::state::State;
 use bytes::Bytes;
+use scripting::flags as sflags;
+
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// The flags the script or function an EVAL, EVALSHA or FCALL (or its _RO
 /// form) runs declares (`EVAL_COMPAT` for a script without a shebang);
@@ -24,4 +28,26 @@ pub fn runner_flags(st: &State, cmd: &Meta, args: &[Bytes]) -> Option<u32> {
         }
         _ => None,
     }
+}
+
+/// Over `maxmemory` (the gatekeeper has evicted what it could).
+pub fn out_of_memory(st: &State) -> bool {
+    st.memory.maxmemory > 0 && crate::state::evict::used_memory() > st.memory.maxmemory
+}
+
+/// A script or function declared with flags (not an EVAL in the pre-7.0
+/// mode) is refused whole in cluster mode if `no-cluster`, and when memory
+/// is over the limit if it may write and is not `allow-oom`.
+pub fn refuse_by_flags(st: &State, flags: u32) -> Result<(), Error> {
+    if flags & sflags::NO_CLUSTER != 0 && flags & sflags::EVAL_COMPAT == 0 && st.cluster.is_some() {
+        return Err(Error::other(
+            "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+        ));
+    }
+    let may_write_without_oom =
+        flags & (sflags::EVAL_COMPAT | sflags::NO_WRITES | sflags::ALLOW_OOM) == 0;
+    if may_write_without_oom && out_of_memory(st) {
+        return Err(Error::other(OOM));
+    }
+    Ok(())
 }

@@ -321,6 +321,9 @@ pub struct Cluster {
     pub iteration: u64,
     /// When this master last had no working replica while others did.
     pub orphaned_time: i64,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER: messages of this type are
+    /// dropped as they arrive (-1: none).
+    pub drop_filter: i64,
 }
 
 impl Cluster {
@@ -347,6 +350,7 @@ impl Cluster {
             among_minority_time: 0,
             iteration: 0,
             orphaned_time: 0,
+            drop_filter: -1,
         }
     }
 

@@ -32,6 +32,10 @@ impl Cluster {
         if let Some(c) = self.stats.received.get_mut(h.kind as usize) {
             *c += 1;
         }
+        if h.kind as i64 == self.drop_filter {
+            tracing::warn!("Dropping packet that matches debug drop filter");
+            return;
+        }
         let Some(link) = self.links.get(&at.link) else {
             return;
         };
