@@ -188,8 +188,10 @@ fn flushslots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     }
     change(c, |cl, _| {
         let me = cl.my_index();
-        for s in cl.slots.iter_mut().filter(|s| **s == Some(me)) {
-            *s = None;
+        for s in 0..SLOTS as u16 {
+            if cl.slots[s as usize] == Some(me) {
+                cl.assign(s, None);
+            }
         }
         Ok(())
     })
@@ -495,7 +497,9 @@ fn reset(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         cl.set_node_as_master(me, out);
         cl.migrating.clear();
         cl.importing.clear();
-        cl.slots.iter_mut().for_each(|s| *s = None);
+        for s in 0..SLOTS as u16 {
+            cl.assign(s, None);
+        }
         while let Some(i) = (0..cl.nodes.len()).find(|&i| cl.nodes[i].name != cl.myself) {
             cl.del_node(i);
         }
@@ -651,6 +655,7 @@ fn endpoints<'a>(pref: &str, n: &'a Node) -> (&'a str, Vec<(&'static str, &'a st
 fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let pref = c.st.cfg.cluster_preferred_endpoint_type.clone();
     let tls = c.cl.tls;
+    let my_offset = c.st.repl.offset;
     cl(c)?;
     let cluster = c.st.cluster.as_ref().map(|m| &m.cl).ok_or_else(disabled)?;
     let mut ranges: Vec<(u16, u16, usize)> = Vec::new();
@@ -665,9 +670,19 @@ fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     }
     c.out.array(ranges.len());
     for (start, end, o) in ranges {
+        // Failed replicas, and those still loading their first sync
+        // (offset 0), are not offered to clients.
         let replicas: Vec<usize> = cluster
             .replicas_of(o)
-            .filter(|&r| !cluster.nodes[r].failed())
+            .filter(|&r| {
+                let n = &cluster.nodes[r];
+                let offset = if n.name == cluster.myself {
+                    my_offset
+                } else {
+                    n.repl_offset
+                };
+                !n.failed() && offset != 0
+            })
             .collect();
         c.out.array(2 + 1 + replicas.len());
         c.out.int(start as i64);

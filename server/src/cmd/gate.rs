@@ -97,7 +97,8 @@ fn check(
         }
     }
     if super::redirect::applies(st, cl, cmd) {
-        super::redirect::check(st, cl, cmd, args).map_err(|e| (Some(cmd), e))?;
+        let writes = has_trait(st, cl, cmd, args, traits::MAY_WRITE);
+        super::redirect::check(st, cl, cmd, args, writes).map_err(|e| (Some(cmd), e))?;
     }
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));

@@ -47,8 +47,16 @@ fn endpoint(st: &State, cl: &Client, c: &Cluster, i: usize) -> String {
 }
 
 /// Checks a request (for EXEC, everything it queued) against the cluster;
-/// `Ok` with the slot its keys hash to, if any.
-pub fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<Option<u16>, Error> {
+/// `Ok` with the slot its keys hash to, if any. `writes`: the request may
+/// write (a write command, a script declared without `no-writes`, an EXEC
+/// that queued either), which a replica never serves.
+pub fn check(
+    st: &State,
+    cl: &Client,
+    cmd: &Command,
+    args: &[Bytes],
+    writes: bool,
+) -> Result<Option<u16>, Error> {
     let Some(m) = st.cluster.as_ref() else {
         return Ok(None);
     };
@@ -67,10 +75,9 @@ pub fn check(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Result<O
     let (mut first, mut slot, mut owner) = (None::<&[u8]>, 0u16, None);
     let (mut migrating, mut importing, mut multiple) = (false, false, false);
     let (mut existing, mut missing) = (0, 0);
-    let (mut shard_pubsub, mut writes) = (false, false);
+    let mut shard_pubsub = false;
     for (rc, ra) in requests {
         shard_pubsub |= is_shard_pubsub(rc.name);
-        writes |= rc.has(flags::WRITE);
         for key in keys_of(rc, ra) {
             let this = key_hash_slot(key);
             match first {
@@ -188,7 +195,7 @@ pub fn script_refusal(
     args: &[Bytes],
     rule: &mut ScriptSlot,
 ) -> Option<&'static str> {
-    let slot = match check(st, cl, cmd, args) {
+    let slot = match check(st, cl, cmd, args, cmd.has(flags::WRITE)) {
         Ok(s) => s,
         Err(e) => {
             let e = e.to_string();

@@ -260,6 +260,42 @@ pub fn finish(st: &mut State, out: Outbox) {
         save(st, out.fsync);
     }
     redirect_blocked(st);
+    unsubscribe_lost_slots(st);
+}
+
+/// Subscribers of shard channels in slots that left this node's shard are
+/// unsubscribed from them, each told with a `sunsubscribe`, as Redis does.
+fn unsubscribe_lost_slots(st: &mut State) {
+    let Some(m) = st.cluster.as_mut().filter(|m| !m.cl.lost.is_empty()) else {
+        return;
+    };
+    let mut lost = vec![false; crate::core::cluster::SLOTS];
+    for s in m.cl.lost.drain(..) {
+        lost[s as usize] = true;
+    }
+    let channels: Vec<bytes::Bytes> = (st.pubsub.shard.keys())
+        .filter(|c| lost[storage::slot::key_hash_slot(c) as usize])
+        .cloned()
+        .collect();
+    for ch in channels {
+        let ids = st.pubsub.shard.get(&ch).cloned().unwrap_or_default();
+        for id in ids {
+            let Some(mut cl) = st.clients.remove(&id) else {
+                continue;
+            };
+            let mut out = protocol::ReplyBuf::new(cl.resp3);
+            st.unsubscribe(
+                &mut cl,
+                Some(&mut out),
+                crate::state::pubsub::Kind::Shard,
+                std::slice::from_ref(&ch),
+            );
+            cl.pending.extend_from_slice(&out.buf);
+            cl.wake.notify_one();
+            st.woken += 1;
+            st.clients.insert(id, cl);
+        }
+    }
 }
 
 /// Clients blocked on keys this node no longer serves, or while the

@@ -6,7 +6,7 @@
 //! node timeouts. A manual failover (CLUSTER FAILOVER) first has the master
 //! pause its writers until the replica has processed everything.
 
-use super::{Action, CantFailover, Cluster, Manual, Outbox};
+use super::{Action, CantFailover, Cluster, Manual, Outbox, SLOTS};
 use protocol::bus::{self, flag, kind, mflag0, Header};
 use rand::Rng;
 
@@ -95,7 +95,7 @@ impl Cluster {
                 wait - (now - self.nodes[m].voted_time)
             ));
         }
-        for j in 0..super::SLOTS as u16 {
+        for j in 0..SLOTS as u16 {
             if !bus::has_slot(&h.slots, j) {
                 continue;
             }
@@ -260,9 +260,9 @@ impl Cluster {
         let me = self.my_index();
         self.set_node_as_master(me, out);
         out.actions.push(Action::BecomeMaster);
-        for s in self.slots.iter_mut() {
-            if *s == Some(old) {
-                *s = Some(me);
+        for s in 0..SLOTS as u16 {
+            if self.slots[s as usize] == Some(old) {
+                self.assign(s, Some(me));
             }
         }
         out.update_state = true;

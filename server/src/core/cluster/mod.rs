@@ -324,6 +324,8 @@ pub struct Cluster {
     /// DEBUG DROP-CLUSTER-PACKET-FILTER: messages of this type are
     /// dropped as they arrive (-1: none).
     pub drop_filter: i64,
+    /// Slots that left this node's shard since the state floor last looked.
+    pub lost: Vec<u16>,
 }
 
 impl Cluster {
@@ -351,6 +353,7 @@ impl Cluster {
             iteration: 0,
             orphaned_time: 0,
             drop_filter: -1,
+            lost: Vec::new(),
         }
     }
 
@@ -421,10 +424,10 @@ impl Cluster {
     /// and what it reported of others.
     pub fn del_node(&mut self, i: usize) {
         let name = self.nodes[i].name;
-        for s in self.slots.iter_mut() {
-            match *s {
-                Some(o) if o == i => *s = None,
-                Some(o) if o > i => *s = Some(o - 1),
+        for s in 0..SLOTS as u16 {
+            match self.slots[s as usize] {
+                Some(o) if o == i => self.assign(s, None),
+                Some(o) if o > i => self.slots[s as usize] = Some(o - 1),
                 _ => {}
             }
         }
@@ -581,9 +584,20 @@ impl Cluster {
         self.blacklist.push((name, now_s + BLACKLIST_TTL));
     }
 
-    /// Gives slot `s` to node `i` (None: to nobody).
+    /// Gives slot `s` to node `i` (None: to nobody). A slot that leaves
+    /// this node's shard (its master's, for a replica) is noted in `lost`:
+    /// its shard channels' subscribers are told (`sunsubscribe`).
     pub fn assign(&mut self, s: u16, i: Option<usize>) {
+        let old = self.slots[s as usize];
+        if old != i && old.is_some_and(|o| self.in_my_shard(o)) {
+            self.lost.push(s);
+        }
         self.slots[s as usize] = i;
+    }
+
+    /// Whether node `o` is this node or its master.
+    fn in_my_shard(&self, o: usize) -> bool {
+        self.nodes[o].name == self.myself || self.my_master() == Some(o)
     }
 }
 

@@ -306,9 +306,9 @@ impl Cluster {
         } else {
             if self.nodes[s].is_master() {
                 // A master turned replica: its slots are someone else's.
-                for o in self.slots.iter_mut() {
-                    if *o == Some(s) {
-                        *o = None;
+                for j in 0..SLOTS as u16 {
+                    if self.slots[j as usize] == Some(s) {
+                        self.assign(j, None);
                     }
                 }
                 let n = &mut self.nodes[s];
