@@ -49,7 +49,7 @@ pub fn run(
     let weigh = st.cfg.maxmemory_clients.bytes(st.cfg.maxmemory) > 0;
     let mut weighed = out.len() + spill.len();
     for args in batch.iter_mut() {
-        if st.pause.is_some()
+        if (st.pause.is_some() || st.loading.is_some())
             && super::pause::must_pause(st, cl, args, crate::core::clock::now_ms())
         {
             ran.paused = true;

@@ -7,8 +7,20 @@ use super::resolve;
 use crate::state::{Client, State};
 use bytes::Bytes;
 
-/// Whether a request of `cl` must wait for the current CLIENT PAUSE to end.
+/// Whether a request of `cl` must wait: for the current CLIENT PAUSE to
+/// end, or for a load from a file to pass its first `loading-process-
+/// events-interval-bytes` (see `Loading::from_file`).
 pub fn must_pause(st: &State, cl: &Client, args: &[Bytes], now: i64) -> bool {
+    if let Some(l) = st.loading.as_ref().filter(|l| l.from_file && !l.is_async) {
+        let interval = st.cfg.loading_process_events_interval_bytes.max(1) as u64;
+        if l.progress
+            .loaded_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
+            < interval
+        {
+            return true;
+        }
+    }
     let Some(p) = &st.pause else {
         return false;
     };

@@ -119,6 +119,7 @@ async fn plan(
         info!("MASTER <-> REPLICA sync: Loading DB in memory");
         st.loading = Some(Loading {
             is_async: into == (LoadInto::Swap { is_async: true }),
+            from_file: false,
             ..loading
         });
     }

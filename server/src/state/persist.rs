@@ -306,6 +306,11 @@ pub struct Loading {
     /// which clients go on using; only commands flagged
     /// `no_async_loading` wait.
     pub is_async: bool,
+    /// A load from a file: clients wait, unanswered, until it has loaded
+    /// `loading-process-events-interval-bytes` (Redis serves no event
+    /// before that), so a small dataset loads unseen. A load from the
+    /// master's socket answers -LOADING meanwhile.
+    pub from_file: bool,
 }
 
 /// What the loader, which runs without the lock, has got to.
@@ -323,6 +328,7 @@ impl Loading {
             total_bytes,
             progress: Arc::default(),
             is_async: false,
+            from_file: true,
         }
     }
 
