@@ -636,12 +636,14 @@ fn nodes(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 
 /// The host a client is told for node `n` first, and the other names it
 /// has, as `cluster-preferred-endpoint-type` says.
-fn endpoints<'a>(pref: &str, n: &'a Node) -> (&'a str, Vec<(&'static str, &'a str)>) {
+/// (None for `unknown-endpoint`: CLUSTER SLOTS says null there.)
+fn endpoints<'a>(pref: &str, n: &'a Node) -> (Option<&'a str>, Vec<(&'static str, &'a str)>) {
     let mut meta = Vec::new();
     let first = match pref {
-        "ip" => n.ip.as_str(),
-        "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
-        _ => "?",
+        "ip" => Some(n.ip.as_str()),
+        "hostname" if !n.hostname.is_empty() => Some(n.hostname.as_str()),
+        "hostname" => Some("?"),
+        _ => None,
     };
     if pref != "ip" {
         meta.push(("ip", n.ip.as_str()));
@@ -691,7 +693,10 @@ fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             let n = &cluster.nodes[i];
             let (host, meta) = endpoints(&pref, n);
             c.out.array(4);
-            c.out.bulk(host.as_bytes());
+            match host {
+                Some(h) => c.out.bulk(h.as_bytes()),
+                None => c.out.null(),
+            }
             c.out.int(if tls { n.pport } else { n.port } as i64);
             c.out.bulk(&n.name);
             c.out.map(meta.len());
@@ -727,7 +732,7 @@ fn shards(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         c.out.array(members.len());
         for i in members {
             let n = &cluster.nodes[i];
-            let (endpoint, _) = endpoints(&pref, n);
+            let endpoint = endpoints(&pref, n).0.unwrap_or("");
             let offset = if n.name == cluster.myself {
                 my_offset
             } else {

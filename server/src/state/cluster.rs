@@ -60,6 +60,9 @@ fn settings(st: &State, now: i64) -> Settings {
     let (repl_offset, master_link_down_s) = match &st.repl.master {
         None => (st.repl.offset, 0),
         Some(m) if m.state == crate::state::repl::MasterState::Connected => (st.repl.offset, 0),
+        // A full sync drops the history: nothing processed yet, which tells
+        // the other nodes to keep this replica from clients meanwhile.
+        Some(m) if m.state == crate::state::repl::MasterState::Sync => (0, 0),
         Some(m) => {
             let since = if m.down_since_s > 0 {
                 m.down_since_s

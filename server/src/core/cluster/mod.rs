@@ -622,7 +622,9 @@ impl Cluster {
         let host = match pref {
             "ip" => n.ip.as_str(),
             "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
-            _ => "?",
+            "hostname" => "?",
+            // unknown-endpoint: the client keeps the address it used.
+            _ => "",
         };
         format!("{host}:{}", if tls { n.pport } else { n.port })
     }
