@@ -63,14 +63,8 @@ fn settings(st: &State, now: i64) -> Settings {
         // A full sync drops the history: nothing processed yet, which tells
         // the other nodes to keep this replica from clients meanwhile.
         Some(m) if m.state == crate::state::repl::MasterState::Sync => (0, 0),
-        Some(m) => {
-            let since = if m.down_since_s > 0 {
-                m.down_since_s
-            } else {
-                st.start_ms / 1000
-            };
-            (st.repl.offset, now / 1000 - since)
-        }
+        // Never connected: as old as can be (Redis's `repl_down_since` 0).
+        Some(m) => (st.repl.offset, now / 1000 - m.down_since_s),
     };
     Settings {
         node_timeout: c.cluster_node_timeout,

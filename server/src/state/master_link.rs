@@ -30,6 +30,13 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
     // A replica keeps its place in the stream, database included, to
     // resume it with the next master (Redis's cached master).
     let db = st.repl.master.as_ref().map_or(0, |m| m.db);
+    // Leaving a master it was connected to is a link going down (what a
+    // cluster replica's failover measures its data's age from).
+    let down_since_s = match st.repl.master.as_ref() {
+        Some(m) if m.state == MasterState::Connected => now_s,
+        Some(m) => m.down_since_s,
+        None => 0,
+    };
     st.repl.master = Some(Master {
         host: host.to_string(),
         port,
@@ -37,7 +44,7 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         started: false,
         state: MasterState::Connect,
         last_io_s: now_s,
-        down_since_s: 0,
+        down_since_s,
         db,
         unapplied: 0,
         transfer: None,
