@@ -224,22 +224,14 @@ fn setslot(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
         Ok(n)
     };
     match action.as_str() {
-        "migrating" if a.len() == 5 => {
-            if owner != Some(me) {
+        "migrating" | "importing" if a.len() == 5 => {
+            let migrating = action == "migrating";
+            if migrating && owner != Some(me) {
                 return Err(Error::other(format!(
                     "ERR I'm not the owner of hash slot {slot}"
                 )));
             }
-            let n = target(cluster, true)?;
-            let name = cluster.nodes[n].name;
-            change(c, |cl, _| {
-                cl.migrating.retain(|m| m.0 != slot);
-                cl.migrating.push((slot, name));
-                Ok(())
-            })
-        }
-        "importing" if a.len() == 5 => {
-            if owner == Some(me) {
+            if !migrating && owner == Some(me) {
                 return Err(Error::other(format!(
                     "ERR I'm already the owner of hash slot {slot}"
                 )));
@@ -247,8 +239,13 @@ fn setslot(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let n = target(cluster, true)?;
             let name = cluster.nodes[n].name;
             change(c, |cl, _| {
-                cl.importing.retain(|m| m.0 != slot);
-                cl.importing.push((slot, name));
+                let open = if migrating {
+                    &mut cl.migrating
+                } else {
+                    &mut cl.importing
+                };
+                open.retain(|m| m.0 != slot);
+                open.push((slot, name));
                 Ok(())
             })
         }
