@@ -449,6 +449,15 @@ impl State {
         if let Some(c) = self.clients.get_mut(&id) {
             c.killed = true;
             c.wake.notify_one();
+            // The link to the master is down from now, though its task
+            // notices only when it next runs (after a DEBUG SLEEP, say).
+            let link = self.repl.master.as_mut();
+            if let Some(m) =
+                link.filter(|m| c.peer.master && m.state == repl::MasterState::Connected)
+            {
+                m.state = repl::MasterState::Connect;
+                m.down_since_s = crate::core::clock::now_ms() / 1000;
+            }
         }
     }
 }
