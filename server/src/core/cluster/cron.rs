@@ -128,7 +128,14 @@ impl Cluster {
                 .collect()
         };
         let mine = ok(self, m);
-        if (mine.len() as i64) <= self.set.migration_barrier {
+        // Only from a master with the most working replicas (two at least),
+        // and above the barrier.
+        let most = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].is_master())
+            .map(|i| ok(self, i).len())
+            .max()
+            .unwrap_or(0);
+        if mine.len() < most.max(2) || (mine.len() as i64) <= self.set.migration_barrier {
             return;
         }
         let smallest = mine.iter().min_by_key(|&&r| self.nodes[r].name).copied();

@@ -25,6 +25,7 @@ impl Cluster {
             me.flags |= flag::REPLICA;
         }
         me.master = Some(name);
+        self.nodes[m].flags |= flag::MIGRATE_TO;
         self.migrating.clear();
         self.importing.clear();
         let n = &self.nodes[m];

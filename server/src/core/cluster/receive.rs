@@ -317,9 +317,13 @@ impl Cluster {
                 out.save = true;
                 out.update_state = true;
             }
-            if self.index_of(&h.replica_of).is_some() && self.nodes[s].master != Some(h.replica_of)
+            if let Some(m) = self
+                .index_of(&h.replica_of)
+                .filter(|_| self.nodes[s].master != Some(h.replica_of))
             {
                 self.nodes[s].master = Some(h.replica_of);
+                // A master that has had a replica may have one migrate to it.
+                self.nodes[m].flags |= flag::MIGRATE_TO;
                 out.save = true;
             }
         }
