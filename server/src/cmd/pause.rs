@@ -11,6 +11,10 @@ use bytes::Bytes;
 /// end, or for a load from a file to pass its first `loading-process-
 /// events-interval-bytes` (see `Loading::from_file`).
 pub fn must_pause(st: &State, cl: &Client, args: &[Bytes], now: i64) -> bool {
+    // Replicas are never paused: their acknowledgements keep coming.
+    if cl.peer.replica {
+        return false;
+    }
     if let Some(l) = st.loading.as_ref().filter(|l| l.from_file && !l.is_async) {
         let interval = st.cfg.loading_process_events_interval_bytes.max(1) as u64;
         if l.progress

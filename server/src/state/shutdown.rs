@@ -125,9 +125,12 @@ pub fn prepare(st: &mut State, mut flags: ShutdownFlags) -> Outcome {
             bytes::Bytes::from_static(b"*"),
         ]);
         st.repl_deliver();
+        // A CLIENT PAUSE of everything stays (Redis keeps the strictest
+        // pause): a replica that reconnects meanwhile still waits.
+        let all_paused = st.pause.as_ref().is_some_and(|p| !p.writes_only);
         let paused_before = st.pause.replace(Pause {
             until_ms: i64::MAX,
-            writes_only: true,
+            writes_only: !all_paused,
         });
         st.shutdown_wait = Some(ShutdownWait {
             flags,
