@@ -527,6 +527,10 @@ impl Cluster {
         if n.is_master() && n.master.is_none() {
             return;
         }
+        // A replica promoted elsewhere may have replicas migrate to it.
+        if n.master.is_some() && n.name != self.myself {
+            n.flags |= flag::MIGRATE_TO;
+        }
         n.flags &= !flag::REPLICA;
         n.flags |= flag::MASTER;
         n.master = None;
