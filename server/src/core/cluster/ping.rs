@@ -107,21 +107,14 @@ impl Cluster {
             n.is(flag::PFAIL) && !n.is(flag::HANDSHAKE | flag::NOADDR)
         }));
         let mut h = self.header(kind);
-        h.mflags[0] |= mflag0::EXT_DATA;
+        // Redis 7.0's one extension; it gossips no forgotten nodes (7.2
+        // does), so a CLUSTER FORGET stays on the node it was sent to.
         let mut exts = Vec::new();
         if !self.set.announce_hostname.is_empty() {
             exts.push(Ext::Hostname(
                 self.set.announce_hostname.as_bytes().to_vec(),
             ));
-        }
-        let now_s = now / 1000;
-        for (name, until) in &self.blacklist {
-            if *until > now_s {
-                exts.push(Ext::ForgottenNode {
-                    name: *name,
-                    ttl: (*until - now_s) as u64,
-                });
-            }
+            h.mflags[0] |= mflag0::EXT_DATA;
         }
         let nodes = picked.iter().map(|&i| gossip_of(&self.nodes[i])).collect();
         let frame = bus::encode(&Message {

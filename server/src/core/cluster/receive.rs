@@ -90,7 +90,7 @@ impl Cluster {
                     self.gossip(at, sender, nodes, out);
                 }
                 if let Some(s) = sender {
-                    self.extensions(s, exts, at.now, out);
+                    self.extensions(s, exts, out);
                 }
             }
             kind::FAIL => {
@@ -545,35 +545,18 @@ impl Cluster {
         }
     }
 
-    /// The sender's hostname (none sent: none), and nodes the cluster
-    /// forgets.
-    fn extensions(&mut self, s: usize, exts: &[Ext], now: i64, out: &mut Outbox) {
-        let sender = self.nodes[s].name;
+    /// The sender's hostname (none sent: none). Other extensions (7.2's
+    /// forgotten nodes among them) are not 7.0's and are ignored.
+    fn extensions(&mut self, s: usize, exts: &[Ext], out: &mut Outbox) {
         let mut hostname = String::new();
         for e in exts {
-            match e {
-                Ext::Hostname(h) => hostname = String::from_utf8_lossy(h).into_owned(),
-                Ext::ForgottenNode { name, ttl } => {
-                    let Some(n) = self.index_of(name) else {
-                        continue;
-                    };
-                    if n == self.my_index() || self.my_master() == Some(n) {
-                        continue;
-                    }
-                    self.blacklist.retain(|b| &b.0 != name);
-                    self.blacklist.push((*name, now / 1000 + *ttl as i64));
-                    self.del_node(n);
-                    out.save = true;
-                    out.update_state = true;
-                }
-                Ext::Other { .. } => {}
+            if let Ext::Hostname(h) = e {
+                hostname = String::from_utf8_lossy(h).into_owned();
             }
         }
-        if let Some(s) = self.index_of(&sender) {
-            if self.nodes[s].hostname != hostname {
-                self.nodes[s].hostname = hostname;
-                out.save = true;
-            }
+        if self.nodes[s].hostname != hostname {
+            self.nodes[s].hostname = hostname;
+            out.save = true;
         }
     }
 }

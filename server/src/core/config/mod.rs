@@ -382,6 +382,9 @@ impl Config {
                 }
             }
             Kind::Str => match opt.name {
+                "cluster-announce-hostname" if value.len() >= 256 => {
+                    Err("Hostnames must be less than 256 characters".into())
+                }
                 "cluster-announce-hostname"
                     if !value
                         .bytes()
