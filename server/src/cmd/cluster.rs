@@ -636,12 +636,7 @@ fn nodes(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 /// (None for `unknown-endpoint`: CLUSTER SLOTS says null there.)
 fn endpoints<'a>(pref: &str, n: &'a Node) -> (Option<&'a str>, Vec<(&'static str, &'a str)>) {
     let mut meta = Vec::new();
-    let first = match pref {
-        "ip" => Some(n.ip.as_str()),
-        "hostname" if !n.hostname.is_empty() => Some(n.hostname.as_str()),
-        "hostname" => Some("?"),
-        _ => None,
-    };
+    let first = n.preferred_host(pref);
     if pref != "ip" {
         meta.push(("ip", n.ip.as_str()));
     }

@@ -106,6 +106,17 @@ impl Node {
         self.is(flag::MASTER)
     }
 
+    /// The host clients are told first, as `cluster-preferred-endpoint-
+    /// type` says: "?" for a hostname not set, None for `unknown-endpoint`.
+    pub fn preferred_host(&self, pref: &str) -> Option<&str> {
+        match pref {
+            "ip" => Some(&self.ip),
+            "hostname" if !self.hostname.is_empty() => Some(&self.hostname),
+            "hostname" => Some("?"),
+            _ => None,
+        }
+    }
+
     pub fn has_addr(&self) -> bool {
         !self.is(flag::NOADDR)
     }
@@ -623,13 +634,8 @@ impl Cluster {
     /// kind (TLS or not).
     pub fn endpoint(&self, i: usize, pref: &str, tls: bool) -> String {
         let n = &self.nodes[i];
-        let host = match pref {
-            "ip" => n.ip.as_str(),
-            "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
-            "hostname" => "?",
-            // unknown-endpoint: the client keeps the address it used.
-            _ => "",
-        };
+        // unknown-endpoint: no host; the client keeps the address it used.
+        let host = n.preferred_host(pref).unwrap_or("");
         format!("{host}:{}", if tls { n.pport } else { n.port })
     }
 
