@@ -20,7 +20,7 @@
 #               (then only those files run), --dont-clean, --config k v.
 #
 # Environment:
-#   REDIS_SRC   tree with runtest-cluster and tests/ (default /tmp/rcs/redis-7.0.15, the whole
+#   REDIS_SRC   tree with runtest-cluster and tests/ (default /tmp/redis-tests, the whole
 #               orig tarball of Debian's source package redis 7.0.15).
 #   RUN_DIR     private copy of the tree for this run (default: mktemp -d /tmp/rcs/run.XXXX);
 #               removed at the end unless KEEP=1 (or --dont-clean given).
@@ -87,7 +87,7 @@ print_table() {
 if [ "${1:-}" = --table ]; then   # run-cluster-suite.sh --table LOGFILE: the table of an old log
   [ -f "${2:-}" ] || { echo "usage: $0 --table LOGFILE" >&2; exit 2; }
   files=$(sed -n 's/^Testing unit: //p' "$2")   # the files the run started, else all of them
-  [ -n "$files" ] || files=$(cd "${REDIS_SRC:-/tmp/rcs/redis-7.0.15}/tests/cluster/tests" && ls *.tcl | LC_ALL=C sort)
+  [ -n "$files" ] || files=$(cd "${REDIS_SRC:-/tmp/redis-tests}/tests/cluster/tests" && ls *.tcl | LC_ALL=C sort)
   wall=$(sed -n 's/^# run-cluster-suite: wall time \([0-9]*\) s$/\1/p' "$2" | tail -1)
   print_table "$2" "$files" "${wall:-?}"; exit $?
 fi
@@ -95,18 +95,18 @@ fi
 # realpath -s: keep symlinks (Debian's /usr/bin/redis-server is a link to redis-check-rdb)
 server=$(realpath -s "$1"); cli=$(realpath -s "$2"); log=$3; shift 3
 extra=("$@")
-src=${REDIS_SRC:-/tmp/rcs/redis-7.0.15}
+src=${REDIS_SRC:-/tmp/redis-tests}
 hang=${HANG_SECS:-600}
 [ -x "$server" ] || { echo "not executable: $server" >&2; exit 2; }
 [ -x "$cli" ] || { echo "not executable: $cli" >&2; exit 2; }
-[ -f "$src/runtest-cluster" ] && [ -d "$src/tests/cluster/tests" ] || { echo "no cluster suite in $src" >&2; exit 2; }
+[ -d "$src/tests/cluster/tests" ] || { echo "no cluster suite in $src" >&2; exit 2; }
 command -v tclsh8.6 >/dev/null || { echo "tclsh8.6 missing (apt-get install tcl)" >&2; exit 2; }
 
 mkdir -p /tmp/rcs
 run=${RUN_DIR:-$(mktemp -d /tmp/rcs/run.XXXXXX)}
 [ "$(readlink -f "$run")" = "$(readlink -f "$src")" ] && { echo "RUN_DIR must not be REDIS_SRC" >&2; exit 2; }
 mkdir -p "$run/src"; run=$(readlink -f "$run")
-rm -rf "$run/tests"; cp -r "$src/runtest-cluster" "$src/tests" "$run/"
+rm -rf "$run/tests"; cp -r "$src/tests" "$run/"
 [ -d "$src/src" ] && [ -f "$src/src/valgrind.sup" ] && cp "$src/src/valgrind.sup" "$run/src/"
 rm -rf "$run/tests/cluster/tmp"; mkdir -p "$run/tests/cluster/tmp"
 ln -sfn "$server" "$run/src/redis-server"
@@ -114,18 +114,14 @@ ln -sfn "$cli" "$run/src/redis-cli"
 for b in redis-benchmark redis-check-aof redis-check-rdb redis-sentinel; do
   [ -x "/usr/bin/$b" ] && ln -sfn "/usr/bin/$b" "$run/src/$b"
 done
-if [ -n "${SEED:-}" ] || [ -n "${BASE_PORT:-}" ]; then
-  # a prelude, then run.tcl as runtest-cluster would source it (no test file is changed)
-  {
-    [ -n "${SEED:-}" ] && printf 'expr {srand(%d)}\n' "$SEED"
-    # instances.tcl sets ::redis_base_port 30000 when run.tcl sources it: keep ours instead
-    [ -n "${BASE_PORT:-}" ] && printf 'set ::redis_base_port %d\ntrace add variable ::redis_base_port write {apply {args {set ::redis_base_port %d}}}\n' "$BASE_PORT" "$BASE_PORT"
-    printf 'source tests/cluster/run.tcl\n'
-  } >"$run/prelude-run.tcl"
-  launcher=(tclsh8.6 "$run/prelude-run.tcl")
-else
-  launcher=(./runtest-cluster)
-fi
+# a prelude, then run.tcl as runtest-cluster sources it (no test file is changed)
+{
+  [ -n "${SEED:-}" ] && printf 'expr {srand(%d)}\n' "$SEED"
+  # instances.tcl sets ::redis_base_port 30000 when run.tcl sources it: keep ours instead
+  [ -n "${BASE_PORT:-}" ] && printf 'set ::redis_base_port %d\ntrace add variable ::redis_base_port write {apply {args {set ::redis_base_port %d}}}\n' "$BASE_PORT" "$BASE_PORT"
+  printf 'source tests/cluster/run.tcl\n'
+} >"$run/prelude-run.tcl"
+launcher=(tclsh8.6 "$run/prelude-run.tcl")
 all_files=$(cd "$run/tests/cluster/tests" && ls *.tcl | LC_ALL=C sort)
 # the files asked for with --single (runtest-cluster's own matching: *PATTERN* on the path)
 singles=() rest=() i=0

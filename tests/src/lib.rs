@@ -68,8 +68,11 @@ pub fn is_real_redis() -> bool {
 }
 
 /// A port nobody listens on right now, never handed out twice in this
-/// process. Taken below the kernel's ephemeral range (32768+) so that client
-/// sockets (thousands in the churn test) cannot be holding it. The server
+/// process. Taken from 10000-19999: below the kernel's ephemeral range
+/// (32768+), so that client sockets (thousands in the churn test) cannot be
+/// holding it, and below the ports Redis's own suites use (native 21111+,
+/// cluster 30000+ and 40000+), so that a run of either beside `cargo test`
+/// cannot take ours. The server
 /// may still lose a race for it with another process, so [`Server::start`]
 /// retries with another one.
 pub fn free_port() -> u16 {
@@ -90,7 +93,7 @@ pub fn free_port() -> u16 {
         x ^= x >> 7;
         x ^= x << 17;
         STATE.store(x, Ordering::Relaxed);
-        let port = 20000 + (x % 12000) as u16;
+        let port = 10000 + (x % 10000) as u16;
         if used.contains(&port) {
             continue;
         }
@@ -99,7 +102,7 @@ pub fn free_port() -> u16 {
             return port;
         }
     }
-    panic!("no free port in 20000-31999")
+    panic!("no free port in 10000-19999")
 }
 
 /// A running server, killed (and its directory removed) on drop.
@@ -609,5 +612,88 @@ pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     while !f() {
         assert!(std::time::Instant::now() < deadline, "timed out: {what}");
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA `ca` and, signed by it, `ca-server` (for 127.0.0.1 and localhost)
+/// and `ca-client`.
+pub fn make_ca(dir: &Path, ca: &str) {
+    openssl(dir, &["genrsa", "-out", &format!("{ca}.key"), "2048"]);
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-nodes",
+            "-sha256",
+            "-days",
+            "30",
+            "-key",
+            &format!("{ca}.key"),
+            "-subj",
+            &format!("/O=Test/CN={ca}"),
+            "-out",
+            &format!("{ca}.crt"),
+        ],
+    );
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "[server]\nsubjectAltName = IP:127.0.0.1,DNS:localhost\n[client]\nkeyUsage = digitalSignature\n",
+    )
+    .unwrap();
+    for (who, ext) in [("server", "server"), ("client", "client")] {
+        let name = format!("{ca}-{who}");
+        openssl(dir, &["genrsa", "-out", &format!("{name}.key"), "2048"]);
+        openssl(
+            dir,
+            &[
+                "req",
+                "-new",
+                "-sha256",
+                "-key",
+                &format!("{name}.key"),
+                "-subj",
+                &format!("/O=Test/CN={name}"),
+                "-out",
+                &format!("{name}.csr"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-sha256",
+                "-days",
+                "30",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                &format!("{ca}.crt"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-extfile",
+                "ext.cnf",
+                "-extensions",
+                ext,
+                "-out",
+                &format!("{name}.crt"),
+            ],
+        );
     }
 }

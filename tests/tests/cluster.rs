@@ -10,16 +10,44 @@ use std::time::{Duration, Instant};
 
 /// A cluster node: the client and bus ports chosen free, nothing saved.
 fn node(bin: &Path) -> Server {
+    node_with(bin, &[])
+}
+
+fn node_with(bin: &Path, extra: &[(&str, &str)]) -> Server {
     let cport = free_port().to_string();
-    Server::start_bin(
-        bin,
-        &[
-            ("cluster-enabled", "yes"),
-            ("cluster-node-timeout", "2000"),
-            ("cluster-port", &cport),
-            ("save", ""),
-        ],
-    )
+    let mut opts = vec![
+        ("cluster-enabled", "yes"),
+        ("cluster-node-timeout", "2000"),
+        ("cluster-port", &cport),
+        ("save", ""),
+    ];
+    opts.extend_from_slice(extra);
+    Server::start_bin(bin, &opts)
+}
+
+fn cluster_port(s: &Server) -> String {
+    match s.raw().cmd(&["CONFIG", "GET", "cluster-port"]) {
+        protocol::Frame::Array(v) => text(&v[1]),
+        f => panic!("{f:?}"),
+    }
+}
+
+/// Every node of `nodes` meets the first and waits until all know all.
+fn meet_all(nodes: &[Server]) {
+    let (first, cport0) = (nodes[0].port.to_string(), cluster_port(&nodes[0]));
+    for s in &nodes[1..] {
+        assert_eq!(
+            s.raw()
+                .cmd(&["CLUSTER", "MEET", "127.0.0.1", &first, &cport0]),
+            ok()
+        );
+    }
+    for s in nodes {
+        until("every node knows the others", 20, || {
+            let t = text(&s.raw().cmd(&["CLUSTER", "NODES"]));
+            t.lines().count() == nodes.len() && !t.contains("handshake")
+        });
+    }
 }
 
 fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
@@ -234,24 +262,7 @@ fn a_mixed_cluster_fails_over_both_ways() {
     for (s, (a, b)) in nodes.iter().zip(ranges) {
         assert_eq!(s.raw().cmd(&["CLUSTER", "ADDSLOTSRANGE", a, b]), ok());
     }
-    let first = nodes[0].port.to_string();
-    let cport0 = match nodes[0].raw().cmd(&["CONFIG", "GET", "cluster-port"]) {
-        protocol::Frame::Array(v) => text(&v[1]),
-        f => panic!("{f:?}"),
-    };
-    for s in &nodes[1..] {
-        assert_eq!(
-            s.raw()
-                .cmd(&["CLUSTER", "MEET", "127.0.0.1", &first, &cport0]),
-            ok()
-        );
-    }
-    for s in &nodes {
-        until("every node knows the others", 20, || {
-            let t = text(&s.raw().cmd(&["CLUSTER", "NODES"]));
-            t.lines().count() == 6 && !t.contains("handshake")
-        });
-    }
+    meet_all(&nodes);
     // Replicas: a Redis one of the first cinnabar master, a cinnabar one
     // of the Redis master, a Redis one of the second cinnabar master.
     for (r, m) in [(3, 0), (4, 1), (5, 2)] {
@@ -343,6 +354,129 @@ fn a_mixed_cluster_fails_over_both_ways() {
     }
 }
 
+/// `tls-cluster yes`: cinnabar and Redis 7.0.15 nodes form a cluster over a
+/// TLS bus (each side verifying the other's certificate), a replica of
+/// each kind follows a master of the other over TLS, redirections name
+/// the TLS port, a plain-text peer gets no answer on the bus, and a
+/// cinnabar master killed with kill -9 is replaced by its Redis replica
+/// with every acknowledged write.
+#[test]
+fn a_mixed_cluster_speaks_tls_on_the_bus() {
+    let Some(redis) = tool("redis-server") else {
+        return;
+    };
+    let certs = TempDir::new("cluster-tls");
+    make_ca(certs.path(), "ca");
+    let f = |n: &str| certs.path().join(n).to_string_lossy().into_owned();
+    let (ca, cert, key) = (f("ca.crt"), f("ca-server.crt"), f("ca-server.key"));
+    let (ccert, ckey) = (f("ca-client.crt"), f("ca-client.key"));
+    let cin = server_bin();
+    let bins = [&cin, &redis, &cin, &redis, &cin];
+    let tls_ports: Vec<String> = bins.iter().map(|_| free_port().to_string()).collect();
+    let nodes: Vec<Server> = bins
+        .iter()
+        .zip(&tls_ports)
+        .map(|(b, tp)| {
+            node_with(
+                b,
+                &[
+                    ("tls-port", tp),
+                    ("tls-cert-file", &cert),
+                    ("tls-key-file", &key),
+                    ("tls-client-cert-file", &ccert),
+                    ("tls-client-key-file", &ckey),
+                    ("tls-ca-cert-file", &ca),
+                    ("tls-cluster", "yes"),
+                    ("tls-replication", "yes"),
+                ],
+            )
+        })
+        .collect();
+    let ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")];
+    for (s, (a, b)) in nodes.iter().zip(ranges) {
+        assert_eq!(s.raw().cmd(&["CLUSTER", "ADDSLOTSRANGE", a, b]), ok());
+    }
+    meet_all(&nodes);
+    // Nodes announce their TLS port (what `nodes.conf` keeps) and the
+    // plain one beside it, which plain-text clients are told.
+    for s in &nodes[..2] {
+        let conf = std::fs::read_to_string(s.dir.join("nodes.conf")).unwrap();
+        let listed = text(&s.raw().cmd(&["CLUSTER", "NODES"]));
+        for (n, tp) in nodes.iter().zip(&tls_ports) {
+            assert!(conf.contains(&format!(":{tp}@")), "{conf}");
+            assert!(listed.contains(&format!(":{}@", n.port)), "{listed}");
+        }
+    }
+    // A Redis replica of cinnabar's first master, a cinnabar replica of
+    // the Redis master.
+    for (r, m) in [(3, 0), (4, 1)] {
+        let id = myid(&nodes[m]);
+        until("the master is known to its replica", 10, || {
+            nodes[r].raw().cmd(&["CLUSTER", "REPLICATE", &id]) == ok()
+        });
+    }
+    for s in &nodes {
+        until("cluster_state:ok over TLS", 20, || cluster_ok(s));
+    }
+    for r in [3, 4] {
+        until("the replica is in sync over TLS", 20, || {
+            info_field(&mut nodes[r].raw(), "replication", "master_link_status") == "up"
+        });
+    }
+    // A plain-text PING on the TLS bus: no reply, the link is closed.
+    let mut plain =
+        std::net::TcpStream::connect(("127.0.0.1", cluster_port(&nodes[0]).parse().unwrap()))
+            .unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    use std::io::{Read, Write};
+    let mut h = protocol::bus::Header::new(protocol::bus::kind::PING, [b'a'; 40]);
+    h.flags = protocol::bus::flag::MASTER;
+    let body = protocol::bus::Body::Gossip {
+        nodes: vec![],
+        exts: vec![],
+    };
+    let ping = protocol::bus::encode(&protocol::bus::Message { header: h, body });
+    plain.write_all(&ping).unwrap();
+    let mut buf = [0u8; 16];
+    assert!(matches!(plain.read(&mut buf), Ok(0) | Err(_)));
+    // Writes to the first master: a key of another node is MOVED to its
+    // plain port (this client is not on TLS).
+    let mut c = nodes[0].raw();
+    let mut written = Vec::new();
+    for i in 0..200 {
+        let k = format!("t{i}");
+        match c.cmd(&["SET", &k, &i.to_string()]) {
+            r if r == ok() => written.push(k),
+            r => {
+                let e = text(&r);
+                let port = e.rsplit(':').next().unwrap();
+                assert!(
+                    nodes[1..3].iter().any(|n| n.port.to_string() == port),
+                    "{e}"
+                );
+            }
+        }
+    }
+    assert!(written.len() > 30, "{}", written.len());
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), int(1));
+    let id = myid(&nodes[3]);
+    kill9(nodes[0].pid());
+    until("the Redis replica takes over", 30, || {
+        text(&nodes[3].raw().cmd(&["CLUSTER", "NODES"]))
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains("myself,master"))
+    });
+    for s in &nodes[1..] {
+        until("cluster_state:ok again", 30, || cluster_ok(s));
+    }
+    let mut r = nodes[3].raw();
+    for k in &written {
+        assert_eq!(r.cmd(&["GET", k]), bulk(&k[1..]), "{k}");
+    }
+}
+
 fn kill9(pid: u32) {
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
@@ -381,10 +515,7 @@ mod bus_input {
     }
 
     fn bus_port(s: &Server) -> u16 {
-        match s.raw().cmd(&["CONFIG", "GET", "cluster-port"]) {
-            protocol::Frame::Array(v) => text(&v[1]).parse().unwrap(),
-            f => panic!("{f:?}"),
-        }
+        cluster_port(s).parse().unwrap()
     }
 
     /// Garbage, truncated, oversized and unknown messages are dropped (the

@@ -381,12 +381,13 @@ fn replicate(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 }
 
 fn replicas(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
+    let use_pport = crate::state::cluster::use_pport(c.st, c.cl);
     let cluster = cl(c)?;
     let n = node_arg(cluster, &a[2])?;
     if !cluster.nodes[n].is_master() {
         return Err(Error::other("ERR The specified node is not a master"));
     }
-    let text = cluster.describe(false);
+    let text = cluster.describe(false, use_pport);
     let names: Vec<Name> = cluster
         .replicas_of(n)
         .map(|r| cluster.nodes[r].name)
@@ -626,7 +627,8 @@ pub fn info_text(cl: &Cluster) -> String {
 }
 
 fn nodes(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
-    let text = cl(c)?.describe(false);
+    let use_pport = crate::state::cluster::use_pport(c.st, c.cl);
+    let text = cl(c)?.describe(false, use_pport);
     c.out.verbatim(text.as_bytes());
     Ok(())
 }
@@ -648,7 +650,7 @@ fn endpoints<'a>(pref: &str, n: &'a Node) -> (Option<&'a str>, Vec<(&'static str
 
 fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let pref = c.st.cfg.cluster_preferred_endpoint_type.clone();
-    let tls = c.cl.tls;
+    let use_pport = crate::state::cluster::use_pport(c.st, c.cl);
     let my_offset = c.st.repl.offset;
     cl(c)?;
     let cluster = c.st.cluster.as_ref().map(|m| &m.cl).ok_or_else(disabled)?;
@@ -689,7 +691,7 @@ fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
                 Some(h) => c.out.bulk(h.as_bytes()),
                 None => c.out.null(),
             }
-            c.out.int(if tls { n.pport } else { n.port } as i64);
+            c.out.int(n.client_port(use_pport) as i64);
             c.out.bulk(&n.name);
             c.out.map(meta.len());
             for (k, v) in meta {
@@ -702,6 +704,7 @@ fn slots(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
 }
 
 fn shards(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
+    let tls_cluster = c.st.cfg.tls_cluster;
     let pref = c.st.cfg.cluster_preferred_endpoint_type.clone();
     let my_offset = c.st.repl.offset;
     cl(c)?;
@@ -737,10 +740,15 @@ fn shards(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
             } else {
                 "online"
             };
-            let mut fields: Vec<(&str, Result<i64, &str>)> =
-                vec![("id", Err(n.name_str())), ("port", Ok(n.port as i64))];
-            if n.pport > 0 {
-                fields.push(("tls-port", Ok(n.pport as i64)));
+            // Under `tls-cluster` the announced port is the TLS one.
+            let mut fields: Vec<(&str, Result<i64, &str>)> = vec![("id", Err(n.name_str()))];
+            match tls_cluster {
+                true if n.pport > 0 => fields.push(("port", Ok(n.pport as i64))),
+                true => {}
+                false => fields.push(("port", Ok(n.port as i64))),
+            }
+            if tls_cluster {
+                fields.push(("tls-port", Ok(n.port as i64)));
             }
             fields.push(("ip", Err(&n.ip)));
             fields.push(("endpoint", Err(endpoint)));

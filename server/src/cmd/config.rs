@@ -118,22 +118,19 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let old_tls = c.st.tls.get();
     let rebuild = followups.contains(&Followup::Tls) || old_tls.is_none();
     if rebuild && crate::core::tls::wanted(&c.st.cfg) {
-        match crate::core::tls::context(&c.st.cfg) {
-            Ok(ctx) => c.st.tls.set(Some(ctx)),
-            Err(e) => {
-                let (opt, name, _) = opts
-                    .iter()
-                    .find(|(o, _, _)| o.name.starts_with("tls-"))
-                    .expect("a tls option");
-                tracing::warn!("{e}");
-                tracing::warn!("Failed applying new configuration. Possibly related to new {} setting. Restoring previous settings.", opt.name);
-                c.st.cfg = backup;
-                c.st.apply_all();
-                return Err(set_failed(
-                    name,
-                    "Unable to update TLS configuration. Check server logs.",
-                ));
-            }
+        if let Err(e) = c.st.build_tls() {
+            let (opt, name, _) = opts
+                .iter()
+                .find(|(o, _, _)| o.name.starts_with("tls-"))
+                .expect("a tls option");
+            tracing::warn!("{e}");
+            tracing::warn!("Failed applying new configuration. Possibly related to new {} setting. Restoring previous settings.", opt.name);
+            c.st.cfg = backup;
+            c.st.apply_all();
+            return Err(set_failed(
+                name,
+                "Unable to update TLS configuration. Check server logs.",
+            ));
         }
     }
     // Same ports and addresses: the listeners stay (Redis applies no

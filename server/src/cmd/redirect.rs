@@ -43,7 +43,8 @@ pub fn applies(st: &State, cl: &Client, cmd: &Command) -> bool {
 
 /// The address a client is redirected to for node `i`.
 fn endpoint(st: &State, cl: &Client, c: &Cluster, i: usize) -> String {
-    c.endpoint(i, &st.cfg.cluster_preferred_endpoint_type, cl.tls)
+    let use_pport = crate::state::cluster::use_pport(st, cl);
+    c.endpoint(i, &st.cfg.cluster_preferred_endpoint_type, use_pport)
 }
 
 /// Checks a request (for EXEC, everything it queued) against the cluster;

@@ -20,7 +20,9 @@ pub const SIGNAL: &str = "signal-handler";
 /// The facts of Redis's start-up logo, one a line, each with a leading
 /// space as Redis prints them (Redis's test suite waits for ` PID: <pid>`).
 /// Without the logo (`always-show-logo no` and no terminal), one line.
-pub fn startup_banner(show_logo: bool, port: i64, cluster: bool) {
+/// The port named is the TCP one, else (`port 0`) the TLS one.
+pub fn startup_banner(show_logo: bool, (port, tls_port): (i64, i64), cluster: bool) {
+    let port = if port == 0 { tls_port } else { port };
     let mode = if cluster { "cluster" } else { "standalone" };
     let pid = std::process::id();
     if show_logo {

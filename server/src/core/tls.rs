@@ -49,6 +49,10 @@ impl Current {
 
 /// Builds the server context; the error is the line Redis logs.
 pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
+    server_context(cfg, cfg.tls_auth_clients)
+}
+
+fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, String> {
     if cfg.tls_cert_file.is_empty() {
         return Err("No tls-cert-file configured!".into());
     }
@@ -62,7 +66,7 @@ pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
         cipher_suites: suites,
         ..default_provider()
     });
-    let needs_ca = cfg.tls_auth_clients != TlsAuth::No || cfg.tls_replication || cfg.tls_cluster;
+    let needs_ca = auth != TlsAuth::No || cfg.tls_replication || cfg.tls_cluster;
     if needs_ca && cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
         return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
     }
@@ -94,7 +98,7 @@ pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
         .map_err(|_| {
             "Failed to configure ciphers: no cipher suite of tls-ciphers/tls-ciphersuites fits tls-protocols".to_string()
         })?;
-    let builder = match (cfg.tls_auth_clients, roots) {
+    let builder = match (auth, roots) {
         (TlsAuth::No, _) | (_, None) => builder.with_no_client_auth(),
         (auth, Some(roots)) => {
             let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
@@ -127,6 +131,36 @@ pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
         sc.send_tls13_tickets = 0;
     }
     Ok(Arc::new(sc))
+}
+
+/// The cluster bus's two sides under `tls-cluster`. Nodes always show each
+/// other a certificate: Redis asks for one on the bus whatever
+/// `tls-auth-clients` says (a node without one gets "certificate
+/// required"); the outgoing side is the replica's.
+pub struct Bus {
+    pub accept: Arc<ServerConfig>,
+    pub connect: Arc<rustls::ClientConfig>,
+}
+
+pub fn bus(cfg: &Config) -> Result<Bus, String> {
+    Ok(Bus {
+        accept: server_context(cfg, TlsAuth::Yes)?,
+        connect: client_context(cfg)?,
+    })
+}
+
+/// Fails unless the peer starts with a handshake record: a plain-text
+/// peer is closed without an alert it would read as a reply.
+pub async fn expect_handshake(tcp: &TcpStream) -> io::Result<()> {
+    let mut first = [0u8; 1];
+    match tcp.peek(&mut first).await? {
+        0 => Err(io::ErrorKind::UnexpectedEof.into()),
+        _ if first[0] != 0x16 => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "wrong version number (not a TLS handshake)",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The replica's side of `tls-replication`: the CAs of `tls-ca-cert-*`,
@@ -518,19 +552,7 @@ impl StoresServerSessions for SessionCache {
 
 /// Runs the server side of the handshake on an accepted socket.
 pub async fn accept(ctx: Arc<ServerConfig>, tcp: TcpStream) -> io::Result<TlsStream> {
-    // Not a handshake record (a plain-text client): closed without an
-    // alert it would read as a reply.
-    let mut first = [0u8; 1];
-    match tcp.peek(&mut first).await? {
-        0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-        _ if first[0] != 0x16 => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "wrong version number (not a TLS handshake)",
-            ))
-        }
-        _ => {}
-    }
+    expect_handshake(&tcp).await?;
     let s = tokio_rustls::TlsAcceptor::from(ctx).accept(tcp).await?;
     let (tcp, conn) = s.into_inner();
     Ok(TlsStream {

@@ -8,7 +8,7 @@ use crate::state::{cluster, Shared};
 use protocol::bus;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Redis's `clusterCron` runs ten times a second.
@@ -35,21 +35,44 @@ async fn accept(shared: Arc<Shared>, l: TcpListener) {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let local = sock
-            .local_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default();
-        let link = cluster::accepted(&mut *shared.lock_eventually().await);
-        if let Some((id, out)) = link {
-            tokio::spawn(run_link(
-                shared.clone(),
-                id,
-                out,
-                sock,
-                peer.ip().to_string(),
-                local,
-            ));
+        tokio::spawn(accepted(shared.clone(), sock, peer.ip().to_string()));
+    }
+}
+
+/// An incoming link: its TLS handshake (`tls-cluster`) in its own task, so
+/// a slow peer holds up no other, then the link.
+async fn accepted(shared: Arc<Shared>, sock: TcpStream, peer: String) {
+    let local = sock
+        .local_addr()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
+    let sock = match bus_tls(&shared).await {
+        None => Link::Plain(sock),
+        Some(tls) => {
+            let handshake = async {
+                crate::core::tls::expect_handshake(&sock).await?;
+                tokio_rustls::TlsAcceptor::from(tls.accept.clone())
+                    .accept(sock)
+                    .await
+            };
+            match handshake.await {
+                Ok(s) => Link::In(Box::new(s)),
+                Err(e) => return tracing::warn!("Error accepting cluster node connection: {e}"),
+            }
         }
+    };
+    let link = cluster::accepted(&mut *shared.lock_eventually().await);
+    if let Some((id, out)) = link {
+        sock.run(shared, id, out, peer, local).await
+    }
+}
+
+/// The bus's TLS contexts when it speaks TLS now.
+async fn bus_tls(shared: &Arc<Shared>) -> Option<Arc<crate::core::tls::Bus>> {
+    let st = shared.lock_eventually().await;
+    match st.cfg.tls_cluster {
+        true => st.cluster.as_ref().and_then(|m| m.tls.clone()),
+        false => None,
     }
 }
 
@@ -75,22 +98,37 @@ async fn connect(shared: Arc<Shared>, c: crate::core::cluster::cron::Connect, ti
     } else {
         format!("{}:{}", c.ip, c.cport)
     };
-    let sock = tokio::time::timeout(timeout, TcpStream::connect(&addr)).await;
+    let tls = bus_tls(&shared).await;
+    let sock = tokio::time::timeout(timeout, async {
+        let sock = TcpStream::connect(&addr).await?;
+        let _ = sock.set_nodelay(true);
+        let local = sock
+            .local_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        let sock = match &tls {
+            None => Link::Plain(sock),
+            Some(tls) => {
+                // Nodes are named by address; the chain is what is checked.
+                let name = rustls::pki_types::ServerName::try_from(c.ip.clone())
+                    .map_err(std::io::Error::other)?;
+                let connector = tokio_rustls::TlsConnector::from(tls.connect.clone());
+                Link::Out(Box::new(connector.connect(name, sock).await?))
+            }
+        };
+        Ok::<_, std::io::Error>((sock, local))
+    })
+    .await;
     let mut st = shared.lock_eventually().await;
     let out = st
         .cluster
         .as_ref()
         .and_then(|m| m.cl.links.get(&c.link).map(|l| l.out.clone()));
     match (sock, out) {
-        (Ok(Ok(sock)), Some(out)) => {
-            let _ = sock.set_nodelay(true);
-            let local = sock
-                .local_addr()
-                .map(|a| a.ip().to_string())
-                .unwrap_or_default();
+        (Ok(Ok((sock, local))), Some(out)) => {
             cluster::connected(&mut st, c.link);
             drop(st);
-            tokio::spawn(run_link(shared.clone(), c.link, out, sock, c.ip, local));
+            tokio::spawn(sock.run(shared.clone(), c.link, out, c.ip, local));
         }
         (Ok(Err(e)), _) => {
             tracing::debug!("Unable to connect to Cluster Node [{addr}]: {e}");
@@ -100,18 +138,41 @@ async fn connect(shared: Arc<Shared>, c: crate::core::cluster::cron::Connect, ti
     }
 }
 
+/// A link's socket: plain, or TLS from either end (`tls-cluster`).
+enum Link {
+    Plain(TcpStream),
+    In(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    Out(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Link {
+    async fn run(
+        self,
+        shared: Arc<Shared>,
+        id: u64,
+        out: Arc<LinkOut>,
+        peer: String,
+        local: String,
+    ) {
+        match self {
+            Link::Plain(s) => run_link(shared, id, out, s, peer, local).await,
+            Link::In(s) => run_link(shared, id, out, *s, peer, local).await,
+            Link::Out(s) => run_link(shared, id, out, *s, peer, local).await,
+        }
+    }
+}
+
 /// One link: writes what is queued, reads frames until either side
 /// closes it.
-async fn run_link(
+async fn run_link<S: AsyncRead + AsyncWrite + Send + 'static>(
     shared: Arc<Shared>,
     id: u64,
     out: Arc<LinkOut>,
-    sock: TcpStream,
+    sock: S,
     peer_ip: String,
     local_ip: String,
 ) {
-    let _ = sock.set_nodelay(true);
-    let (mut rd, mut wr) = sock.into_split();
+    let (mut rd, mut wr) = tokio::io::split(sock);
     let writer = {
         let out = out.clone();
         async move {

@@ -159,11 +159,10 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     crate::state::acl::at_startup(&mut state)
         .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg))?;
     if crate::core::tls::wanted(&state.cfg) {
-        let ctx = crate::core::tls::context(&state.cfg).map_err(|e| {
+        state.build_tls().map_err(|e| {
             warn!("{e}");
             std::io::Error::other("Failed to configure TLS. Check logs for more info.")
         })?;
-        state.tls.set(Some(ctx));
     }
     let listeners = listen(&state.cfg, true, true)?;
     let bus = match state.cluster {
@@ -181,7 +180,8 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     let unix = listen_unix(&state.cfg)?;
     let show_logo = state.cfg.always_show_logo
         || (state.cfg.logfile.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    crate::core::log::startup_banner(show_logo, state.cfg.port, state.cluster.is_some());
+    let ports = (state.cfg.port, state.cfg.tls_port);
+    crate::core::log::startup_banner(show_logo, ports, state.cluster.is_some());
     let shared = Arc::new(Shared::new(state));
     crate::net::bus::start(&shared, bus);
     {
@@ -207,7 +207,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         crate::net::load::at_startup(&shared)
             .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
         tokio::spawn(cron(shared.clone()));
-        info!("Ready to accept connections tcp");
+        info!("Ready to accept connections");
         crate::net::service::ready();
     }
     {
@@ -254,7 +254,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
                 res.map_err(std::io::Error::other)?
                     .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))?;
                 tokio::spawn(cron(shared.clone()));
-                info!("Ready to accept connections tcp");
+                info!("Ready to accept connections");
                 crate::net::service::ready();
                 continue;
             }

@@ -60,6 +60,16 @@ impl State {
         Ok(None)
     }
 
+    /// Builds the TLS contexts from the options: the clients' and, under
+    /// `tls-cluster`, the bus's; on an error (the line Redis logs) nothing
+    /// changes.
+    pub fn build_tls(&mut self) -> Result<(), String> {
+        let ctx = crate::core::tls::context(&self.cfg)?;
+        crate::state::cluster::set_tls(self)?;
+        self.tls.set(Some(ctx));
+        Ok(())
+    }
+
     /// Every hook that cannot fail, from the current values.
     pub fn apply_all(&mut self) {
         self.retune();

@@ -22,25 +22,40 @@ pub struct Mode {
     file: File,
     /// A manual failover paused the writers (and must resume them).
     paused_writes: bool,
+    /// The bus's TLS contexts (`tls-cluster yes`), rebuilt by CONFIG SET
+    /// with the clients' one; links already up keep theirs.
+    pub tls: Option<Arc<crate::core::tls::Bus>>,
 }
 
-/// The client port of this node: the TLS one when clients use TLS.
+/// The client ports this node announces (`port`, `pport`): the TLS port
+/// and the plain one beside it under `tls-cluster`, else the plain one
+/// alone (Redis 7.0.15 sends `pport` 0 then, even with a `tls-port`).
 fn client_ports(st: &State) -> (u16, u16) {
     let c = &st.cfg;
-    let plain = if c.cluster_announce_port > 0 {
-        c.cluster_announce_port
+    let (port, pport) = match (c.tls_cluster, c.cluster_announce_tls_port) {
+        (true, 0) if c.cluster_announce_port > 0 => (c.cluster_announce_port, c.port),
+        (true, 0) => (c.tls_port, c.port),
+        (true, tls) => (tls, c.cluster_announce_port),
+        (false, _) if c.cluster_announce_port > 0 => (c.cluster_announce_port, 0),
+        (false, _) => (c.port, 0),
+    };
+    (port as u16, pport as u16)
+}
+
+/// Whether client `cl` is told nodes' plain-text ports: a plain-text
+/// client of a node whose bus speaks TLS (Redis 7.0.15: a TLS client of
+/// a plain bus gets the one port there is).
+pub fn use_pport(st: &State, cl: &crate::state::Client) -> bool {
+    st.cfg.tls_cluster && !cl.tls
+}
+
+/// The port the bus's default port is 10000 above: the TLS one when the
+/// bus speaks TLS.
+fn client_port(c: &crate::core::config::Config) -> i64 {
+    if c.tls_cluster {
+        c.tls_port
     } else {
         c.port
-    };
-    let tls = if c.cluster_announce_tls_port > 0 {
-        c.cluster_announce_tls_port
-    } else {
-        c.tls_port
-    };
-    if c.tls_cluster && tls > 0 {
-        (tls as u16, plain as u16)
-    } else {
-        (plain as u16, tls as u16)
     }
 }
 
@@ -50,7 +65,7 @@ pub fn bus_port(st: &State) -> u16 {
     if c.cluster_port > 0 {
         c.cluster_port as u16
     } else {
-        (c.port + 10000) as u16
+        (client_port(c) + 10000) as u16
     }
 }
 
@@ -88,18 +103,26 @@ fn settings(st: &State, now: i64) -> Settings {
     }
 }
 
+/// Builds the bus's TLS contexts when it speaks TLS (see
+/// `State::build_tls`).
+pub fn set_tls(st: &mut State) -> Result<(), String> {
+    let tls = match st.cfg.tls_cluster {
+        true => Some(Arc::new(crate::core::tls::bus(&st.cfg)?)),
+        false => None,
+    };
+    if let Some(m) = st.cluster.as_mut() {
+        m.tls = tls;
+    }
+    Ok(())
+}
+
 /// At start-up, with `cluster-enabled yes`: reads (or creates) the node's
 /// config file and locks it, as Redis does, so two nodes never share one.
 pub fn init(st: &mut State) -> Result<(), String> {
     if !st.cfg.cluster_enabled {
         return Ok(());
     }
-    if st.cfg.tls_cluster {
-        return Err(
-            "TLS on the cluster bus (tls-cluster yes) is not supported by this server".into(),
-        );
-    }
-    if st.cfg.cluster_port == 0 && st.cfg.port > 55535 {
+    if st.cfg.cluster_port == 0 && client_port(&st.cfg) > 55535 {
         return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
     }
     let path = std::path::Path::new(&st.cfg.dir).join(&st.cfg.cluster_config_file);
@@ -155,6 +178,7 @@ pub fn init(st: &mut State) -> Result<(), String> {
         cl,
         file,
         paused_writes: false,
+        tls: None,
     }));
     refresh(st, now);
     let mut out = Outbox {
@@ -327,7 +351,7 @@ fn redirect_blocked(st: &mut State) {
             }
             let e = match owner {
                 None => "CLUSTERDOWN Hash slot not served".to_string(),
-                Some(o) => format!("MOVED {slot} {}", c.endpoint(o, pref, cl.tls)),
+                Some(o) => format!("MOVED {slot} {}", c.endpoint(o, pref, use_pport(st, cl))),
             };
             answered.push((cl.id, e));
             break;

@@ -43,15 +43,17 @@ fn flags_text(flags: u16) -> String {
 }
 
 impl Cluster {
-    /// CLUSTER NODES (`conf`: false) or the body of `nodes.conf`: nodes in
-    /// handshake are left out of the file, as Redis leaves them.
-    pub fn describe(&self, conf: bool) -> String {
+    /// CLUSTER NODES (`conf`: false; ports as `Node::client_port`) or the
+    /// body of `nodes.conf`: nodes in handshake are left out of the file,
+    /// as Redis leaves them.
+    pub fn describe(&self, conf: bool, use_pport: bool) -> String {
         let mut out = String::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if conf && n.is(flag::HANDSHAKE) {
                 continue;
             }
-            let _ = write!(out, "{} {}:{}@{}", n.name_str(), n.ip, n.port, n.cport);
+            let port = n.client_port(use_pport && !conf);
+            let _ = write!(out, "{} {}:{}@{}", n.name_str(), n.ip, port, n.cport);
             if !n.hostname.is_empty() {
                 let _ = write!(out, ",{}", n.hostname);
             }
@@ -94,7 +96,7 @@ impl Cluster {
 
     /// The whole `nodes.conf`.
     pub fn to_conf(&self) -> String {
-        let mut out = self.describe(true);
+        let mut out = self.describe(true, false);
         let _ = writeln!(
             out,
             "vars currentEpoch {} lastVoteEpoch {}",
@@ -276,7 +278,10 @@ vars currentEpoch 0 lastVoteEpoch 0
         assert_eq!(replica.master, Some(c.myself));
         assert_eq!(c.current_epoch, 1);
         // CLUSTER NODES is the file without its vars line.
-        assert_eq!(c.describe(false), MASTER.rsplit_once("vars").unwrap().0);
+        assert_eq!(
+            c.describe(false, false),
+            MASTER.rsplit_once("vars").unwrap().0
+        );
     }
 
     #[test]

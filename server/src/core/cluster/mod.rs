@@ -117,6 +117,17 @@ impl Node {
         }
     }
 
+    /// The port a client is told: `port` is the one the bus announces (the
+    /// TLS one under `tls-cluster`), `pport` the plain-text one beside it,
+    /// which a plain-text client gets when there is one (see
+    /// `state::cluster::use_pport`).
+    pub fn client_port(&self, use_pport: bool) -> u16 {
+        match use_pport && self.pport != 0 {
+            true => self.pport,
+            false => self.port,
+        }
+    }
+
     pub fn has_addr(&self) -> bool {
         !self.is(flag::NOADDR)
     }
@@ -632,11 +643,11 @@ impl Cluster {
     /// Where a client is sent for node `i` (-MOVED, -ASK): its endpoint as
     /// `cluster-preferred-endpoint-type` says, and the port of the client's
     /// kind (TLS or not).
-    pub fn endpoint(&self, i: usize, pref: &str, tls: bool) -> String {
+    pub fn endpoint(&self, i: usize, pref: &str, use_pport: bool) -> String {
         let n = &self.nodes[i];
         // unknown-endpoint: no host; the client keeps the address it used.
         let host = n.preferred_host(pref).unwrap_or("");
-        format!("{host}:{}", if tls { n.pport } else { n.port })
+        format!("{host}:{}", n.client_port(use_pport))
     }
 
     /// Runs of consecutive slots of node `i`, as Redis lists them.
