@@ -764,6 +764,17 @@ impl Db {
         Some(elapsed_s(self.access_clock(), a.clock()) as u64 * 1000)
     }
 
+    /// The word Redis keeps in an object's `lru` field (DEBUG OBJECT): the
+    /// access clock, or under LFU the minute of the last decrement (16
+    /// bits) above the counter.
+    pub fn access_word(&self, key: &[u8]) -> Option<u32> {
+        let (_, _, a) = self.layout.find(key)?.keys.get_entry_meta(key)?;
+        Some(match self.lfu.enabled {
+            false => a.clock(),
+            true => ((a.clock() / 60) & 0xffff) << 8 | a.counter() as u32,
+        })
+    }
+
     /// The LFU counter of `key` after decay (OBJECT FREQ), not counting as
     /// an access.
     pub fn freq(&self, key: &[u8]) -> Option<u8> {

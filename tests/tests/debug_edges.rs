@@ -7,7 +7,7 @@
 //! `CINNABAR_BIN=$(command -v redis-server) cargo test -p cinnabar-tests
 //! --test debug_edges` to check them again.
 
-use cinnabar_tests::{bulk, err, int, ok, text, RawClient, RespFrame as Frame, Server};
+use cinnabar_tests::{bulk, err, info_field, int, ok, text, RawClient, RespFrame as Frame, Server};
 use std::time::Duration;
 
 fn debug_server() -> Server {
@@ -275,6 +275,12 @@ fn reply_buffer_shrinks_when_idle_and_grows_when_busy() {
         ok()
     );
     wait(&mut c, &mut tc, true, &|n| (16384..32768).contains(&n));
+    // Both resizes counted (INFO stats), the shrinks at least once each.
+    let counter = |c: &mut RawClient, f: &str| -> u64 {
+        info_field(c, "stats", f).parse().expect("a number")
+    };
+    assert!(counter(&mut c, "reply_buffer_shrinks") >= 1);
+    assert!(counter(&mut c, "reply_buffer_expands") >= 4);
     assert_eq!(
         c.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset"]),
         ok()

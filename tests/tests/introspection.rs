@@ -44,6 +44,65 @@ fn slow_expire_cycle_is_a_latency_event() {
     assert!(latest.contains("expire-cycle"), "{latest}");
 }
 
+/// DEBUG OBJECT measures as Redis: the key's idle time and LRU clock (and
+/// looking does not count as an access), the RDB length of every type;
+/// INFO's `hz` follows `dynamic-hz` (doubled past 200 clients a tick);
+/// `io_threads_active` says whether `io-threads` workers serve.
+#[test]
+fn debug_object_and_hz_measure() {
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    c.cmd(&["HSET", "h", "a", "1", "b", "2"]);
+    c.cmd(&["SADD", "st", "1", "2", "3"]);
+    c.cmd(&["SADD", "ss", "a", "b", "c"]);
+    c.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
+    c.cmd(&["SET", "n", "12345"]);
+    c.cmd(&["SET", "m", "5"]);
+    let field = |c: &mut RawClient, key: &str, name: &str| -> String {
+        let t = text(&c.cmd(&["DEBUG", "OBJECT", key]));
+        t.split(' ')
+            .find_map(|f| f.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{t}"))
+            .to_string()
+    };
+    // Redis 7.0.15's figures for the same values.
+    for (key, len) in [
+        ("h", "18"),
+        ("st", "15"),
+        ("ss", "7"),
+        ("z", "18"),
+        ("n", "3"),
+    ] {
+        assert_eq!(field(&mut c, key, "serializedlength"), len, "{key}");
+    }
+    assert_eq!(field(&mut c, "n", "refcount"), "1");
+    assert_eq!(field(&mut c, "m", "refcount"), "2147483647");
+    let lru = field(&mut c, "h", "lru");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let idle: u64 = field(&mut c, "h", "lru_seconds_idle").parse().unwrap();
+    assert!((2..=4).contains(&idle), "{idle}");
+    assert_eq!(field(&mut c, "h", "lru"), lru);
+    assert_eq!(c.cmd(&["OBJECT", "IDLETIME", "h"]), int(idle as i64));
+
+    assert_eq!(info_field(&mut c, "server", "io_threads_active"), "0");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "hz", "1000"]), ok());
+    assert_eq!(info_field(&mut c, "server", "configured_hz"), "500");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "hz", "1"]), ok());
+    let _many: Vec<RawClient> = (0..205).map(|_| s.raw()).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while info_field(&mut c, "server", "hz") != "2" {
+        assert!(std::time::Instant::now() < deadline, "hz never doubled");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(info_field(&mut c, "server", "configured_hz"), "1");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "dynamic-hz", "no"]), ok());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while info_field(&mut c, "server", "hz") != "1" {
+        assert!(std::time::Instant::now() < deadline, "hz stayed doubled");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn info(c: &mut RawClient, section: &str) -> String {
     text(&c.cmd(&["INFO", section]))
 }

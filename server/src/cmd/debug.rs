@@ -213,55 +213,30 @@ fn ht_stats(text: &mut String, tables: &[storage::TableStats]) {
 }
 
 /// DEBUG OBJECT key: found even when expired (as Redis, it does not expire
-/// the key).
+/// the key), and not counted as an access.
 fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
     let db = c.cl.db;
-    let now = c.now;
-    let Some(v) = c.st.shard.dbs[db].get(key) else {
+    let d = &mut c.st.shard.dbs[db];
+    d.set_clock(c.now);
+    let (Some(v), Some(lru), Some(idle)) = (d.peek(key), d.access_word(key), d.idle_ms(key)) else {
         return Err(Error::NoSuchKey);
     };
     let enc = v.encoding();
-    let ser = match v {
-        storage::Value::Str(s) => match s.as_i64() {
-            Some(i) if i8::try_from(i).is_ok() => 2,
-            Some(i) if i16::try_from(i).is_ok() => 3,
-            Some(i) if i32::try_from(i).is_ok() => 5,
-            _ => {
-                let l = s.len();
-                l + if l < 64 {
-                    1
-                } else if l < 16384 {
-                    2
-                } else {
-                    5
-                }
-            }
-        },
-        // The value's RDB bytes, as Redis measures it.
-        storage::Value::Stream(_) => {
-            let mut b = Vec::new();
-            storage::rdb::encode::put_value(&mut b, v, &storage::rdb::SaveOpts::default());
-            b.len()
-        }
-        // A list's nodes, as `rdbcompression` and its compression write them.
-        storage::Value::List(_) => {
-            let opts = storage::rdb::SaveOpts {
-                compression: c.st.cfg.rdbcompression,
-                list_fill: c.st.tun.list_fill,
-                ..Default::default()
-            };
-            let mut b = Vec::new();
-            storage::rdb::encode::put_value(&mut b, v, &opts);
-            b.len()
-        }
-        #[allow(unreachable_patterns)]
-        _ => v.heap_size(),
+    // The value's RDB bytes, as Redis measures it (`rdbcompression` and a
+    // list's node size as a save writes them).
+    let opts = storage::rdb::SaveOpts {
+        compression: c.st.cfg.rdbcompression,
+        list_fill: c.st.tun.list_fill,
+        ..Default::default()
     };
+    let mut b = Vec::new();
+    storage::rdb::encode::put_value(&mut b, v, &opts);
+    let ser = b.len();
     let addr = v as *const _ as usize;
-    let refcount = if enc == "int" { i32::MAX as i64 } else { 1 };
-    let lru = (now / 1000) & ((1 << 24) - 1);
+    let refcount = crate::state::evict::refcount(&c.st.cfg, v);
     let mut line = format!(
-        "Value at:{addr:#x} refcount:{refcount} encoding:{enc} serializedlength:{ser} lru:{lru} lru_seconds_idle:0"
+        "Value at:{addr:#x} refcount:{refcount} encoding:{enc} serializedlength:{ser} lru:{lru} lru_seconds_idle:{}",
+        idle / 1000
     );
     if let storage::Value::List(q) = v {
         let nodes = q.node_count();

@@ -8,7 +8,7 @@ use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::state::lazyfree::lazy_free;
 use bytes::Bytes;
-use storage::{CBytes, StrValue, Value};
+use storage::{CBytes, Value};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("del", del),
@@ -528,17 +528,13 @@ fn object_encoding(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
 
 /// OBJECT REFCOUNT key
 fn object_refcount(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
-    // Redis shares the objects for the integers 0..9999 (refcount INT_MAX)
-    // unless maxmemory with an LRU/LFU policy needs per-key access data.
-    let policy = c.st.cfg.maxmemory_policy;
-    let shared_ok = c.st.cfg.maxmemory == 0 || !(policy.lru() || policy.lfu());
-    match c.st.lookup_read_nonotify(c.cl.db, &a[2], c.now) {
-        Some(Value::Str(StrValue::Int(n))) if shared_ok && (0..10000).contains(n) => {
-            c.out.int(i32::MAX as i64)
-        }
-        Some(_) => c.out.int(1),
-        None => c.out.null(),
+    if c.st.lookup_read_nonotify(c.cl.db, &a[2], c.now).is_none() {
+        c.out.null();
+        return Ok(());
     }
+    let v = c.st.shard.dbs[c.cl.db].peek(&a[2]);
+    c.out
+        .int(v.map_or(1, |v| crate::state::evict::refcount(&c.st.cfg, v)));
     Ok(())
 }
 

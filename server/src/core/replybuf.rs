@@ -37,7 +37,9 @@ impl ReplyBufSize {
     }
 
     /// The clients cron's resize; `reset_ms` < 0 never forgets a peak.
-    pub fn resize(&mut self, now: i64, reset_ms: i64) {
+    /// Says whether the buffer shrank (`Less`) or grew (`Greater`).
+    pub fn resize(&mut self, now: i64, reset_ms: i64) -> std::cmp::Ordering {
+        let before = self.size;
         if self.size / 2 >= MIN && self.peak < self.size / 2 {
             self.size = MIN.max(self.peak + 1);
         } else if self.size * 2 < 2 * CHUNK && self.peak == self.size {
@@ -47,5 +49,6 @@ impl ReplyBufSize {
             self.peak = 0;
             self.peak_reset_ms = now;
         }
+        self.size.cmp(&before)
     }
 }

@@ -387,7 +387,7 @@ async fn cron(shared: Arc<Shared>) {
     loop {
         // Never a blocking lock(): a long script holds it, and a blocked
         // worker would strand the tasks queued on it.
-        let Some(hz) = shared.lock_or_busy().await.map(|st| st.cfg.hz) else {
+        let Some(hz) = shared.lock_or_busy().await.map(|st| st.hz()) else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
@@ -431,9 +431,16 @@ async fn cron(shared: Arc<Shared>) {
         }
         if st.rbuf_resizing {
             let reset = st.rbuf_peak_reset_ms;
+            let (mut shrunk, mut grown) = (0, 0);
             for cl in st.clients.values_mut() {
-                cl.rbuf.resize(now, reset);
+                match cl.rbuf.resize(now, reset) {
+                    std::cmp::Ordering::Less => shrunk += 1,
+                    std::cmp::Ordering::Greater => grown += 1,
+                    std::cmp::Ordering::Equal => {}
+                }
             }
+            st.stats.reply_buffer_shrinks += shrunk;
+            st.stats.reply_buffer_expands += grown;
         }
         let s = crate::state::Sample {
             ms: now,

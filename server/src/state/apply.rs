@@ -70,6 +70,16 @@ impl State {
         Ok(())
     }
 
+    /// The cron's rate: `hz`, doubled with `dynamic-hz` while there are more
+    /// than 200 clients per tick, up to 500 (INFO's `hz`), as Redis.
+    pub fn hz(&self) -> i64 {
+        let mut hz = self.cfg.hz.max(1);
+        while self.cfg.dynamic_hz && self.clients.len() as i64 / hz > 200 && hz < 500 {
+            hz = (hz * 2).min(500);
+        }
+        hz
+    }
+
     /// Every hook that cannot fail, from the current values.
     pub fn apply_all(&mut self) {
         self.retune();

@@ -500,6 +500,20 @@ fn pool_insert(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &CBytes) {
     }
 }
 
+/// An object's refcount as Redis shows it: the integers 0..9999 are shared
+/// (INT_MAX) unless maxmemory with an LRU/LFU policy needs per-key access
+/// data; every other value has its one owner.
+pub fn refcount(cfg: &crate::core::config::Config, v: &storage::Value) -> i64 {
+    let policy = cfg.maxmemory_policy;
+    let shared_ok = cfg.maxmemory == 0 || !(policy.lru() || policy.lfu());
+    match v {
+        storage::Value::Str(storage::StrValue::Int(n)) if shared_ok && (0..10000).contains(n) => {
+            i32::MAX as i64
+        }
+        _ => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

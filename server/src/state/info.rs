@@ -144,7 +144,7 @@ fn server(st: &mut State, o: &mut String) {
     f!(o, "server_time_usec:{now_us}");
     f!(o, "uptime_in_seconds:{up}");
     f!(o, "uptime_in_days:{}", up / 86400);
-    f!(o, "hz:{}", st.cfg.hz);
+    f!(o, "hz:{}", st.hz());
     f!(o, "configured_hz:{}", st.cfg.hz);
     f!(o, "lru_clock:{}", (now_us / 1_000_000) & ((1 << 24) - 1));
     f!(o, "executable:{}", st.executable);
@@ -157,7 +157,9 @@ fn server(st: &mut State, o: &mut String) {
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     );
-    f!(o, "io_threads_active:0");
+    // The workers `io-threads` starts all serve from the start (Redis
+    // wakes its I/O threads only under load).
+    f!(o, "io_threads_active:{}", u8::from(st.cfg.io_threads > 1));
     if let Some(ms) = crate::state::shutdown::remaining_ms(st) {
         f!(o, "shutdown_in_milliseconds:{ms}");
     }
@@ -422,8 +424,8 @@ fn stats(st: &mut State, o: &mut String) {
     f!(o, "total_writes_processed:{writes}");
     f!(o, "io_threaded_reads_processed:0");
     f!(o, "io_threaded_writes_processed:0");
-    f!(o, "reply_buffer_shrinks:0");
-    f!(o, "reply_buffer_expands:0");
+    f!(o, "reply_buffer_shrinks:{}", s.reply_buffer_shrinks);
+    f!(o, "reply_buffer_expands:{}", s.reply_buffer_expands);
 }
 
 fn replication(st: &mut State, o: &mut String) {

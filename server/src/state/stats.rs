@@ -62,6 +62,9 @@ pub struct Stats {
     pub evicted_clients: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
+    /// Reply buffers the clients cron resized (`core::replybuf`).
+    pub reply_buffer_shrinks: u64,
+    pub reply_buffer_expands: u64,
     /// By `Command::slot`, grown as commands are first counted.
     pub cmd: Vec<CmdStat>,
     pub errors: BTreeMap<String, u64>,

@@ -251,6 +251,7 @@ values! {
     client_output_buffer_limit: String = "client-output-buffer-limit" => Tune,
     io_threads: i64 = "io-threads",
     hz: i64 = "hz",
+    dynamic_hz: bool = "dynamic-hz",
     tracking_table_max_keys: u64 = "tracking-table-max-keys",
     replica_ignore_maxmemory: bool = "replica-ignore-maxmemory",
     // Process.
