@@ -11,6 +11,8 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # The TLS tests make their certificates with the openssl CLI.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The socket tests read sockets' marks with ss.
+command -v ss >/dev/null 2>&1 || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo

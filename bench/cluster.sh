@@ -19,13 +19,14 @@ bench_init ""
 if [ -n "${QUICK:-}" ]; then N=${N:-20000}; KEYS=${KEYS:-100000}; else N=${N:-200000}; KEYS=${KEYS:-1000000}; fi
 ROUNDS=${ROUNDS:-3}
 
-# cluster NAME BIN: three nodes and the cluster; sets PORTS_<NAME>.
+# cluster NAME BIN: three nodes and the cluster; sets PORTS_<NAME> and PIDS_<NAME>.
 cluster() {
-  local name=$1 bin=$2 ports=() i
+  local name=$1 bin=$2 ports=() pids=() i
   for i in 1 2 3; do
     start "$name$i" "$bin" --cluster-enabled yes --cluster-config-file nodes.conf
-    ports+=("$START_PORT")
+    ports+=("$START_PORT"); pids+=("$START_PID")
   done
+  eval "PIDS_$name=\"${pids[*]}\""
   redis-cli --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") --cluster-yes >/dev/null
   for p in "${ports[@]}"; do
     until redis-cli -p "$p" CLUSTER INFO | grep -q cluster_state:ok; do sleep 0.1; done
@@ -36,20 +37,36 @@ cluster cinnabar "$CINNABAR_BIN"
 cluster redis "$REDIS_BIN"
 read -ra C <<<"$PORTS_cinnabar"
 read -ra R <<<"$PORTS_redis"
+read -ra CP <<<"$PIDS_cinnabar"
+read -ra RP <<<"$PIDS_redis"
 
-rps() { # PORT TEST PIPELINE
-  redis-benchmark --cluster -p "$1" -t "$2" -c 50 -n "$N" -P "$3" -r 100000 --csv 2>/dev/null \
-    | awk -F'"' -v t="$2" '$2 == toupper(t) { print $4; exit }'
+ticks() { # PIDS...: user+system CPU ticks of the processes so far
+  local p t=0
+  for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
+  echo "$t"
 }
-echo "redis-benchmark --cluster -c 50 -n $N, $ROUNDS rounds (medians)"
+# rps PORT TEST PIPELINE PIDS...: requests/s, and sets CPU_US (server CPU µs a request)
+rps() {
+  local port=$1 t=$2 p=$3 before out
+  shift 3
+  before=$(ticks "$@")
+  out=$(redis-benchmark --cluster -p "$port" -t "$t" -c 50 -n "$N" -P "$p" -r 100000 --csv 2>/dev/null \
+    | awk -F'"' -v t="$t" '$2 == toupper(t) { print $4; exit }')
+  CPU_US=$(awk -v d=$(( $(ticks "$@") - before )) -v hz="$(getconf CLK_TCK)" -v n="$N" \
+    'BEGIN { printf "%.2f", d / hz * 1e6 / n }')
+  RPS=$out
+}
+echo "redis-benchmark --cluster -c 50 -n $N, $ROUNDS rounds (medians; CPU: the three servers' µs a request)"
 for p in 1 16; do
   for t in set get; do
-    cs=(); rs=()
+    cs=(); rs=(); cc=(); rc=()
     for _ in $(seq "$ROUNDS"); do
-      cs+=("$(rps "${C[0]}" "$t" "$p")"); rs+=("$(rps "${R[0]}" "$t" "$p")")
+      rps "${C[0]}" "$t" "$p" "${CP[@]}"; cs+=("$RPS"); cc+=("$CPU_US")
+      rps "${R[0]}" "$t" "$p" "${RP[@]}"; rs+=("$RPS"); rc+=("$CPU_US")
     done
-    c=$(median "${cs[@]}"); r=$(median "${rs[@]}")
-    printf '%-4s -P %-2s cinnabar %10s  redis %10s  ratio %s\n' "$t" "$p" "$c" "$r" "$(ratio "$c" "$r")"
+    c=$(median "${cs[@]}"); r=$(median "${rs[@]}"); c1=$(median "${cc[@]}"); r1=$(median "${rc[@]}")
+    printf '%-4s -P %-2s cinnabar %10s  redis %10s  ratio %s   CPU/req cinnabar %s µs  redis %s µs  ratio %s\n' \
+      "$t" "$p" "$c" "$r" "$(ratio "$c" "$r")" "$c1" "$r1" "$(ratio "$c1" "$r1")"
   done
 done
 

@@ -39,8 +39,14 @@ def row(name, cur):
         if m:
             choices = ", ".join(f'"{c}"' for c in m.group(1).strip().split(", "))
             kind = f"Kind::Enum(&[{choices}])"
+        elif re.fullmatch(r"-?\d+", cur):
+            # ...and one out of every range says its range.
+            r3 = subprocess.run(["timeout", "5", "redis-server", "--port", "0", f"--{name}", "-99999999999999999"],
+                                capture_output=True, text=True).stderr
+            m = re.search(r"between (-?\d+) and (-?\d+) inclusive", r3)
+            kind = f"Kind::Int({m.group(1)}, {m.group(2)})" if m else "Kind::Int(i64::MIN, i64::MAX)"
         else:
-            kind = "Kind::Bool" if cur in ("yes", "no") else ("Kind::Int(i64::MIN, i64::MAX)" if re.fullmatch(r"-?\d+", cur) else "Kind::Str")
+            kind = "Kind::Bool" if cur in ("yes", "no") else "Kind::Str"
     if kind is None and name in ("requirepass", "masterauth"):
         kind = "Kind::Str"
     if kind is None and cur in ("yes", "no"):

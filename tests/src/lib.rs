@@ -574,6 +574,7 @@ pub const INSTALLED: &[&str] = &[
     "redis-benchmark",
     "redis-check-rdb",
     "redis-check-aof",
+    "ss",
 ];
 
 /// A scratch directory of a test's own, removed when dropped (a `Server`

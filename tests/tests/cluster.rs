@@ -247,6 +247,92 @@ fn reshard_moves_every_key_and_loses_none() {
     assert!(slots.contains("myself,master"), "{slots}");
 }
 
+/// redis-cli's other cluster tools: `add-node` a fourth master,
+/// `rebalance --cluster-use-empty-masters` onto it, `import` a standalone
+/// server's keys, `rebalance --cluster-weight` the node to zero and
+/// `del-node` it, with every key still there and `check` content.
+#[test]
+fn redis_cli_adds_rebalances_imports_and_removes_nodes() {
+    let bin = server_bin();
+    let nodes: Vec<Server> = (0..4).map(|_| node(&bin)).collect();
+    create(&nodes[..3], "0");
+    let cli = tool("redis-cli").expect("redis-cli");
+    let addr = |s: &Server| format!("127.0.0.1:{}", s.port);
+    let cluster = |args: &[&str]| {
+        let out = std::process::Command::new(&cli)
+            .arg("--cluster")
+            .args(args)
+            .output()
+            .unwrap();
+        let so = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?}: {so}");
+        so
+    };
+    let agreed = || {
+        cluster(&["check", &addr(&nodes[0])])
+            .contains("[OK] All nodes agree about slots configuration.")
+    };
+    for i in 0..1000 {
+        assert_eq!(
+            run(&nodes, &["SET", &format!("k{i}"), &i.to_string()]),
+            ok()
+        );
+    }
+    cluster(&["add-node", &addr(&nodes[3]), &addr(&nodes[0])]);
+    until("the new node is known", 20, || {
+        text(&nodes[0].raw().cmd(&["CLUSTER", "NODES"]))
+            .lines()
+            .count()
+            == 4
+    });
+    until("the new node agrees", 20, agreed);
+    let rebalanced = cluster(&["rebalance", &addr(&nodes[0]), "--cluster-use-empty-masters"]);
+    assert!(rebalanced.contains("Moving"), "{rebalanced}");
+    let owned = |s: &Server| text(&s.raw().cmd(&["CLUSTER", "NODES"]));
+    assert!(
+        owned(&nodes[3])
+            .lines()
+            .any(|l| l.contains("myself") && l.split(' ').count() > 8),
+        "{}",
+        owned(&nodes[3])
+    );
+    // A standalone server's keys imported into the cluster.
+    let single = Server::start(&[]);
+    for i in 0..200 {
+        assert_eq!(single.raw().cmd(&["SET", &format!("i{i}"), "x"]), ok());
+    }
+    cluster(&[
+        "import",
+        &addr(&nodes[0]),
+        "--cluster-from",
+        &addr(&single),
+        "--cluster-copy",
+    ]);
+    // The fourth node emptied, then removed.
+    let id3 = myid(&nodes[3]);
+    cluster(&[
+        "rebalance",
+        &addr(&nodes[0]),
+        "--cluster-weight",
+        &format!("{id3}=0"),
+    ]);
+    until("the emptied node agrees", 20, agreed);
+    assert_eq!(nodes[3].raw().cmd(&["DBSIZE"]), int(0));
+    cluster(&["del-node", &addr(&nodes[0]), &id3]);
+    until("the node is forgotten", 20, || {
+        nodes[..3].iter().all(|s| !owned(s).contains(&id3))
+    });
+    for i in 0..1000 {
+        assert_eq!(
+            run(&nodes[..3], &["GET", &format!("k{i}")]),
+            bulk(i.to_string())
+        );
+    }
+    for i in 0..200 {
+        assert_eq!(run(&nodes[..3], &["GET", &format!("i{i}")]), bulk("x"));
+    }
+}
+
 /// Masters of both kinds, each with a replica of the other kind: killing
 /// a master (kill -9) after WAIT-acknowledged writes promotes its replica,
 /// which holds every one of them.

@@ -422,6 +422,26 @@ fn an_inline_request_with_a_nul_is_never_answered() {
     c.expect_closed();
 }
 
+/// `socket-mark-id` marks the listening sockets (SO_MARK), and so every
+/// connection they accept, as `ss -e` shows (`fwmark`), as Redis does.
+#[test]
+fn socket_mark_id_marks_the_sockets() {
+    let Some(ss) = tool("ss") else {
+        return;
+    };
+    let s = Server::start(&[("socket-mark-id", "42")]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["PING"]), simple("PONG"));
+    let out = std::process::Command::new(ss)
+        .args(["-tne", "-a", &format!("sport = :{}", s.port)])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert!(lines.len() >= 2, "{out}");
+    assert!(lines.iter().all(|l| l.contains("fwmark:0x2a")), "{out}");
+}
+
 /// `tcp-keepalive` (300 by default) puts a keepalive timer on every client
 /// socket, as Redis does; 0 leaves it off. Read from /proc/net/tcp: the
 /// server's side of the connection has timer 2 (keepalive) running.

@@ -133,6 +133,32 @@ fn info_role_and_client_list_show_the_replica() {
     );
 }
 
+/// `replica-announce-ip` and `replica-announce-port`: what the replica
+/// tells its master (REPLCONF ip-address, listening-port), so the master's
+/// INFO and ROLE name the address it is reached at (NAT, Sentinel).
+#[test]
+fn a_replica_announces_its_address() {
+    let m = Server::start(&[]);
+    let r = Server::start(&[
+        ("replica-announce-ip", "10.1.2.3"),
+        ("replica-announce-port", "7777"),
+        ("replicaof", &format!("127.0.0.1 {}", m.port)),
+    ]);
+    wait_linked(&r);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let info = loop {
+        let info = cli(&m, &["INFO", "replication"]);
+        if info.contains("state=online") {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "{info}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(info.contains("slave0:ip=10.1.2.3,port=7777,"), "{info}");
+    let role = cli(&m, &["ROLE"]);
+    assert!(role.contains("10.1.2.3") && role.contains("7777"), "{role}");
+}
+
 #[test]
 fn replconf_errors_as_redis() {
     let s = Server::start(&[]);

@@ -28,17 +28,19 @@ pub(super) async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         gen,
         MasterState::Handshake,
     );
-    let (user, pass, my_port, replid, offset, failover) = {
+    let (user, pass, my_port, my_ip, replid, offset, failover) = {
         let st = shared.lock_eventually().await;
         (
             st.cfg.masteruser.clone(),
             st.cfg.masterauth.clone(),
-            // The port replicas of this one connect to, as Redis tells it.
-            if st.cfg.tls_replication {
-                st.cfg.tls_port as u16
-            } else {
-                st.tcp_port
+            // The port replicas of this one connect to, as Redis tells it
+            // (`replica-announce-port` for one behind NAT).
+            match st.cfg.replica_announce_port {
+                0 if st.cfg.tls_replication => st.cfg.tls_port as u16,
+                0 => st.tcp_port,
+                p => p as u16,
             },
+            st.cfg.replica_announce_ip.clone(),
             st.replid.clone(),
             st.repl.offset,
             st.repl.failover.state == crate::state::repl::FailoverState::InProgress,
@@ -66,6 +68,12 @@ pub(super) async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         &["REPLCONF", "listening-port", &my_port.to_string()],
     )
     .await?;
+    if !my_ip.is_empty() {
+        let r = ask(sock, buf, &["REPLCONF", "ip-address", &my_ip]).await?;
+        if r.starts_with('-') {
+            tracing::info!("(Non critical) Master does not understand REPLCONF ip-address: {r}");
+        }
+    }
     ask(sock, buf, &["REPLCONF", "capa", "eof", "capa", "psync2"]).await?;
     let offset = (offset + 1).to_string();
     let mut psync = vec!["PSYNC", &replid, &offset];

@@ -50,7 +50,7 @@ fn listen_port(cfg: &Config, port: u16, tls: bool) -> std::io::Result<Vec<TcpLis
         } else {
             format!("{host}:{port}")
         };
-        match bind_one(&sock, cfg.tcp_backlog as i32) {
+        match bind_one(&sock, cfg.tcp_backlog as i32, cfg.socket_mark_id as u32) {
             Ok(l) => out.push(l),
             Err(e) if optional => {
                 warn!("Warning: Could not create server {kind} listening socket {sock}: {e}")
@@ -68,9 +68,11 @@ fn listen_port(cfg: &Config, port: u16, tls: bool) -> std::io::Result<Vec<TcpLis
     Ok(out)
 }
 
-/// A listening socket as Redis makes one: SO_REUSEADDR, `tcp-backlog`, and
-/// IPv6 sockets IPv6-only so `* ::*` can bind both families on one port.
-fn bind_one(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+/// A listening socket as Redis makes one: SO_REUSEADDR, `tcp-backlog`,
+/// IPv6 sockets IPv6-only so `* ::*` can bind both families on one port,
+/// and `socket-mark-id` as its SO_MARK (inherited by the connections it
+/// accepts; without CAP_NET_ADMIN it stays unmarked, silently, as Redis).
+fn bind_one(addr: &str, backlog: i32, mark: u32) -> std::io::Result<TcpListener> {
     use socket2::{Domain, Socket, Type};
     use std::net::ToSocketAddrs;
     // Host names resolve as in Redis (getaddrinfo); the first address is used.
@@ -85,6 +87,9 @@ fn bind_one(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
         sock.set_only_v6(true)?;
     }
     sock.set_reuse_address(true)?;
+    if mark != 0 {
+        let _ = sock.set_mark(mark);
+    }
     sock.set_nonblocking(true)?;
     sock.bind(&addr.into())?;
     sock.listen(backlog.max(1))?;

@@ -250,6 +250,7 @@ values! {
     client_query_buffer_limit: u64 = "client-query-buffer-limit" => Tune,
     client_output_buffer_limit: String = "client-output-buffer-limit" => Tune,
     io_threads: i64 = "io-threads",
+    socket_mark_id: i64 = "socket-mark-id",
     hz: i64 = "hz",
     dynamic_hz: bool = "dynamic-hz",
     tracking_table_max_keys: u64 = "tracking-table-max-keys",
@@ -285,6 +286,8 @@ values! {
     /// the master (or of the AOF being loaded) does.
     propagation_error_behavior: String = "propagation-error-behavior",
     replica_priority: i64 = "replica-priority",
+    replica_announce_ip: String = "replica-announce-ip",
+    replica_announce_port: i64 = "replica-announce-port",
     replica_announced: bool = "replica-announced",
     replica_serve_stale_data: bool = "replica-serve-stale-data",
     masterauth: String = "masterauth",
