@@ -258,18 +258,23 @@ fn redis_cli_adds_rebalances_imports_and_removes_nodes() {
     create(&nodes[..3], "0");
     let cli = tool("redis-cli").expect("redis-cli");
     let addr = |s: &Server| format!("127.0.0.1:{}", s.port);
-    let cluster = |args: &[&str]| {
+    let try_cluster = |args: &[&str]| {
         let out = std::process::Command::new(&cli)
             .arg("--cluster")
             .args(args)
             .output()
             .unwrap();
         let so = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{args:?}: {so}");
+        (out.status.success(), so)
+    };
+    let cluster = |args: &[&str]| {
+        let (ok, so) = try_cluster(args);
+        assert!(ok, "{args:?}: {so}");
         so
     };
     let agreed = || {
-        cluster(&["check", &addr(&nodes[0])])
+        try_cluster(&["check", &addr(&nodes[0])])
+            .1
             .contains("[OK] All nodes agree about slots configuration.")
     };
     for i in 0..1000 {
@@ -279,12 +284,16 @@ fn redis_cli_adds_rebalances_imports_and_removes_nodes() {
         );
     }
     cluster(&["add-node", &addr(&nodes[3]), &addr(&nodes[0])]);
-    until("the new node is known", 20, || {
-        text(&nodes[0].raw().cmd(&["CLUSTER", "NODES"]))
-            .lines()
-            .count()
-            == 4
-    });
+    until(
+        "the new node is known everywhere, the cluster ok",
+        20,
+        || {
+            nodes.iter().all(|s| {
+                let t = text(&s.raw().cmd(&["CLUSTER", "NODES"]));
+                t.lines().count() == 4 && !t.contains("handshake") && cluster_ok(s)
+            })
+        },
+    );
     until("the new node agrees", 20, agreed);
     let rebalanced = cluster(&["rebalance", &addr(&nodes[0]), "--cluster-use-empty-masters"]);
     assert!(rebalanced.contains("Moving"), "{rebalanced}");

@@ -48,6 +48,7 @@ impl Cluster {
     /// as Redis leaves them.
     pub fn describe(&self, conf: bool, use_pport: bool) -> String {
         let mut out = String::new();
+        let ranges = self.slot_ranges();
         for (i, n) in self.nodes.iter().enumerate() {
             if conf && n.is(flag::HANDSHAKE) {
                 continue;
@@ -74,7 +75,7 @@ impl Cluster {
                 n.ping_sent,
                 n.pong_received,
             );
-            for (a, b) in self.slot_ranges(i) {
+            for &(a, b) in &ranges[i] {
                 if a == b {
                     let _ = write!(out, " {a}");
                 } else {
@@ -225,7 +226,7 @@ impl Cluster {
                     return Err(err("bad slot range"));
                 }
                 for s in a..=b {
-                    cl.slots[s as usize] = Some(i);
+                    cl.assign(s, Some(i));
                 }
             }
         }

@@ -65,6 +65,9 @@ pub struct Node {
     pub inbound: Option<u64>,
     /// As `nodes.conf` says; for this node's view, [`Node::link`] decides.
     pub connected: bool,
+    /// How many slots it serves, kept by [`Cluster::assign`] (Redis's
+    /// `numslots`: failover, gossip and health ask it often).
+    pub slot_count: usize,
 }
 
 impl Node {
@@ -91,6 +94,7 @@ impl Node {
             link: None,
             inbound: None,
             connected: true,
+            slot_count: 0,
         }
     }
 
@@ -415,7 +419,7 @@ impl Cluster {
     }
 
     pub fn count_slots(&self, i: usize) -> usize {
-        self.slots.iter().filter(|&&o| o == Some(i)).count()
+        self.nodes[i].slot_count
     }
 
     /// The replicas of node `i`, by name (so every node lists them in one
@@ -615,8 +619,17 @@ impl Cluster {
     /// its shard channels' subscribers are told (`sunsubscribe`).
     pub fn assign(&mut self, s: u16, i: Option<usize>) {
         let old = self.slots[s as usize];
-        if old != i && old.is_some_and(|o| self.in_my_shard(o)) {
-            self.lost.push(s);
+        if old == i {
+            return;
+        }
+        if let Some(o) = old {
+            if self.in_my_shard(o) {
+                self.lost.push(s);
+            }
+            self.nodes[o].slot_count -= 1;
+        }
+        if let Some(n) = i {
+            self.nodes[n].slot_count += 1;
         }
         self.slots[s as usize] = i;
     }
@@ -650,13 +663,18 @@ impl Cluster {
         format!("{host}:{}", n.client_port(use_pport))
     }
 
-    /// Runs of consecutive slots of node `i`, as Redis lists them.
-    pub fn slot_ranges(&self, i: usize) -> Vec<(u16, u16)> {
-        let mut out: Vec<(u16, u16)> = Vec::new();
-        for s in self.slots_of(i) {
-            match out.last_mut() {
+    /// Runs of consecutive slots of every node, as Redis lists them, in
+    /// one pass over the slots (CLUSTER NODES and `nodes.conf` name them
+    /// all, after every slot change).
+    pub fn slot_ranges(&self) -> Vec<Vec<(u16, u16)>> {
+        let mut out: Vec<Vec<(u16, u16)>> = vec![Vec::new(); self.nodes.len()];
+        for (s, o) in self.slots.iter().enumerate() {
+            let (Some(i), s) = (*o, s as u16) else {
+                continue;
+            };
+            match out[i].last_mut() {
                 Some((_, end)) if *end + 1 == s => *end = s,
-                _ => out.push((s, s)),
+                _ => out[i].push((s, s)),
             }
         }
         out
