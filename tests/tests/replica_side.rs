@@ -234,3 +234,83 @@ fn info_counts_the_keys_a_writable_replica_tracks_for_expiry() {
     assert_eq!(sc.cmd(&["SET", "c", "v"]), ok());
     assert_eq!(info_int(&mut sc, "stats", "slave_expires_tracked_keys"), 2);
 }
+
+/// `replica-lazy-flush`: the replica's old keys, dropped before its full
+/// sync loads, are freed in the background (counted in INFO memory's
+/// `lazyfreed_objects`) only when it is on; by default they are freed at
+/// once, as Redis does.
+#[test]
+fn replica_lazy_flush_frees_the_old_keys_in_the_background() {
+    for (lazy, want) in [("no", 0), ("yes", 100)] {
+        let m = Server::start(&[]);
+        let r = Server::start(&[("replica-lazy-flush", lazy)]);
+        let mut rc = r.raw();
+        for i in 0..100 {
+            assert_eq!(rc.cmd(&["SET", &format!("old{i}"), "v"]), ok());
+        }
+        let port = m.port.to_string();
+        assert_eq!(rc.cmd(&["REPLICAOF", "127.0.0.1", &port]), ok());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while info_field(&mut rc, "replication", "master_link_status") != "up" {
+            assert!(std::time::Instant::now() < deadline, "no sync");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let freed: u64 = info_field(&mut rc, "memory", "lazyfreed_objects")
+                .parse()
+                .unwrap();
+            if freed == want || std::time::Instant::now() > deadline {
+                assert_eq!(freed, want, "replica-lazy-flush {lazy}");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(rc.cmd(&["DBSIZE"]), int(0));
+    }
+}
+
+/// `rdb-del-sync-files`: with no persistence of its own, a master removes
+/// the RDB it wrote for a disk-based sync once its replica has it, and the
+/// replica removes the one it loaded; without it both keep them.
+#[test]
+fn rdb_del_sync_files_removes_the_sync_rdbs() {
+    for del in ["yes", "no"] {
+        let opts = [
+            ("rdb-del-sync-files", del),
+            ("repl-diskless-sync", "no"),
+            ("appendonly", "no"),
+        ];
+        let m = Server::start(&opts);
+        let r = Server::start(&opts);
+        let mut mc = m.raw();
+        assert_eq!(mc.cmd(&["SET", "k", "v"]), ok());
+        let mut rc = r.raw();
+        let port = m.port.to_string();
+        assert_eq!(rc.cmd(&["REPLICAOF", "127.0.0.1", &port]), ok());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while info_field(&mut rc, "replication", "master_link_status") != "up" {
+            assert!(std::time::Instant::now() < deadline, "no sync");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(rc.cmd(&["GET", "k"]), bulk("v"));
+        let files = || {
+            (
+                m.dir.join("dump.rdb").exists(),
+                r.dir.join("dump.rdb").exists(),
+            )
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let want = (del == "no", del == "no");
+        while files() != want {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rdb-del-sync-files {del}: (master, replica) files {:?}",
+                files()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(1200));
+        assert_eq!(files(), want, "rdb-del-sync-files {del}");
+    }
+}

@@ -180,7 +180,9 @@ async fn to_disk<S: AsyncRead + Unpin>(
     let writer = tokio::task::spawn_blocking(move || write_chunks(file, rx));
     let got = pass_rdb(sock, buf, head, size, tx, received.as_deref()).await;
     let written = writer.await.map_err(io::Error::other)?;
-    {
+    // `rdb-del-sync-files`: a replica that keeps no files of its own does
+    // not keep its master's either, once loaded.
+    let remove = {
         let mut st = shared.lock_eventually().await;
         let res = got.and(written).and_then(|()| {
             if !current(&st, gen) {
@@ -201,16 +203,24 @@ async fn to_disk<S: AsyncRead + Unpin>(
             progress: progress.clone(),
             ..Loading::new(len)
         });
-    }
-    let loaded = tokio::task::spawn_blocking(move || match std::fs::File::open(&path) {
-        Ok(mut f) => load_apart(n, Input::file(&mut f), &opts, &progress),
-        Err(e) => {
-            let e = LoadError {
-                msg: e.to_string(),
-                offset: 0,
-            };
-            (Err(e), Vec::new(), None)
+        st.cfg.rdb_del_sync_files && st.cfg.save.is_empty() && !st.cfg.appendonly
+    };
+    let loaded = tokio::task::spawn_blocking(move || {
+        let loaded = match std::fs::File::open(&path) {
+            Ok(mut f) => load_apart(n, Input::file(&mut f), &opts, &progress),
+            Err(e) => {
+                let e = LoadError {
+                    msg: e.to_string(),
+                    offset: 0,
+                };
+                (Err(e), Vec::new(), None)
+            }
+        };
+        if remove && loaded.0.is_ok() {
+            info!("Removing the RDB file obtained from the master. This replica has persistence disabled");
+            let _ = std::fs::remove_file(&path);
         }
+        loaded
     })
     .await
     .map_err(io::Error::other)?;
@@ -379,10 +389,14 @@ fn rdb_size(head: &str) -> io::Result<Option<usize>> {
 }
 
 /// Empties the dataset before a load into it: the keys (freed in the
-/// background) and the function libraries.
+/// background with `replica-lazy-flush`, else here, as Redis) and the
+/// function libraries.
 fn flush_old_data(st: &mut State) {
     info!("MASTER <-> REPLICA sync: Flushing old data");
-    free_dbs(replace_dataset(st, Vec::new(), None));
+    let old = replace_dataset(st, Vec::new(), None);
+    if st.cfg.replica_lazy_flush {
+        free_dbs(old);
+    }
 }
 
 /// Frees databases in the background (counted by their keys).

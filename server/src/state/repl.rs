@@ -447,6 +447,8 @@ pub struct Repl {
     /// to their sockets (diskless).
     pub bgsave_for_replicas: bool,
     pub bgsave_diskless: bool,
+    /// The RDB file was written to feed replicas (`rdb-del-sync-files`).
+    pub rdb_for_replicas: bool,
     /// The stream held for replicas may go to disk (`Repl::spill`): set by
     /// a full sync, until its replicas have caught up.
     pub spill: bool,
@@ -491,6 +493,7 @@ impl Default for Repl {
             fresh: Vec::new(),
             replicas: Vec::new(),
             bgsave_for_replicas: false,
+            rdb_for_replicas: false,
             bgsave_diskless: false,
             spill: false,
             waiters: Vec::new(),

@@ -34,6 +34,7 @@ pub fn cron(st: &mut State) {
         st.repl_deliver();
     }
     st.repl.cron_loops += 1;
+    remove_sync_rdb(st);
     if !st.repl.replicas.is_empty() {
         st.repl.no_replicas_since_s = 0;
     } else if st.repl.no_replicas_since_s == 0 {
@@ -123,7 +124,8 @@ pub fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
     } else {
         tracing::info!("Starting BGSAVE for SYNC with target: disk");
         persist::bgsave_start(st);
-        persist::bgsave_in_progress(st)
+        st.repl.rdb_for_replicas = persist::bgsave_in_progress(st);
+        st.repl.rdb_for_replicas
     };
     if !started {
         tracing::warn!("BGSAVE for replication failed");
@@ -163,6 +165,29 @@ pub fn start_bgsave(st: &mut State, mut current: Option<(u64, &mut ReplyBuf)>) {
 
 pub fn fullresync(st: &State, offset: u64) -> String {
     format!("+FULLRESYNC {} {offset}\r\n", st.replid)
+}
+
+/// `rdb-del-sync-files`: an instance that keeps no files of its own removes
+/// the RDB it wrote to feed its replicas once none of them needs it.
+fn remove_sync_rdb(st: &mut State) {
+    let busy = st.repl.replicas.iter().any(|r| {
+        matches!(
+            r.link,
+            Link::WaitBgsaveStart | Link::WaitBgsaveEnd | Link::SendBulk(_)
+        )
+    });
+    if !st.repl.rdb_for_replicas
+        || !st.cfg.rdb_del_sync_files
+        || !st.cfg.save.is_empty()
+        || st.cfg.appendonly
+        || busy
+        || persist::bgsave_in_progress(st)
+    {
+        return;
+    }
+    tracing::info!("Removing the RDB file used to feed replicas in a persistence-less instance");
+    let _ = std::fs::remove_file(persist::rdb_path(st));
+    st.repl.rdb_for_replicas = false;
 }
 
 /// After a replica left: a disk-based BGSAVE that only replicas wanted

@@ -320,6 +320,8 @@ values! {
     lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del",
     lazyfree_lazy_expire: bool = "lazyfree-lazy-expire",
     lazyfree_lazy_user_flush: bool = "lazyfree-lazy-user-flush",
+    replica_lazy_flush: bool = "replica-lazy-flush",
+    rdb_del_sync_files: bool = "rdb-del-sync-files",
     // Monitoring.
     notify_keyspace_events: Events = "notify-keyspace-events" => Tune,
     slowlog_log_slower_than: i64 = "slowlog-log-slower-than" => Tune,
