@@ -152,6 +152,24 @@ impl StrValue {
 }
 
 impl Value {
+    /// How many allocations freeing the value takes, as Redis's
+    /// `lazyfreeGetFreeEffort` counts them: a list's nodes, a table's
+    /// entries, a skiplist's members, a stream's nodes and its groups'
+    /// pending entries; one for a string or any compact encoding. Past 64
+    /// the lazy-free paths free it in the background.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::List(q) => q.node_count(),
+            Value::Hash(Hash::Table(d)) => d.len(),
+            Value::Set(Set::Table(d)) => d.len(),
+            Value::ZSet(SortedSet::Skiplist(z)) => z.len(),
+            Value::Stream(s) => {
+                s.node_count() + s.groups.values().map(|g| 1 + g.pel.len()).sum::<usize>()
+            }
+            _ => 1,
+        }
+    }
+
     pub fn str(b: &[u8]) -> Self {
         Value::Str(StrValue::new(b))
     }

@@ -387,3 +387,42 @@ fn fill_far_past_the_limit_keeps_memory_and_hit_rate() {
     // Keeping the 22,000 most popular keys would hit about 87%.
     assert!(rate > 0.7, "hit rate {rate:.3}");
 }
+
+/// `lazyfree-lazy-eviction`: evicted values too large to free at once
+/// (sets of 100 members: a table of 100 entries) go to the background,
+/// counted in `lazyfreed_objects`; without it they are freed in place.
+#[test]
+fn lazyfree_lazy_eviction_frees_large_values_in_the_background() {
+    for (lazy, background) in [("yes", true), ("no", false)] {
+        let s = Server::start(&[
+            ("maxmemory-policy", "allkeys-random"),
+            ("lazyfree-lazy-eviction", lazy),
+        ]);
+        let mut c = s.raw();
+        let fill = "for i = 1, 100 do redis.call('sadd', KEYS[1], 'member:' .. i) end";
+        for k in 0..50 {
+            c.cmd(&["EVAL", fill, "1", &format!("s{k}")]);
+        }
+        let used = info_int(&mut c, "memory", "used_memory");
+        let max = (used - 200_000).to_string();
+        assert!(matches!(
+            c.cmd(&["CONFIG", "SET", "maxmemory", &max]),
+            Frame::Simple(_)
+        ));
+        for k in 50..100 {
+            c.cmd(&["EVAL", fill, "1", &format!("s{k}")]);
+        }
+        assert!(info_int(&mut c, "stats", "evicted_keys") > 0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while background && info_int(&mut c, "memory", "lazyfreed_objects") == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nothing freed in the background"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !background {
+            assert_eq!(info_int(&mut c, "memory", "lazyfreed_objects"), 0);
+        }
+    }
+}

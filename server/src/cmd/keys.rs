@@ -8,7 +8,7 @@ use crate::core::config::class;
 use crate::core::error::{CmdResult, Error};
 use crate::state::lazyfree::lazy_free;
 use bytes::Bytes;
-use storage::{CBytes, Value};
+use storage::CBytes;
 
 pub static HANDLERS: &[(&str, Handler)] = &[
     ("del", del),
@@ -43,25 +43,7 @@ pub static HANDLERS: &[(&str, Handler)] = &[
     ("swapdb", swapdb),
 ];
 
-/// Values whose freeing costs more than this many allocations go to the
-/// lazy-free thread (Redis's `LAZYFREE_THRESHOLD`).
-const LAZYFREE_THRESHOLD: usize = 64;
-
-/// Roughly how many allocations freeing `v` takes (Redis's
-/// `lazyfreeGetFreeEffort`): a string is one.
-fn free_effort(v: &Value) -> usize {
-    match v {
-        Value::Str(_) => 1,
-        #[allow(unreachable_patterns)]
-        _ => v.heap_size() / 32 + 1,
-    }
-}
-
-fn drop_value(v: Value, lazy: bool) {
-    if lazy && free_effort(&v) > LAZYFREE_THRESHOLD {
-        lazy_free(v, 1);
-    }
-}
+use crate::state::lazyfree::drop_value;
 
 fn del_generic(c: &mut Ctx, a: &[Bytes], lazy: bool) -> CmdResult {
     let db = c.cl.db;
@@ -636,7 +618,7 @@ fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
     for (d, key) in waiting {
         c.st.signal_ready(d, &key);
     }
-    if lazy && old.free_effort() > LAZYFREE_THRESHOLD {
+    if lazy && old.free_effort() > crate::state::lazyfree::LAZYFREE_THRESHOLD {
         let n = old.len() as u64;
         lazy_free(old, n);
     }

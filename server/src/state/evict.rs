@@ -361,6 +361,12 @@ impl State {
             };
             freed += bytes;
             keys_freed += 1;
+            if keys_freed.is_multiple_of(16)
+                && self.cfg.lazyfree_lazy_eviction
+                && used_memory() <= max
+            {
+                break;
+            }
             // The time budget applies only near the limit: far over it (the
             // machine was busy, rounds kept running out of time), evicting
             // goes on until memory is back, so the limit stays a bound.
@@ -400,8 +406,9 @@ impl State {
     /// Deletes an evicted key with the bookkeeping of any deletion: WATCH,
     /// client-side caching, the `evicted` event, the counter, and `DEL`
     /// propagated (as Redis 7.0: one unit per key). The value is freed
-    /// here, not in the background, so the memory it held is counted as
-    /// freed at once. Returns the bytes the deletion freed, measured before
+    /// here, so the memory it held is counted as freed at once, unless
+    /// `lazyfree-lazy-eviction` sends a large one to the background (the
+    /// loop then watches memory itself, as Redis's). Returns the bytes the deletion freed, measured before
     /// the bookkeeping, as Redis: the invalidation messages it queues for
     /// tracking clients must not count against it, or each eviction would
     /// call for more (a feedback loop emptying the keyspace).
@@ -409,7 +416,7 @@ impl State {
     fn evict_key(&mut self, db: usize, key: &[u8]) -> Option<u64> {
         let before = used_memory();
         let v = self.shard.dbs[db].remove(key)?;
-        drop(v);
+        crate::state::lazyfree::drop_value(v, self.cfg.lazyfree_lazy_eviction);
         let freed = before.saturating_sub(used_memory());
         self.stats.evicted_keys += 1;
         self.server_deleted(db, key, crate::core::config::class::EVICTED, "evicted");

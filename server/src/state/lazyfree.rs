@@ -12,6 +12,18 @@ use std::sync::{Mutex, OnceLock};
 pub static LAZYFREE_PENDING: AtomicU64 = AtomicU64::new(0);
 pub static LAZYFREED: AtomicU64 = AtomicU64::new(0);
 
+/// Values whose freeing costs more than this many allocations go to the
+/// lazy-free thread (Redis's `LAZYFREE_THRESHOLD`).
+pub const LAZYFREE_THRESHOLD: usize = 64;
+
+/// Drops a deleted value: in the background when `lazy` and it is large
+/// (`Value::free_effort`), else here.
+pub fn drop_value(v: storage::Value, lazy: bool) {
+    if lazy && v.free_effort() > LAZYFREE_THRESHOLD {
+        lazy_free(v, 1);
+    }
+}
+
 /// Frees `x`, which holds `objects` keys or values, on the lazy-free thread
 /// (as Redis's bio thread), so dropping a large database or value does not
 /// stall the server under the lock.

@@ -320,6 +320,7 @@ values! {
     lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del",
     lazyfree_lazy_expire: bool = "lazyfree-lazy-expire",
     lazyfree_lazy_user_flush: bool = "lazyfree-lazy-user-flush",
+    lazyfree_lazy_eviction: bool = "lazyfree-lazy-eviction",
     replica_lazy_flush: bool = "replica-lazy-flush",
     rdb_del_sync_files: bool = "rdb-del-sync-files",
     // Monitoring.
