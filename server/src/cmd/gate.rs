@@ -40,7 +40,7 @@ pub(super) fn admit(
                     cl.multi = None;
                     cl.multi_error = false;
                     st.unwatch_all(cl);
-                    if super::redirect::is_cluster_error(&e) {
+                    if let Error::Cluster(_) = e {
                         e
                     } else {
                         let why = e.to_string();

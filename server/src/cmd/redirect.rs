@@ -86,7 +86,7 @@ pub fn check(
                     first = Some(key);
                     slot = this;
                     let Some(o) = c.slots[this as usize] else {
-                        return Err(Error::other("CLUSTERDOWN Hash slot not served"));
+                        return Err(Error::Cluster("CLUSTERDOWN Hash slot not served".into()));
                     };
                     owner = Some(o);
                     if o == me && c.migrating_to(this).is_some() {
@@ -97,8 +97,8 @@ pub fn check(
                 }
                 Some(f) if f != key => {
                     if this != slot {
-                        return Err(Error::other(
-                            "CROSSSLOT Keys in request don't hash to the same slot",
+                        return Err(Error::Cluster(
+                            "CROSSSLOT Keys in request don't hash to the same slot".into(),
                         ));
                     }
                     multiple = true;
@@ -120,13 +120,13 @@ pub fn check(
     if c.health != Health::Ok {
         if shard_pubsub {
             if !st.cfg.cluster_allow_pubsubshard_when_down {
-                return Err(Error::other("CLUSTERDOWN The cluster is down"));
+                return Err(Error::Cluster("CLUSTERDOWN The cluster is down".into()));
             }
         } else if !st.cfg.cluster_allow_reads_when_down {
-            return Err(Error::other("CLUSTERDOWN The cluster is down"));
+            return Err(Error::Cluster("CLUSTERDOWN The cluster is down".into()));
         } else if writes {
-            return Err(Error::other(
-                "CLUSTERDOWN The cluster is down and only accepts read commands",
+            return Err(Error::Cluster(
+                "CLUSTERDOWN The cluster is down and only accepts read commands".into(),
             ));
         }
     }
@@ -136,13 +136,13 @@ pub fn check(
     }
     if migrating && missing > 0 {
         if existing > 0 {
-            return Err(Error::other(
-                "TRYAGAIN Multiple keys request during rehashing of slot",
+            return Err(Error::Cluster(
+                "TRYAGAIN Multiple keys request during rehashing of slot".into(),
             ));
         }
         let to = c.migrating_to(slot).and_then(|n| c.index_of(n));
         if let Some(to) = to {
-            return Err(Error::other(format!(
+            return Err(Error::Cluster(format!(
                 "ASK {slot} {}",
                 endpoint(st, cl, c, to)
             )));
@@ -150,8 +150,8 @@ pub fn check(
     }
     if importing && (cl.asking || cmd.has(flags::ASKING)) {
         if multiple && missing > 0 {
-            return Err(Error::other(
-                "TRYAGAIN Multiple keys request during rehashing of slot",
+            return Err(Error::Cluster(
+                "TRYAGAIN Multiple keys request during rehashing of slot".into(),
             ));
         }
         return Ok(Some(slot));
@@ -162,21 +162,12 @@ pub fn check(
         return Ok(Some(slot));
     }
     if owner != me {
-        return Err(Error::other(format!(
+        return Err(Error::Cluster(format!(
             "MOVED {slot} {}",
             endpoint(st, cl, c, owner)
         )));
     }
     Ok(Some(slot))
-}
-
-/// Whether an error is a redirection or refusal of this check (the
-/// client gets it as it is, a rejected EXEC too).
-pub fn is_cluster_error(e: &Error) -> bool {
-    let s = e.to_string();
-    ["MOVED ", "ASK ", "CROSSSLOT ", "TRYAGAIN ", "CLUSTERDOWN "]
-        .iter()
-        .any(|p| s.starts_with(p))
 }
 
 /// A script's calls in cluster mode: the slot they must stay in (that of

@@ -27,6 +27,10 @@ pub enum Error {
     /// A script passing on the error of a command it ran, which that
     /// command already counted in the error stats.
     Relayed(String),
+    /// A cluster redirection or refusal (-MOVED, -ASK, -TRYAGAIN,
+    /// -CROSSSLOT, -CLUSTERDOWN), the whole text: EXEC passes it on as it
+    /// is instead of wrapping it in -EXECABORT.
+    Cluster(String),
 }
 
 pub type CmdResult = Result<(), Error>;
@@ -68,7 +72,7 @@ impl fmt::Display for Error {
             Error::InvalidDbIndex => f.write_str("ERR value is not an integer or out of range"),
             Error::InvalidExpire(cmd) => write!(f, "ERR invalid expire time in '{cmd}' command"),
             Error::OutOfRange => f.write_str("ERR index out of range"),
-            Error::Other(s) | Error::Relayed(s) => f.write_str(s),
+            Error::Other(s) | Error::Relayed(s) | Error::Cluster(s) => f.write_str(s),
         }
     }
 }
