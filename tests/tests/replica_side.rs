@@ -235,6 +235,17 @@ fn info_counts_the_keys_a_writable_replica_tracks_for_expiry() {
     assert_eq!(info_int(&mut sc, "stats", "slave_expires_tracked_keys"), 2);
 }
 
+/// Makes the server of `rc` a replica of `m` and waits for its link.
+fn follow(rc: &mut RawClient, m: &Server) {
+    let port = m.port.to_string();
+    assert_eq!(rc.cmd(&["REPLICAOF", "127.0.0.1", &port]), ok());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while info_field(rc, "replication", "master_link_status") != "up" {
+        assert!(std::time::Instant::now() < deadline, "no sync");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `replica-lazy-flush`: the replica's old keys, dropped before its full
 /// sync loads, are freed in the background (counted in INFO memory's
 /// `lazyfreed_objects`) only when it is on; by default they are freed at
@@ -248,13 +259,7 @@ fn replica_lazy_flush_frees_the_old_keys_in_the_background() {
         for i in 0..100 {
             assert_eq!(rc.cmd(&["SET", &format!("old{i}"), "v"]), ok());
         }
-        let port = m.port.to_string();
-        assert_eq!(rc.cmd(&["REPLICAOF", "127.0.0.1", &port]), ok());
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while info_field(&mut rc, "replication", "master_link_status") != "up" {
-            assert!(std::time::Instant::now() < deadline, "no sync");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        follow(&mut rc, &m);
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         loop {
             let freed: u64 = info_field(&mut rc, "memory", "lazyfreed_objects")
@@ -286,13 +291,7 @@ fn rdb_del_sync_files_removes_the_sync_rdbs() {
         let mut mc = m.raw();
         assert_eq!(mc.cmd(&["SET", "k", "v"]), ok());
         let mut rc = r.raw();
-        let port = m.port.to_string();
-        assert_eq!(rc.cmd(&["REPLICAOF", "127.0.0.1", &port]), ok());
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while info_field(&mut rc, "replication", "master_link_status") != "up" {
-            assert!(std::time::Instant::now() < deadline, "no sync");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        follow(&mut rc, &m);
         assert_eq!(rc.cmd(&["GET", "k"]), bulk("v"));
         let files = || {
             (
