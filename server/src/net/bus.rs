@@ -42,6 +42,7 @@ async fn accept(shared: Arc<Shared>, l: TcpListener) {
 /// An incoming link: its TLS handshake (`tls-cluster`) in its own task, so
 /// a slow peer holds up no other, then the link.
 async fn accepted(shared: Arc<Shared>, sock: TcpStream, peer: String) {
+    let _ = sock.set_nodelay(true);
     let local = sock
         .local_addr()
         .map(|a| a.ip().to_string())

@@ -38,7 +38,8 @@ pub struct Node {
     pub ip: String,
     pub port: u16,
     pub cport: u16,
-    /// The other client port (TLS when `port` is plain, and the reverse).
+    /// The plain-text client port beside a TLS `port` (`tls-cluster`), as
+    /// the node announces it; 0 when `port` is the plain one.
     pub pport: u16,
     /// `cluster-announce-hostname`, empty if none.
     pub hostname: String,
