@@ -18,7 +18,8 @@
 #               to LOGFILE.table.
 #   (run-cluster-suite.sh --table LOGFILE prints the table of an earlier run's log again)
 #   extra args  passed to runtest-cluster, e.g. --single 00-base --single 02-failover
-#               (then only those files run), --dont-clean, --config k v.
+#               (then only those files run), --dont-clean, --config k v, --tls (a TLS
+#               bus, replication and clients; needs tcl-tls; certificates are made here).
 #
 # Environment:
 #   REDIS_SRC   tree with tests/ (default /tmp/redis-tests, as get-tests.sh fetches it).
@@ -112,7 +113,7 @@ if [ "${1:-}" = --table ]; then   # run-cluster-suite.sh --table LOGFILE: the ta
   wall=$(sed -n 's/^# run-cluster-suite: wall time \([0-9]*\) s$/\1/p' "$2" | tail -1)
   print_table "$2" "$files" "${wall:-?}"; exit $?
 fi
-[ $# -ge 3 ] || { sed -n 2,40p "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,41p "$0"; exit 2; }
 # realpath -s: keep symlinks (Debian's /usr/bin/redis-server is a link to redis-check-rdb)
 server=$(realpath -s "$1"); cli=$(realpath -s "$2"); log=$3; shift 3
 extra=("$@")
@@ -130,6 +131,21 @@ mkdir -p "$run/src"; run=$(readlink -f "$run")
 rm -rf "$run/tests"; cp -r "$src/tests" "$run/"
 [ -d "$src/src" ] && [ -f "$src/src/valgrind.sup" ] && cp "$src/src/valgrind.sup" "$run/src/"
 rm -rf "$run/tests/cluster/tmp"; mkdir -p "$run/tests/cluster/tmp"
+# --tls: the certificates the suite reads from tests/tls (Redis makes them with
+# utils/gen-test-certs.sh, not in the fetched tree): a CA, a server and a client
+# certificate, and DH parameters of 2048 bits (OpenSSL 3 refuses smaller ones).
+if printf '%s\n' ${extra[@]+"${extra[@]}"} | grep -qx -- --tls && [ ! -f "$run/tests/tls/ca.crt" ]; then
+  t=$run/tests/tls; mkdir -p "$t"
+  openssl req -x509 -new -nodes -newkey rsa:2048 -keyout "$t/ca.key" -sha256 -days 30 \
+    -subj /O=Test/CN=ca -out "$t/ca.crt" 2>/dev/null
+  printf '[e]\nsubjectAltName = IP:127.0.0.1,DNS:localhost\n' >"$t/ext.cnf"
+  for w in server client; do
+    openssl req -new -nodes -newkey rsa:2048 -keyout "$t/$w.key" -subj "/O=Test/CN=$w" -out "$t/$w.csr" 2>/dev/null
+    openssl x509 -req -sha256 -days 30 -in "$t/$w.csr" -CA "$t/ca.crt" -CAkey "$t/ca.key" \
+      -CAcreateserial -extfile "$t/ext.cnf" -extensions e -out "$t/$w.crt" 2>/dev/null
+  done
+  openssl dhparam -out "$t/redis.dh" 2048 2>/dev/null
+fi
 ln -sfn "$server" "$run/src/redis-server"
 ln -sfn "$cli" "$run/src/redis-cli"
 for b in redis-benchmark redis-check-aof redis-check-rdb redis-sentinel; do
