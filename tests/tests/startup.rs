@@ -469,3 +469,27 @@ fn supervised_upstart_stops_itself_when_ready() {
     c.expect_closed();
     assert!(child.wait().unwrap().success());
 }
+
+/// Immutable numeric options are checked against 7.0.15's ranges at
+/// start-up, in its words (`databases 0` was accepted).
+#[test]
+fn immutable_options_out_of_range_are_refused() {
+    for (opt, value, range) in [
+        ("databases", "0", "between 1 and 2147483647"),
+        ("cluster-port", "65536", "between 0 and 65535"),
+        ("tcp-backlog", "-1", "between 0 and 2147483647"),
+        ("socket-mark-id", "-1", "between 0 and 4294967295"),
+    ] {
+        let out = std::process::Command::new(cinnabar_tests::server_bin())
+            .args(["--port", &cinnabar_tests::free_port().to_string()])
+            .args([&format!("--{opt}"), value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{opt} {value}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains(&format!("argument must be {range} inclusive")),
+            "{opt} {value}: {text}"
+        );
+    }
+}
