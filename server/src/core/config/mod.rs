@@ -844,6 +844,18 @@ pub fn shutdown_flags_canon(value: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    /// docs/OPTIONS.md has a row for every option of the table, so a new
+    /// option cannot arrive without its status.
+    #[test]
+    fn options_document_lists_every_option() {
+        let doc = include_str!("../../../../docs/OPTIONS.md");
+        let missing: Vec<&str> = super::all()
+            .map(|o| o.name)
+            .filter(|n| !doc.contains(&format!("| `{n}` |")))
+            .collect();
+        assert!(missing.is_empty(), "not in docs/OPTIONS.md: {missing:?}");
+    }
+
     use super::*;
 
     /// Options whose value is several words in a config file, as Redis
