@@ -284,6 +284,21 @@ fn debug_segfault_crashes_with_a_stack_trace_through_the_debug_command() {
     assert!(log.contains("REDIS BUG REPORT END"), "{log}");
 }
 
+/// `crash-log-enabled no`: a fatal signal ends the process with nothing
+/// logged (no bug report), as Redis's.
+#[test]
+fn crash_log_enabled_no_ends_without_a_report() {
+    let mut s = Server::start(&[("enable-debug-command", "yes"), ("crash-log-enabled", "no")]);
+    let mut c = s.raw();
+    c.send_cmd(&["DEBUG", "SEGFAULT"]);
+    c.expect_closed();
+    wait_for("the crash", || !s.alive());
+    assert_eq!(s.exit_code(), None, "ended by the signal");
+    let log = s.log();
+    assert!(!log.contains("BUG REPORT"), "{log}");
+    assert!(!log.contains("crashed by signal"), "{log}");
+}
+
 /// The watchdog, as Redis's: a command that holds the worker past
 /// `watchdog-period` gets the worker's stack trace logged, and the server
 /// goes on.

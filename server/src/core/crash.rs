@@ -15,6 +15,9 @@ use std::time::Duration;
 use tracing::warn;
 
 static EXIT_ON_PANIC: AtomicBool = AtomicBool::new(false);
+/// `crash-log-enabled`: off, a fatal signal ends the process at once, with
+/// nothing logged, as Redis then installs no handler.
+static CRASH_LOG: AtomicBool = AtomicBool::new(true);
 /// `watchdog-period` in ms, 0 when off.
 static WATCHDOG_MS: AtomicI64 = AtomicI64::new(0);
 /// When the cron last came round (unix ms).
@@ -22,9 +25,11 @@ static HEARTBEAT: AtomicU64 = AtomicU64::new(0);
 /// The thread the cron last ran on: the worker the watchdog interrupts.
 static WORKER_TID: AtomicI32 = AtomicI32::new(0);
 
-/// `use-exit-on-panic` and `watchdog-period` took new values.
-pub fn configure(exit_on_panic: bool, watchdog_ms: i64) {
+/// `use-exit-on-panic`, `watchdog-period` and `crash-log-enabled` took new
+/// values.
+pub fn configure(exit_on_panic: bool, watchdog_ms: i64, crash_log: bool) {
     EXIT_ON_PANIC.store(exit_on_panic, Relaxed);
+    CRASH_LOG.store(crash_log, Relaxed);
     let was = WATCHDOG_MS.swap(watchdog_ms, Relaxed);
     if was == 0 && watchdog_ms > 0 {
         beat();
@@ -106,6 +111,17 @@ pub fn install_signal_handlers() {
 /// async-signal-safe (it allocates and logs), as Redis's is not either:
 /// the process is going down and the report is worth the risk.
 extern "C" fn on_fatal_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    if CRASH_LOG.load(Relaxed) {
+        bug_report(sig, info);
+    }
+    // SAFETY: restores the default action and raises the signal again.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+fn bug_report(sig: libc::c_int, info: *mut libc::siginfo_t) {
     warn!(target: RAW, "\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===");
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let (code, addr, pid, uid) = unsafe {
@@ -131,11 +147,6 @@ extern "C" fn on_fatal_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *
         report.unwrap_or_else(|| "\n(INFO and the clients are not at hand: the state lock is held)".into())
     );
     warn!(target: RAW, "\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n");
-    // SAFETY: restores the default action and raises the signal again.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
 }
 
 /// DEBUG SEGFAULT: a real invalid memory access (a write to a read-only

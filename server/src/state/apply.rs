@@ -48,9 +48,7 @@ impl State {
             Hook::AofFsync => self.apply_fsync(),
             Hook::Appendonly => return Ok(Some(Followup::Appendonly)),
             Hook::Oom => self.apply_oom()?,
-            Hook::Crash => {
-                crate::core::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period)
-            }
+            Hook::Crash => self.apply_crash(),
             Hook::ReplBacklog => {
                 self.retune();
                 self.repl.resize_backlog(self.cfg.repl_backlog_size);
@@ -90,7 +88,12 @@ impl State {
         if let Err(e) = self.apply_oom() {
             tracing::warn!("{e}");
         }
-        crate::core::crash::configure(self.cfg.use_exit_on_panic, self.cfg.watchdog_period);
+        self.apply_crash();
+    }
+
+    fn apply_crash(&self) {
+        let c = &self.cfg;
+        crate::core::crash::configure(c.use_exit_on_panic, c.watchdog_period, c.crash_log_enabled);
     }
 
     fn retune(&mut self) {

@@ -266,6 +266,7 @@ values! {
     always_show_logo: bool = "always-show-logo",
     use_exit_on_panic: bool = "use-exit-on-panic" => Crash,
     watchdog_period: i64 = "watchdog-period" => Crash,
+    crash_log_enabled: bool = "crash-log-enabled" => Crash,
     shutdown_timeout: i64 = "shutdown-timeout",
     shutdown_on_sigint: String = "shutdown-on-sigint",
     shutdown_on_sigterm: String = "shutdown-on-sigterm",
