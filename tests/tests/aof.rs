@@ -1215,3 +1215,63 @@ fn rewritten_commands_replay_to_the_same_dataset() {
     drop(c);
     restart_and_compare(s, &dir, &want);
 }
+
+/// `aof-disable-auto-gc yes`: a rewrite's old base and incr files stay,
+/// listed as history (`type h`) in the manifest; set back to `no`, they are
+/// removed and leave the manifest, as Redis 7.0.15 does.
+#[test]
+fn aof_disable_auto_gc_keeps_the_history_files() {
+    let dir = TempDir::new("aof-gc");
+    let s = start(&server_bin(), &dir, &[("aof-disable-auto-gc", "yes")]);
+    let mut c = s.raw();
+    let aof_dir = dir.path().join("appendonlydir");
+    let files = || {
+        let mut v: Vec<String> = std::fs::read_dir(&aof_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let manifest = || std::fs::read_to_string(aof_dir.join("appendonly.aof.manifest")).unwrap();
+    let rewritten = |c: &mut RawClient| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info = match c.cmd(&["INFO", "persistence"]) {
+                RespFrame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+                f => panic!("{f:?}"),
+            };
+            if info.contains("aof_rewrite_in_progress:0")
+                && info.contains("aof_rewrite_scheduled:0")
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{info}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    rewritten(&mut c);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["BGREWRITEAOF"]);
+    rewritten(&mut c);
+    let kept = files();
+    assert!(
+        kept.contains(&"appendonly.aof.1.base.rdb".to_string()),
+        "{kept:?}"
+    );
+    assert!(
+        kept.contains(&"appendonly.aof.1.incr.aof".to_string()),
+        "{kept:?}"
+    );
+    assert_eq!(manifest().matches(" type h").count(), 2, "{}", manifest());
+    assert!(matches!(
+        c.cmd(&["CONFIG", "SET", "aof-disable-auto-gc", "no"]),
+        RespFrame::Simple(_)
+    ));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while files().iter().any(|f| f.starts_with("appendonly.aof.1.")) {
+        assert!(Instant::now() < deadline, "{:?}", files());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!manifest().contains(" type h"), "{}", manifest());
+}

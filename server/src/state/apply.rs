@@ -54,6 +54,10 @@ impl State {
                 self.repl.resize_backlog(self.cfg.repl_backlog_size);
             }
             Hook::Tls => return Ok(Some(Followup::Tls)),
+            Hook::AofGc if !self.cfg.aof_disable_auto_gc => {
+                crate::state::aof::collect_history(self)
+            }
+            Hook::AofGc => {}
         }
         Ok(None)
     }

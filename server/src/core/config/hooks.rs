@@ -33,6 +33,8 @@ pub enum Hook {
     ReplBacklog,
     /// A `tls-*` option: a new TLS context, built once all are stored.
     Tls,
+    /// `aof-disable-auto-gc`: turned off, the AOF's history files go.
+    AofGc,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].

@@ -348,6 +348,7 @@ values! {
     aof_load_truncated: bool = "aof-load-truncated",
     aof_timestamp_enabled: bool = "aof-timestamp-enabled" => AofFsync,
     aof_use_rdb_preamble: bool = "aof-use-rdb-preamble",
+    aof_disable_auto_gc: bool = "aof-disable-auto-gc" => AofGc,
     oom_score_adj: OomMode = "oom-score-adj" => Oom,
     oom_score_adj_values: Vec<i64> = "oom-score-adj-values" => Oom,
     // Test-only delays (microseconds; a negative value sleeps 1 µs once per

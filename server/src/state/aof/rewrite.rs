@@ -185,20 +185,45 @@ fn install(
         // The incr file opened when the rewrite started.
         m.incrs.extend(old.incrs.last().cloned());
     }
-    write_manifest(dir, name, &m)?;
     let kept = |n: &String| m.base.iter().chain(&m.incrs).any(|(k, _)| k == n);
-    let mut remove = Vec::new();
-    for (n, _) in old.base.iter().chain(&old.incrs).chain(&old.history) {
-        if !kept(n) {
-            info!("Removing the history file {n} in the background");
-            remove.push(dir.join(n));
-        }
-    }
+    let old_files = old.base.iter().chain(&old.incrs).chain(&old.history);
+    m.history = old_files.filter(|(n, _)| !kept(n)).cloned().collect();
+    write_manifest(dir, name, &m)?;
     st.aof.manifest = m;
+    let remove = take_history(st, dir, name)?;
     st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
     st.aof.incr_size = if st.aof.on { st.aof.last_incr_size } else { 0 };
     st.aof.rewrite_base_size = st.aof.base_size + st.aof.incr_size;
     Ok(remove)
+}
+
+/// The history files (what a rewrite left behind) leave the manifest and
+/// are returned for deletion, unless `aof-disable-auto-gc` keeps them, as
+/// Redis's `aofDelHistoryFiles`.
+fn take_history(st: &mut State, dir: &Path, name: &str) -> io::Result<Vec<PathBuf>> {
+    if st.cfg.aof_disable_auto_gc || st.aof.manifest.history.is_empty() {
+        return Ok(Vec::new());
+    }
+    let history = std::mem::take(&mut st.aof.manifest.history);
+    write_manifest(dir, name, &st.aof.manifest)?;
+    let files = history.into_iter().map(|(n, _)| {
+        info!("Removing the history file {n} in the background");
+        dir.join(n)
+    });
+    Ok(files.collect())
+}
+
+/// `aof-disable-auto-gc no` again: the history files kept meanwhile go.
+pub fn collect_history(st: &mut State) {
+    let (dir, name) = (aof_dir(st), fname(st));
+    match take_history(st, &dir, &name) {
+        Ok(files) => {
+            for f in files {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+        Err(e) => warn!("Can't update the AOF manifest: {e}"),
+    }
 }
 
 /// Abandons a running rewrite (SHUTDOWN, turning the AOF off), as Redis
