@@ -170,19 +170,23 @@ pub fn fullresync(st: &State, offset: u64) -> String {
 /// `rdb-del-sync-files`: an instance that keeps no files of its own removes
 /// the RDB it wrote to feed its replicas once none of them needs it.
 fn remove_sync_rdb(st: &mut State) {
+    // The flag first: every second, nothing else is looked at until a
+    // disk-based sync wrote a file.
+    if !st.repl.rdb_for_replicas
+        || !st.cfg.rdb_del_sync_files
+        || !st.cfg.save.is_empty()
+        || st.cfg.appendonly
+        || persist::bgsave_in_progress(st)
+    {
+        return;
+    }
     let busy = st.repl.replicas.iter().any(|r| {
         matches!(
             r.link,
             Link::WaitBgsaveStart | Link::WaitBgsaveEnd | Link::SendBulk(_)
         )
     });
-    if !st.repl.rdb_for_replicas
-        || !st.cfg.rdb_del_sync_files
-        || !st.cfg.save.is_empty()
-        || st.cfg.appendonly
-        || busy
-        || persist::bgsave_in_progress(st)
-    {
+    if busy {
         return;
     }
     tracing::info!("Removing the RDB file used to feed replicas in a persistence-less instance");
