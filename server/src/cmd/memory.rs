@@ -8,7 +8,7 @@
 
 use super::{int_arg, is, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
-use crate::state::info::summary;
+use crate::state::info::{ratio, summary};
 use bytes::Bytes;
 use std::fmt::Write;
 use storage::listpack::{entry_size, LpVal};
@@ -197,14 +197,6 @@ fn usage(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
-}
-
 /// MEMORY STATS
 fn stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
     let m = summary(c.st);
@@ -262,14 +254,20 @@ fn stats(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         ),
         ("peak.percentage", Num::F(ratio(m.used, m.peak) * 100.0)),
         ("allocator.allocated", Num::I(m.used)),
-        ("allocator.active", Num::I(m.used)),
-        ("allocator.resident", Num::I(m.rss)),
-        ("allocator-fragmentation.ratio", Num::F(1.0)),
-        ("allocator-fragmentation.bytes", Num::I(0)),
-        ("allocator.rss-ratio", Num::F(ratio(m.rss, m.used))),
-        ("allocator.rss-bytes", Num::I(m.rss.saturating_sub(m.used))),
-        ("rss-overhead.ratio", Num::F(1.0)),
-        ("rss-overhead.bytes", Num::I(0)),
+        ("allocator.active", Num::I(m.active)),
+        ("allocator.resident", Num::I(m.active)),
+        (
+            "allocator-fragmentation.ratio",
+            Num::F(ratio(m.active, m.used)),
+        ),
+        (
+            "allocator-fragmentation.bytes",
+            Num::I(m.active.saturating_sub(m.used)),
+        ),
+        ("allocator-rss.ratio", Num::F(1.0)),
+        ("allocator-rss.bytes", Num::I(0)),
+        ("rss-overhead.ratio", Num::F(ratio(m.rss, m.active))),
+        ("rss-overhead.bytes", Num::I(m.rss.saturating_sub(m.active))),
         ("fragmentation", Num::F(ratio(m.rss, m.used))),
         ("fragmentation.bytes", Num::I(m.rss.saturating_sub(m.used))),
     ];

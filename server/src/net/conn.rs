@@ -157,7 +157,6 @@ async fn write_replies<S: Duplex>(
         dec: &mut c.dec,
         batch: &mut c.batch,
         err: &mut c.proto_err,
-        bytes: &mut c.bytes_in,
     });
     let held = Held {
         buf: &mut c.out.buf,
@@ -207,8 +206,8 @@ async fn wait_input<S: AsyncRead + Unpin>(
         r = read => match r {
             Ok(0) | Err(_) => Event::Closed,
             Ok(n) => {
-                c.bytes_in += n as u64;
-                crate::core::netstat::read_event();
+                c.read_peak = c.read_peak.max(c.inbuf.len());
+                crate::core::netstat::read_event(n);
                 Event::Read
             }
         },
@@ -225,8 +224,8 @@ struct Conn {
     out: ReplyBuf,
     dec: Decoder,
     batch: Vec<Vec<Bytes>>,
-    /// Read since the last batch, for `net_input_bytes`.
-    bytes_in: u64,
+    /// The most input buffered at once since the last batch.
+    read_peak: usize,
     timeout_s: i64,
     /// `client-query-buffer-limit`.
     qbuf_limit: usize,
@@ -296,7 +295,6 @@ fn under_lock(st: &mut State, c: &mut Conn, timed_out: bool) -> Option<Locked> {
         return None;
     }
     c.busy_tx.apply(st, &mut cl);
-    st.stats.net_input_bytes += std::mem::take(&mut c.bytes_in);
     let aof_mark = st.aof.offset;
     // Replies of earlier batches the socket has not taken yet: from
     // here they are counted in `out`, not as unsent.
@@ -346,6 +344,9 @@ fn under_lock(st: &mut State, c: &mut Conn, timed_out: bool) -> Option<Locked> {
     } else {
         0
     };
+    cl.input_peak = cl
+        .input_peak
+        .max(std::mem::take(&mut c.read_peak) + cl.qbuf_alloc);
     let produced = c.out.len() + spilled - carried;
     // A replica's output is its sync and the stream (counted as
     // it is queued), as Redis counts neither here.
@@ -418,7 +419,7 @@ where
         out,
         dec,
         batch: Vec::new(),
-        bytes_in: 0,
+        read_peak: 0,
         timeout_s,
         qbuf_limit,
         monitor: false,
@@ -595,6 +596,7 @@ async fn report_input(shared: &Shared, id: u64, inbuf: &BytesMut, dec: &Decoder)
     cl.qbuf = inbuf.len();
     cl.qbuf_alloc = dec.reserved();
     cl.argv_pending = dec.partial_len();
+    cl.input_peak = cl.input_peak.max(cl.qbuf + cl.qbuf_alloc);
     st.evict_clients();
     st.clients.contains_key(&id)
 }

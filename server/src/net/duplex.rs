@@ -105,7 +105,6 @@ pub(super) struct Input<'a> {
     pub(super) dec: &'a mut Decoder,
     pub(super) batch: &'a mut Vec<Vec<Bytes>>,
     pub(super) err: &'a mut Option<protocol::ProtocolError>,
-    pub(super) bytes: &'a mut u64,
 }
 
 pub(super) enum Written {
@@ -180,8 +179,7 @@ pub(super) async fn write_out<S: Duplex>(
                     // The rest is written; the main loop sees the end.
                     Ok(0) => input = None,
                     Ok(n) => {
-                        *inp.bytes += n as u64;
-                        crate::core::netstat::read_event();
+                        crate::core::netstat::read_event(n);
                         while inp.err.is_none() && inp.batch.len() < MAX_BATCH {
                             match inp.dec.decode(inp.buf) {
                                 Ok(Some(args)) => inp.batch.push(args),

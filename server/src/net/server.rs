@@ -426,7 +426,10 @@ async fn cron(shared: Arc<Shared>) {
         }
         // A soft output limit must also close a client nobody writes to.
         let limits = st.tun.obuf_limits;
+        let (mut input, mut output) = (0, 0);
         for cl in st.clients.values_mut() {
+            input = input.max(std::mem::take(&mut cl.input_peak));
+            output = output.max(cl.output_bytes());
             if cl.obuf_soft_since.is_some()
                 && !cl.killed
                 && crate::state::pubsub::close_if_over_limit(cl, &limits, 0)
@@ -434,6 +437,7 @@ async fn cron(shared: Arc<Shared>) {
                 cl.wake.notify_one();
             }
         }
+        st.stats.sample_client_buffers(now / 1000, input, output);
         if st.rbuf_resizing {
             let reset = st.rbuf_peak_reset_ms;
             let (mut shrunk, mut grown) = (0, 0);
@@ -450,7 +454,7 @@ async fn cron(shared: Arc<Shared>) {
         let s = crate::state::Sample {
             ms: now,
             commands: st.stats.total_commands,
-            input: st.stats.net_input_bytes,
+            input: crate::core::netstat::input_bytes(),
             output: st.stats.net_output_bytes,
             repl_input: st.stats.net_repl_input_bytes,
             repl_output: st.stats.net_repl_output_bytes,

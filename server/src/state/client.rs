@@ -66,6 +66,8 @@ pub struct Client {
     /// request not complete yet: client memory (`clientmem`).
     pub qbuf_alloc: usize,
     pub argv_pending: usize,
+    /// The most input held at once since the cron last sampled it.
+    pub input_peak: usize,
     /// CLIENT LIST's rbs and rbp.
     pub rbuf: crate::core::replybuf::ReplyBufSize,
     /// Set while the client waits in a blocking command.
@@ -203,7 +205,8 @@ impl Client {
             qbuf: 0,
             qbuf_alloc: 0,
             argv_pending: 0,
-            rbuf: crate::core::replybuf::ReplyBufSize::new(now),
+            input_peak: 0,
+            rbuf: Default::default(),
             blocked: None,
             deny_blocking: false,
             unix: false,

@@ -28,6 +28,16 @@ use storage::CBytes;
 extern "C" {
     fn mi_usable_size(p: *const c_void) -> usize;
     fn mi_collect(force: bool);
+    fn mi_process_info(
+        elapsed_ms: *mut usize,
+        user_ms: *mut usize,
+        system_ms: *mut usize,
+        current_rss: *mut usize,
+        peak_rss: *mut usize,
+        current_commit: *mut usize,
+        peak_commit: *mut usize,
+        page_faults: *mut usize,
+    );
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     fn mi_stats_print_out(
         out: Option<unsafe extern "C" fn(msg: *const std::ffi::c_char, arg: *mut c_void)>,
@@ -99,6 +109,20 @@ pub fn used_memory() -> u64 {
         0 => crate::core::os::rss_bytes(),
         n => n.saturating_sub(VM_MEMORY.load(Relaxed)) as u64,
     }
+}
+
+/// The bytes mimalloc holds committed from the OS, the nearest it has to
+/// jemalloc's `active` (and `resident`: it cannot tell which committed
+/// pages are resident); `used_memory` when it is not the allocator.
+pub fn allocator_committed() -> u64 {
+    if ALLOCATED.load(Relaxed) == 0 {
+        return used_memory();
+    }
+    let mut v = [0usize; 8];
+    let [a, b, c, d, e, commit, g, h] = &mut v;
+    // SAFETY: mimalloc writes one usize through each pointer.
+    unsafe { mi_process_info(a, b, c, d, e, commit, g, h) };
+    v[5] as u64
 }
 
 /// mimalloc's `mi_option_purge_delay` (the same position in its v2 and

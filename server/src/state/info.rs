@@ -75,6 +75,15 @@ pub fn section(st: &mut State, name: &str, o: &mut String) {
     }
 }
 
+/// `a` over `b`, 0 when `b` is.
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 /// `part` as a percentage of `whole`, 0 when `whole` is.
 fn perc(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -166,7 +175,13 @@ fn server(st: &mut State, o: &mut String) {
 }
 
 fn clients(st: &mut State, o: &mut String) {
-    let max_in = st.clients.values().map(|c| c.qbuf).max().unwrap_or(0);
+    let (max_in, max_out) = st.stats.recent_client_buffers(st.wall_ms() / 1000);
+    // What was read since the cron's last sample counts already.
+    let max_in = st
+        .clients
+        .values()
+        .map(|c| c.input_peak)
+        .fold(max_in, usize::max);
     f!(o, "# Clients");
     f!(
         o,
@@ -181,12 +196,6 @@ fn clients(st: &mut State, o: &mut String) {
     f!(o, "cluster_connections:{links}");
     f!(o, "maxclients:{}", st.tun.maxclients);
     f!(o, "client_recent_max_input_buffer:{max_in}");
-    let max_out = st
-        .clients
-        .values()
-        .map(|c| c.pending.len())
-        .max()
-        .unwrap_or(0);
     let blocked = || st.clients.values().filter_map(|c| c.blocked.as_ref());
     f!(o, "client_recent_max_output_buffer:{max_out}");
     let paused = st.clients.values().filter(|c| c.paused).count();
@@ -227,9 +236,10 @@ fn memory(st: &mut State, o: &mut String) {
         "used_memory_dataset_perc:{:.2}%",
         perc(dataset, used.saturating_sub(startup))
     );
+    let active = m.active;
     f!(o, "allocator_allocated:{used}");
-    f!(o, "allocator_active:{used}");
-    f!(o, "allocator_resident:{rss}");
+    f!(o, "allocator_active:{active}");
+    f!(o, "allocator_resident:{active}");
     f!(o, "total_system_memory:{sys}");
     f!(o, "total_system_memory_human:{}", human(sys));
     // One interpreter serves EVAL and functions (Redis has one
@@ -267,12 +277,12 @@ fn memory(st: &mut State, o: &mut String) {
     f!(o, "maxmemory:{maxmem}");
     f!(o, "maxmemory_human:{}", human(maxmem));
     f!(o, "maxmemory_policy:{}", st.cfg.maxmemory_policy.name());
-    f!(o, "allocator_frag_ratio:1.00");
-    f!(o, "allocator_frag_bytes:0");
-    f!(o, "allocator_rss_ratio:{frag:.2}");
-    f!(o, "allocator_rss_bytes:{}", rss.saturating_sub(used));
-    f!(o, "rss_overhead_ratio:1.00");
-    f!(o, "rss_overhead_bytes:0");
+    f!(o, "allocator_frag_ratio:{:.2}", ratio(active, used));
+    f!(o, "allocator_frag_bytes:{}", active as i64 - used as i64);
+    f!(o, "allocator_rss_ratio:1.00");
+    f!(o, "allocator_rss_bytes:0");
+    f!(o, "rss_overhead_ratio:{:.2}", ratio(rss, active));
+    f!(o, "rss_overhead_bytes:{}", rss as i64 - active as i64);
     f!(o, "mem_fragmentation_ratio:{frag:.2}");
     f!(o, "mem_fragmentation_bytes:{}", rss as i64 - used as i64);
     // One buffer shared by the backlog and the replicas' output,
@@ -361,7 +371,11 @@ fn stats(st: &mut State, o: &mut String) {
     f!(o, "total_connections_received:{}", s.total_connections);
     f!(o, "total_commands_processed:{}", s.total_commands);
     f!(o, "instantaneous_ops_per_sec:{ops}");
-    f!(o, "total_net_input_bytes:{}", s.net_input_bytes);
+    f!(
+        o,
+        "total_net_input_bytes:{}",
+        crate::core::netstat::input_bytes()
+    );
     f!(o, "total_net_output_bytes:{}", s.net_output_bytes);
     f!(o, "total_net_repl_input_bytes:{}", s.net_repl_input_bytes);
     f!(o, "total_net_repl_output_bytes:{}", s.net_repl_output_bytes);
@@ -533,6 +547,8 @@ pub fn value_at_percentile(h: &hdrhistogram::Histogram<u64>, p: f64) -> u64 {
 pub struct MemSummary {
     pub used: u64,
     pub rss: u64,
+    /// The allocator's committed bytes (`allocator_active`).
+    pub active: u64,
     pub peak: u64,
     pub startup: u64,
     pub overhead: u64,
@@ -573,6 +589,7 @@ pub fn summary(st: &mut State) -> MemSummary {
     MemSummary {
         used,
         rss,
+        active: crate::state::evict::allocator_committed(),
         peak: st.peak_memory,
         startup,
         overhead: overhead.min(used),

@@ -22,7 +22,30 @@ impl Stats {
         }
         &mut self.cmd[slot]
     }
+
+    /// Takes the clients' buffers into the current second's slot: the
+    /// input each read since the last sample, the output each holds now.
+    pub fn sample_client_buffers(&mut self, sec: i64, input: usize, output: usize) {
+        let slot = &mut self.client_peaks[sec.rem_euclid(PEAK_SECONDS as i64) as usize];
+        if slot.0 != sec {
+            *slot = (sec, 0, 0);
+        }
+        slot.1 = slot.1.max(input);
+        slot.2 = slot.2.max(output);
+    }
+
+    /// The largest input and output buffers of the last eight seconds
+    /// (INFO's `client_recent_max_*`).
+    pub fn recent_client_buffers(&self, sec: i64) -> (usize, usize) {
+        self.client_peaks
+            .iter()
+            .filter(|s| sec - s.0 < PEAK_SECONDS as i64)
+            .fold((0, 0), |(i, o), s| (i.max(s.1), o.max(s.2)))
+    }
 }
+
+/// How far back `client_recent_max_*` look, as Redis.
+const PEAK_SECONDS: usize = 8;
 
 /// Adds a call of `dur` microseconds to the command's latency histogram.
 pub fn record_latency(stat: &mut CmdStat, dur: u64) {
@@ -47,7 +70,6 @@ pub struct Stats {
     pub total_forks: u64,
     pub rejected_connections: u64,
     pub total_commands: u64,
-    pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     /// The replication stream (not the RDB, as Redis 7.0): read from the
     /// master, written to replicas. Left out of the two above.
@@ -65,6 +87,9 @@ pub struct Stats {
     /// Reply buffers the clients cron resized (`core::replybuf`).
     pub reply_buffer_shrinks: u64,
     pub reply_buffer_expands: u64,
+    /// Per second of the last eight, as (second, input, output): the
+    /// largest client buffers the cron sampled.
+    pub client_peaks: [(i64, usize, usize); PEAK_SECONDS],
     /// By `Command::slot`, grown as commands are first counted.
     pub cmd: Vec<CmdStat>,
     pub errors: BTreeMap<String, u64>,
