@@ -25,7 +25,8 @@
 //! compress (a key or string value over 20 bytes) is recorded plain, which
 //! a loader reads as well, and its place noted in [`Capture::plain`].
 
-use crate::rdb::encode::{put_len, put_string, put_value, value_type, MIN_COMPRESS};
+use crate::rdb::encode::{put_value, value_type};
+use crate::rdb::wire::{put_len, put_string, MIN_COMPRESS};
 use crate::rdb::{SaveOpts, OP_EXPIRETIME_MS, OP_FREQ, OP_IDLE, OP_RESIZEDB, OP_SELECTDB};
 use crate::value::StrValue;
 use crate::Value;

@@ -7,8 +7,9 @@
 //! again once the window holds more, so a load holds one record's bytes,
 //! not the whole image.
 
-use super::blob::{intset_values, lp_each, zipmap_each, zl_each, BlobError};
+use super::blob::{intset_values, lp_each, zipmap_each, zl_each};
 use super::crc64::crc64;
+use super::wire::{at, blob_err, in_blob, parse_f64_text, LoadError, Reader, R};
 use super::*;
 use crate::listpack::LpVal;
 use crate::{Hash, HashLimits, Quicklist, Set, SortedSet, Value, ZaddFlags, ZsetLimits};
@@ -34,21 +35,6 @@ impl Default for Limits {
         }
     }
 }
-
-/// Why a file was refused, and the byte offset where the problem is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    pub msg: String,
-    pub offset: usize,
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} at offset {}", self.msg, self.offset)
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// Why RESTORE refused a payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,187 +98,6 @@ pub struct LoadSummary {
     /// Where the image ends: an AOF written with the RDB preamble before
     /// Redis 7.0 goes on with commands from there.
     pub end: usize,
-}
-
-pub(super) struct Reader<'a> {
-    d: &'a [u8],
-    pub(super) p: usize,
-    /// More input may follow `d`: running past its end sets `short`
-    /// rather than meaning the input is cut.
-    more: bool,
-    short: bool,
-}
-
-pub(super) type R<T> = Result<T, LoadError>;
-
-pub(super) fn at<T>(msg: impl Into<String>, offset: usize) -> R<T> {
-    Err(LoadError {
-        msg: msg.into(),
-        offset,
-    })
-}
-
-enum Len {
-    Plain(u64),
-    /// The special string encodings: 0..2 integers, 3 LZF.
-    Enc(u8),
-}
-
-impl<'a> Reader<'a> {
-    pub(super) fn new(d: &'a [u8]) -> Self {
-        Reader {
-            d,
-            p: 0,
-            more: false,
-            short: false,
-        }
-    }
-
-    fn past_the_end<T>(&mut self) -> R<T> {
-        self.short = self.more;
-        at("unexpected end of file", self.d.len())
-    }
-
-    pub(super) fn take(&mut self, n: usize) -> R<&'a [u8]> {
-        match self.p.checked_add(n) {
-            Some(e) if e <= self.d.len() => {
-                let s = &self.d[self.p..e];
-                self.p = e;
-                Ok(s)
-            }
-            _ => self.past_the_end(),
-        }
-    }
-
-    pub(super) fn byte(&mut self) -> R<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn len_or_enc(&mut self) -> R<Len> {
-        let start = self.p;
-        let b = self.byte()?;
-        Ok(match b >> 6 {
-            0 => Len::Plain((b & 0x3f) as u64),
-            1 => Len::Plain(((b & 0x3f) as u64) << 8 | self.byte()? as u64),
-            2 => match b {
-                0x80 => {
-                    let s = self.take(4)?;
-                    Len::Plain(u32::from_be_bytes([s[0], s[1], s[2], s[3]]) as u64)
-                }
-                0x81 => {
-                    let s = self.take(8)?;
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(s);
-                    Len::Plain(u64::from_be_bytes(a))
-                }
-                _ => return at(format!("unknown length encoding 0x{b:02x}"), start),
-            },
-            _ => Len::Enc(b & 0x3f),
-        })
-    }
-
-    pub(super) fn len(&mut self) -> R<u64> {
-        let start = self.p;
-        match self.len_or_enc()? {
-            Len::Plain(n) => Ok(n),
-            Len::Enc(_) => at("encoded string where a length was expected", start),
-        }
-    }
-
-    /// A length that counts items each taking at least one byte: bounded by
-    /// what is left, so it can size an allocation.
-    pub(super) fn count(&mut self, per_item: usize) -> R<usize> {
-        let start = self.p;
-        let n = self.len()?;
-        let left = (self.d.len() - self.p) as u64;
-        if n > left / per_item.max(1) as u64 {
-            if self.more {
-                return self.past_the_end();
-            }
-            return at(format!("length {n} exceeds the remaining input"), start);
-        }
-        Ok(n as usize)
-    }
-
-    pub(super) fn string(&mut self) -> R<Cow<'a, [u8]>> {
-        let start = self.p;
-        match self.len_or_enc()? {
-            Len::Plain(n) => {
-                let n = usize::try_from(n).unwrap_or(usize::MAX);
-                Ok(Cow::Borrowed(self.take(n)?))
-            }
-            Len::Enc(0) => Ok(Cow::Owned((self.byte()? as i8).to_string().into_bytes())),
-            Len::Enc(1) => {
-                let s = self.take(2)?;
-                Ok(Cow::Owned(
-                    i16::from_le_bytes([s[0], s[1]]).to_string().into_bytes(),
-                ))
-            }
-            Len::Enc(2) => {
-                let s = self.take(4)?;
-                let v = i32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-                Ok(Cow::Owned(v.to_string().into_bytes()))
-            }
-            Len::Enc(3) => {
-                let clen = self.len()?;
-                let ulen = self.len()?;
-                let clen = usize::try_from(clen).unwrap_or(usize::MAX);
-                let comp = self.take(clen)?;
-                // LZF expands at most ~90x; anything claiming more is corrupt
-                // (and must not size an allocation).
-                if ulen == 0 || ulen > (clen as u64).saturating_mul(100).saturating_add(64) {
-                    return at(format!("bad LZF lengths ({clen} -> {ulen})"), start);
-                }
-                lzf::decompress(comp, ulen as usize)
-                    .map(Cow::Owned)
-                    .or_else(|e| at(format!("invalid LZF string: {e}"), start))
-            }
-            Len::Enc(e) => at(format!("unknown string encoding {e}"), start),
-        }
-    }
-
-    fn f64_bin(&mut self) -> R<f64> {
-        let s = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        Ok(f64::from_le_bytes(a))
-    }
-
-    /// The text doubles of the old ZSET type.
-    fn f64_text(&mut self) -> R<f64> {
-        let start = self.p;
-        let n = self.byte()?;
-        match n {
-            255 => Ok(f64::NEG_INFINITY),
-            254 => Ok(f64::INFINITY),
-            253 => Ok(f64::NAN),
-            _ => {
-                let s = self.take(n as usize)?;
-                parse_f64_text(s).map_or_else(|| at("invalid double value", start), Ok)
-            }
-        }
-    }
-}
-
-fn parse_f64_text(s: &[u8]) -> Option<f64> {
-    std::str::from_utf8(s).ok()?.parse::<f64>().ok()
-}
-
-pub(super) fn blob_err(e: BlobError, blob_start: usize) -> LoadError {
-    LoadError {
-        msg: format!("{} at blob offset {}", e.msg, e.at),
-        offset: blob_start,
-    }
-}
-
-/// Names the blob an error was found in the way Redis logs it (`Zset
-/// ziplist integrity check failed.`, which tools and tests grep for),
-/// with our detail after it.
-pub(super) fn in_blob<T>(what: &str, r: R<T>) -> R<T> {
-    r.map_err(|e| LoadError {
-        msg: format!("{what} integrity check failed. ({})", e.msg),
-        offset: e.offset,
-    })
 }
 
 /// Builds values through the types' public APIs so the encodings follow
@@ -747,10 +552,7 @@ pub fn load_input(
     let mut from = 9;
     loop {
         let base = input.base;
-        let mut r = Reader {
-            more: input.src.is_some(),
-            ..Reader::new(&input.held)
-        };
+        let mut r = Reader::window(&input.held, input.src.is_some());
         r.p = from - base;
         let mut op_at = r.p;
         let done = records(
@@ -759,8 +561,9 @@ pub fn load_input(
         match done {
             Ok(crc_at) => {
                 if verify_checksum && crc_at > 0 {
-                    let stored = u64::from_le_bytes(r.d[crc_at..crc_at + 8].try_into().unwrap());
-                    let actual = crc64(input.crc, &r.d[..crc_at]);
+                    let stored =
+                        u64::from_le_bytes(input.held[crc_at..crc_at + 8].try_into().unwrap());
+                    let actual = crc64(input.crc, &input.held[..crc_at]);
                     if stored != 0 && actual != stored {
                         return at(
                             format!("RDB CRC error: wrong checksum (expected {actual:016x}, file has {stored:016x})"),
@@ -771,7 +574,7 @@ pub fn load_input(
                 sum.end = base + r.p;
                 return Ok(sum);
             }
-            Err(_) if r.short => {
+            Err(_) if r.short() => {
                 from = base + op_at;
                 input.more(from)?;
             }

@@ -2,6 +2,7 @@
 
 use super::blob::{intset_blob, LpBuilder};
 use super::crc64::crc64;
+use super::wire::{put_int_special, put_len, put_lzf, put_string};
 use super::*;
 use crate::listpack::LpVal;
 use crate::num::d2string;
@@ -43,86 +44,6 @@ impl Default for SaveOpts {
             repl: None,
         }
     }
-}
-
-pub fn put_len(out: &mut Vec<u8>, n: u64) {
-    if n < 1 << 6 {
-        out.push(n as u8);
-    } else if n < 1 << 14 {
-        out.push(0x40 | (n >> 8) as u8);
-        out.push(n as u8);
-    } else if n <= u32::MAX as u64 {
-        out.push(0x80);
-        out.extend_from_slice(&(n as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&n.to_be_bytes());
-    }
-}
-
-/// Redis's `rdbEncodeInteger`: the 1/2/4-byte special encodings.
-fn put_int_special(out: &mut Vec<u8>, v: i64) -> bool {
-    if let Ok(b) = i8::try_from(v) {
-        out.push(0xc0);
-        out.push(b as u8);
-    } else if let Ok(h) = i16::try_from(v) {
-        out.push(0xc1);
-        out.extend_from_slice(&h.to_le_bytes());
-    } else if let Ok(w) = i32::try_from(v) {
-        out.push(0xc2);
-        out.extend_from_slice(&w.to_le_bytes());
-    } else {
-        return false;
-    }
-    true
-}
-
-/// An LZF-encoded string: `c` compresses `len` bytes.
-/// An LZF string: `c`, the compressed form of `len` bytes.
-fn put_lzf(out: &mut Vec<u8>, c: &[u8], len: usize) {
-    out.push(0xc3);
-    put_len(out, c.len() as u64);
-    put_len(out, len as u64);
-    out.extend_from_slice(c);
-}
-
-/// `s` as an LZF string if that saves at least 4 bytes: compressed
-/// straight into `out`, its header written after it and rotated in front
-/// (no buffer of its own: a snapshot's saver compresses without
-/// allocating).
-fn put_compressed(out: &mut Vec<u8>, s: &[u8]) -> bool {
-    let at = out.len();
-    if !lzf::compress_into(s, s.len() - 4, out) {
-        return false;
-    }
-    let data = out.len() - at;
-    out.push(0xc3);
-    put_len(out, data as u64);
-    put_len(out, s.len() as u64);
-    let head = out.len() - at - data;
-    out[at..].rotate_right(head);
-    true
-}
-
-/// Strings this long at most are never compressed.
-pub(crate) const MIN_COMPRESS: usize = 20;
-
-/// A string as Redis's `rdbSaveRawString` writes it: short canonical
-/// integers int-encoded, longer strings LZF-compressed when that saves at
-/// least 4 bytes, else length + bytes.
-pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
-    if s.len() <= 11 {
-        if let Some(v) = crate::num::parse_i64(s) {
-            if put_int_special(out, v) {
-                return;
-            }
-        }
-    }
-    if compress && s.len() > MIN_COMPRESS && put_compressed(out, s) {
-        return;
-    }
-    put_len(out, s.len() as u64);
-    out.extend_from_slice(s);
 }
 
 fn put_lpval(out: &mut Vec<u8>, v: LpVal, compress: bool) {

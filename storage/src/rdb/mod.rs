@@ -8,6 +8,8 @@
 //!   read as it goes, [`restore_payload`] a DUMP payload. Every length and offset read from the input is checked, so a
 //!   corrupt or truncated input is an error naming the problem and its byte
 //!   offset, never a panic or a huge allocation.
+//! - [`wire`]: lengths, strings and the bounds-checked reader, which both
+//!   directions and the stream codec build on.
 //! - [`blob`]: the listpack, ziplist, zipmap and intset layouts of the
 //!   aggregate blobs, independent of the in-memory types (their internal
 //!   layout is free to change).
@@ -23,12 +25,14 @@ pub mod decode;
 pub mod encode;
 pub use crate::lzf;
 mod stream;
+pub(crate) mod wire;
 
 pub use decode::{
-    function_payload, load, load_input, load_into, restore_payload, Input, Limits, LoadError,
-    LoadSummary, Loaded, RestoreError, Sink,
+    function_payload, load, load_input, load_into, restore_payload, Input, Limits, LoadSummary,
+    Loaded, RestoreError, Sink,
 };
 pub use encode::{dump_payload, function_dump_payload, ReplAux, SaveOpts, Writer};
+pub use wire::LoadError;
 
 /// The format version we write (Redis 7.0).
 pub const RDB_VERSION: u16 = 10;
@@ -304,7 +308,7 @@ mod roundtrip_tests {
 #[cfg(test)]
 mod legacy_tests {
     use super::crc64::crc64;
-    use super::encode::put_string;
+    use super::wire::put_string;
     use super::*;
     use crate::Value;
 

@@ -13,8 +13,7 @@
 //! ```
 
 use super::blob::lp_each;
-use super::decode::{at, blob_err, in_blob, Reader, R};
-use super::encode::{put_len, put_string};
+use super::wire::{at, blob_err, in_blob, put_len, put_string, Reader, R};
 use super::{TYPE_STREAM_LISTPACKS, TYPE_STREAM_LISTPACKS_3};
 use crate::listpack::Listpack;
 use crate::stream::{Group, Stream, StreamId};
