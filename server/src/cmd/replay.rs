@@ -247,6 +247,9 @@ pub fn reload_aof(st: &mut State) -> Result<(), String> {
     let text = std::fs::read_to_string(dir.join(format!("{name}.manifest")))
         .map_err(|e| format!("Can't open the AOF manifest {name}.manifest: {e}"))?;
     let m = Manifest::parse(&text)?;
+    // As Redis, the manifest read is the one kept: with the AOF off after
+    // a rewrite it lists no incr file, so the next one is seq 1 again.
+    st.aof.manifest = m.clone();
     for db in 0..st.shard.dbs.len() {
         st.touch_all_watched(db, None);
         drop(st.shard.dbs[db].take());

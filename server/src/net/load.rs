@@ -9,7 +9,7 @@
 
 use crate::cmd::replay::{io_msg, listed, load_files, load_rdb, log_done, Hold};
 use crate::core::propagate::Consumer;
-use crate::state::aof::{aof_dir, fname, next_incr_seq, open_append, write_manifest, Manifest};
+use crate::state::aof::{aof_dir, create_incr, fname, open_append, write_manifest, Manifest};
 use crate::state::persist::{describe, rdb_path, Loading};
 use crate::state::{Shared, State};
 use bytes::Bytes;
@@ -35,6 +35,10 @@ pub fn at_startup(shared: &Shared) -> Result<(), String> {
     };
     // Set by the server before it let clients in.
     st.loading = None;
+    // As Redis: history files a run with aof-disable-auto-gc left go now.
+    if res.is_ok() {
+        crate::state::aof::collect_history(&mut st);
+    }
     res
 }
 
@@ -124,10 +128,14 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
     let name = fname(st);
     let m = st.aof.manifest.clone();
     let base_seq = m.base.as_ref().map_or(0, |b| b.1) + 1;
-    let incr_seq = next_incr_seq(&m);
     let commands = !st.cfg.aof_use_rdb_preamble;
     let base = crate::state::aof::base_name(&name, base_seq, commands);
-    let incr = format!("{name}.{incr_seq}.incr.aof");
+    let mut files = Manifest {
+        base: Some((base.clone(), base_seq)),
+        incr_seq: m.incr_seq,
+        ..Default::default()
+    };
+    let incr = files.add_incr(&name);
     info!("Creating AOF base file {base} on server start");
     info!("Creating AOF incr file {incr} on server start");
     let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
@@ -149,14 +157,9 @@ fn create_at_start(st: &mut State) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    let f = open_append(&dir.join(&incr))?;
-    let m = Manifest {
-        base: Some((base.clone(), base_seq)),
-        incrs: vec![(incr, incr_seq)],
-        history: vec![],
-    };
-    write_manifest(&dir, &name, &m)?;
-    st.aof.manifest = m;
+    let f = create_incr(&dir.join(&incr))?;
+    write_manifest(&dir, &name, &files)?;
+    st.aof.manifest = files;
     st.aof.base_size = std::fs::metadata(dir.join(&base)).map_or(0, |x| x.len());
     st.aof.incr_size = 0;
     st.aof.rewrite_base_size = st.aof.base_size;
@@ -276,16 +279,14 @@ fn open_last_incr(st: &mut State, dir: &Path, name: &str) -> Result<(), String> 
             (n.clone(), false)
         }
         None => {
-            let seq = next_incr_seq(&m);
-            let n = format!("{name}.{seq}.incr.aof");
+            let n = m.add_incr(name);
             info!("Creating AOF incr file {n} on server start");
-            m.incrs.push((n.clone(), seq));
             (n, true)
         }
     };
     let path = dir.join(&incr);
-    let f =
-        open_append(&path).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
+    let open = if new { create_incr } else { open_append };
+    let f = open(&path).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
     if new {
         write_manifest(dir, name, &m).map_err(|e| e.to_string())?;
         st.aof.manifest = m;

@@ -12,6 +12,11 @@ pub struct Manifest {
     pub incrs: Vec<(String, u64)>,
     /// History files (type h), listed only until they are deleted.
     pub history: Vec<(String, u64)>,
+    /// The seq of the last incr file opened. Not written: as Redis's, it
+    /// outlives the incr files a rewrite with the AOF off drops, and is
+    /// taken again from the last `type i` line whenever a manifest is read
+    /// (start-up, DEBUG LOADAOF), history lines not counted.
+    pub incr_seq: u64,
 }
 
 impl Manifest {
@@ -65,6 +70,7 @@ impl Manifest {
                 }
                 "i" => {
                     last_incr = seq;
+                    m.incr_seq = seq;
                     m.incrs.push((name, seq))
                 }
                 "h" => m.history.push((name, seq)),
@@ -75,6 +81,14 @@ impl Manifest {
             return Err("\nFound an empty AOF manifest".into());
         }
         Ok(m)
+    }
+
+    /// Lists a new incr file, `<name>.<seq>.incr.aof`; returns its name.
+    pub(crate) fn add_incr(&mut self, name: &str) -> String {
+        self.incr_seq += 1;
+        let incr = format!("{name}.{}.incr.aof", self.incr_seq);
+        self.incrs.push((incr.clone(), self.incr_seq));
+        incr
     }
 
     pub fn render(&self) -> String {
@@ -127,18 +141,16 @@ pub(crate) fn open_append(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-pub(crate) fn temp_incr_name(name: &str) -> String {
-    format!("temp-{name}.incr")
+/// A new incr file, empty even if a file of its name is there: the seq
+/// count starts again from the manifest read, so the name may be one a
+/// history file still has, whose old commands must not be loaded again.
+pub(crate) fn create_incr(path: &Path) -> io::Result<File> {
+    drop(File::create(path)?);
+    open_append(path)
 }
 
-pub(crate) fn next_incr_seq(m: &Manifest) -> u64 {
-    m.incrs
-        .iter()
-        .chain(&m.history)
-        .map(|i| i.1)
-        .max()
-        .unwrap_or(0)
-        + 1
+pub(crate) fn temp_incr_name(name: &str) -> String {
+    format!("temp-{name}.incr")
 }
 
 #[cfg(test)]

@@ -55,19 +55,16 @@ fn rewrite_start_inner(st: &mut State) -> io::Result<()> {
     let name = fname(st);
     let mut temp_incr = false;
     if st.aof.on {
-        let seq = next_incr_seq(&st.aof.manifest);
-        let incr = format!("{name}.{seq}.incr.aof");
-        let f = open_append(&dir.join(&incr))?;
         let mut m = st.aof.manifest.clone();
-        m.incrs.push((incr.clone(), seq));
+        let incr = m.add_incr(&name);
+        let f = create_incr(&dir.join(&incr))?;
         write_manifest(&dir, &name, &m)?;
         info!("Creating AOF incr file {incr} on background rewrite");
         st.aof.manifest = m;
         st.aof.switch(f);
     } else if st.aof.wait_rewrite {
         let path = dir.join(temp_incr_name(&name));
-        drop(File::create(&path)?);
-        st.aof.start_appending(open_append(&path)?);
+        st.aof.start_appending(create_incr(&path)?);
         temp_incr = true;
     }
     let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
@@ -169,25 +166,29 @@ fn install(
     );
     let mut m = Manifest {
         base: Some((base.clone(), base_seq)),
-        incrs: vec![],
-        history: vec![],
+        incr_seq: old.incr_seq,
+        ..Default::default()
     };
     if rw.temp_incr {
-        let seq = next_incr_seq(&old);
-        let incr = format!("{name}.{seq}.incr.aof");
+        let incr = m.add_incr(name);
         std::fs::rename(dir.join(temp_incr_name(name)), dir.join(&incr))?;
         info!(
             "Successfully renamed the temporary AOF incr file {} into {incr}",
             temp_incr_name(name)
         );
-        m.incrs.push((incr, seq));
     } else if st.aof.on {
         // The incr file opened when the rewrite started.
         m.incrs.extend(old.incrs.last().cloned());
     }
-    let kept = |n: &String| m.base.iter().chain(&m.incrs).any(|(k, _)| k == n);
-    let old_files = old.base.iter().chain(&old.incrs).chain(&old.history);
-    m.history = old_files.filter(|(n, _)| !kept(n)).cloned().collect();
+    // Redis's order, newest first: the old incr files, the old base, then
+    // the history already listed.
+    let kept = |n: &String| m.incrs.iter().any(|(k, _)| k == n);
+    let old_files = old.incrs.iter().filter(|(n, _)| !kept(n));
+    m.history = old_files
+        .chain(&old.base)
+        .chain(&old.history)
+        .cloned()
+        .collect();
     write_manifest(dir, name, &m)?;
     st.aof.manifest = m;
     let remove = take_history(st, dir, name)?;
@@ -206,7 +207,11 @@ fn take_history(st: &mut State, dir: &Path, name: &str) -> io::Result<Vec<PathBu
     }
     let history = std::mem::take(&mut st.aof.manifest.history);
     write_manifest(dir, name, &st.aof.manifest)?;
-    let files = history.into_iter().map(|(n, _)| {
+    // A history name may be the live incr file's too (see `create_incr`):
+    // Redis deletes it then, and the AOF can no longer be loaded.
+    let m = &st.aof.manifest;
+    let live = |n: &String| m.base.iter().chain(&m.incrs).any(|(k, _)| k == n);
+    let files = history.into_iter().filter(|(n, _)| !live(n)).map(|(n, _)| {
         info!("Removing the history file {n} in the background");
         dir.join(n)
     });
