@@ -112,6 +112,10 @@ while IFS=$'\t' read -r unit p f ns _; do
   failed[$unit]=$f
   nostart[$unit]=$ns
 done < <(awk -F'\t' 'NR > 1' "$out/summary.tsv")
+# What failed in a unit, so that the CI log itself names it.
+failures() {
+  grep -h -A4 -E '^\[(err|exception)\]' "$out/units/${1//\//_}.log" 2>/dev/null | head -60 | sed 's/^/  | /' || true
+}
 tmp=$(mktemp)
 head -1 "$floors" >"$tmp"
 while IFS=$'\t' read -r unit floor; do
@@ -123,10 +127,12 @@ while IFS=$'\t' read -r unit floor; do
   if [ "$floor" = "*" ]; then
     if [ "$p" -lt 1 ] || [ "${failed[$unit]}" -gt 0 ]; then
       echo "FLOOR: $unit passed $p and failed ${failed[$unit]}; it must fail none (log: $out/units/)"
+      failures "$unit"
       status=1
     fi
   elif [ "$p" -lt "$floor" ]; then
     echo "FLOOR: $unit passed $p, below its floor $floor (log: $out/units/)"
+    failures "$unit"
     status=1
   elif [ "$p" -gt "$floor" ]; then
     echo "above floor: $unit passed $p (floor $floor)"

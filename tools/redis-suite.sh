@@ -35,6 +35,11 @@ bash "$suite/run.sh" --redis-src "$tests" --port "${PORT:-7392}" --out "$out" \
   --units "${units[*]}" \
   --start-cmd "exec $bin --port \$PORT --bind 127.0.0.1 --save '' --appendonly no --dir \"\$SERVER_DIR\" --enable-debug-command yes --enable-protected-configs yes"
 
+# What failed in a unit, so that the CI log itself names it.
+failures() {
+  grep -h -A4 -E '^\[(err|exception)\]' "$out/units/${1//\//_}.log" 2>/dev/null | head -60 | sed 's/^/  | /' || true
+}
+
 # unit, floor, passed: a unit below its floor fails the run.
 status=0
 declare -A passed
@@ -51,6 +56,7 @@ while IFS=$'\t' read -r unit floor; do
   fi
   if [ "$p" -lt "$floor" ]; then
     echo "FLOOR: $unit passed $p, below its floor $floor (names: $out/units/)"
+    failures "$unit"
     status=1
   elif [ "$p" -gt "$floor" ]; then
     echo "above floor: $unit passed $p (floor $floor)"
