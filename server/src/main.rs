@@ -57,6 +57,7 @@ fn main() {
         std::process::id()
     );
     tracing::warn!("Configuration loaded");
+    cinnabar_server::core::log::set_role(!cfg.replicaof.is_empty());
     // cinnabar cannot load Redis modules: refused as Redis refuses a module
     // it fails to load.
     if let Some(path) = cfg.modules.first() {

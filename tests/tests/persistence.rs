@@ -5,7 +5,8 @@
 //! truncated files are refused at start-up with the offset of the problem.
 
 use cinnabar_tests::{
-    free_port, is_real_redis, ok, server_bin, text, tool, RawClient, RespFrame, Server, TempDir,
+    free_port, is_real_redis, ok, server_bin, text, tool, wait_for, RawClient, RespFrame, Server,
+    TempDir,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -801,6 +802,85 @@ fn failed_bgsave_stops_writes_with_misconf() {
         assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
         assert_eq!(cmd(&mut c, &["SET", "a", "6"]), ok());
         assert!(dir.join("dump.rdb").exists());
+    }
+}
+
+/// An AOF write that fails (here: the next incr file is /dev/full) stops
+/// writes and PING with Redis's MISCONF naming the OS error, as Redis
+/// 7.0.15 does with the same trick.
+#[test]
+fn failed_aof_write_stops_writes_with_misconf() {
+    let dir = TempDir::new("aof-misconf");
+    let s = Server::start(&[("dir", dir.dir()), ("appendonly", "yes")]);
+    let mut c = s.raw();
+    let aofdir = dir.path().join("appendonlydir");
+    wait_for("the AOF to be created", || {
+        aofdir.join("appendonly.aof.1.incr.aof").exists()
+    });
+    std::os::unix::fs::symlink("/dev/full", aofdir.join("appendonly.aof.2.incr.aof")).unwrap();
+    assert_eq!(
+        cmd(&mut c, &["BGREWRITEAOF"]),
+        cinnabar_tests::simple("Background append only file rewriting started")
+    );
+    wait_for("the rewrite to end", || {
+        info_field(&mut c, "aof_rewrite_in_progress") == "0"
+            && info_field(&mut c, "aof_rewrite_scheduled") == "0"
+    });
+    assert_eq!(cmd(&mut c, &["SET", "a", "1"]), ok());
+    wait_for("the write to fail", || {
+        info_field(&mut c, "aof_last_write_status") == "err"
+    });
+    let misconf =
+        RespFrame::Error("MISCONF Errors writing to the AOF file: No space left on device".into());
+    assert_eq!(cmd(&mut c, &["SET", "b", "1"]), misconf);
+    assert_eq!(cmd(&mut c, &["PING"]), misconf);
+    assert_eq!(cmd(&mut c, &["GET", "a"]), cinnabar_tests::bulk("1"));
+}
+
+/// A replica that cannot persist (its BGSAVE failed) is sent a write by
+/// its master: refusing it would make the replica diverge, so it crashes
+/// with Redis's message, or with `replica-ignore-disk-write-errors yes`
+/// logs and applies it. Checked against redis-server 7.0.15.
+#[test]
+fn a_replica_that_cannot_persist_crashes_or_applies() {
+    for ignore in ["no", "yes"] {
+        let master = Server::start(&[("repl-diskless-sync-delay", "0")]);
+        let base = TempDir::new("replica-misconf");
+        let data = base.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let mut replica = Server::start(&[
+            ("dir", data.to_str().unwrap()),
+            ("save", "3600 1"),
+            ("replica-ignore-disk-write-errors", ignore),
+            ("replicaof", &format!("127.0.0.1 {}", master.port)),
+        ]);
+        let mut r = replica.raw();
+        wait_for("the replica to sync", || {
+            cinnabar_tests::info_field(&mut r, "replication", "master_link_status") == "up"
+        });
+        std::fs::remove_dir_all(&data).unwrap();
+        must(&mut r, &["BGSAVE"]);
+        wait_for("BGSAVE to fail", || {
+            info_field(&mut r, "rdb_last_bgsave_status") == "err"
+        });
+        must(&mut master.raw(), &["SET", "a", "1"]);
+        if ignore == "no" {
+            wait_for("the replica to crash", || !replica.alive());
+            assert!(
+                replica
+                    .log()
+                    .contains("Replica was unable to write command to disk."),
+                "{}",
+                replica.log()
+            );
+        } else {
+            wait_for("the write to arrive", || {
+                cmd(&mut r, &["GET", "a"]) == cinnabar_tests::bulk("1")
+            });
+            assert!(replica.log().contains(
+                "Replica is applying a command even though it is unable to write to disk."
+            ));
+        }
     }
 }
 

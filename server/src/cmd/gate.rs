@@ -103,8 +103,8 @@ fn check(
     if st.memory.maxmemory > 0 && oom_rejects(st, cl, cmd) {
         return Err((Some(cmd), Error::other(OOM_ERR)));
     }
-    if !st.rdb.last_bgsave_ok && misconf_denies(st, cl, cmd, args) {
-        return Err((Some(cmd), Error::other(crate::state::persist::MISCONF)));
+    if let Some(e) = misconf(st, cl, cmd, args) {
+        return Err((Some(cmd), Error::other(e)));
     }
     // A script's own commands are checked by the script (`cmd::scripting`).
     if cl.id != 0 && too_few_replicas(st) && may_write(st, cl, cmd, args) {
@@ -285,11 +285,24 @@ fn oom_rejects(st: &mut State, cl: &Client, cmd: &Command) -> bool {
     }
 }
 
-/// Whether `cmd` is refused with MISCONF now: a write (or an EXEC that
-/// queued one) or PING (as Redis).
-fn misconf_denies(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> bool {
-    (has_trait(st, cl, cmd, args, traits::WRITES) || cmd.name == "ping")
-        && crate::state::persist::writes_denied(st)
+/// The MISCONF error `cmd` gets now: a write (or an EXEC that queued one)
+/// or PING (as Redis) while the disk cannot take writes. What the master
+/// sends a replica is not refused, which would make the replica diverge:
+/// the replica crashes, unless `replica-ignore-disk-write-errors` lets it
+/// apply the write unpersisted.
+fn misconf(st: &State, cl: &Client, cmd: &Command, args: &[Bytes]) -> Option<String> {
+    let e = crate::state::persist::writes_denied(st)?;
+    if !(has_trait(st, cl, cmd, args, traits::WRITES) || cmd.name == "ping") {
+        return None;
+    }
+    if !cl.peer.master {
+        return Some(e);
+    }
+    if cmd.name != "ping" && !st.cfg.replica_ignore_disk_write_errors {
+        panic!("Replica was unable to write command to disk.");
+    }
+    tracing::warn!("Replica is applying a command even though it is unable to write to disk.");
+    None
 }
 
 /// Whether `cmd` may write: a write command, a script or function not

@@ -3,6 +3,7 @@
 //! the level marks `.` debug, `-` verbose, `*` notice, `#` warning.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
@@ -70,14 +71,24 @@ where
         };
         write!(
             w,
-            "{}:M {} {} ",
+            "{}:{} {} {} ",
             std::process::id(),
+            ROLE.load(Relaxed) as char,
             timestamp(crate::core::clock::now_ms()),
             mark
         )?;
         ctx.field_format().format_fields(w.by_ref(), event)?;
         writeln!(w)
     }
+}
+
+/// The role letter of the prefix, as Redis's: `C` until the configuration
+/// is loaded (Redis's server is not set up yet), then `M`, or `S` while
+/// following a master.
+static ROLE: AtomicU8 = AtomicU8::new(b'C');
+
+pub fn set_role(replica: bool) {
+    ROLE.store(if replica { b'S' } else { b'M' }, Relaxed);
 }
 
 /// `21 Nov 2026 07:11:01.944` (UTC) from unix ms.

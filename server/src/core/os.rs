@@ -123,3 +123,9 @@ pub fn module_load_error(path: &str) -> String {
         Ok(_) => format!("{path}: Redis modules are not supported by this server"),
     }
 }
+
+/// An OS error as C's strerror words it (Rust adds " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}

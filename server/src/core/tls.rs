@@ -88,7 +88,7 @@ fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, Stri
         // file is still checked as Redis checks it.
         let f = &cfg.tls_dh_params_file;
         let text = std::fs::read_to_string(f)
-            .map_err(|e| format!("Failed to load {f}: {}", os_text(&e)))?;
+            .map_err(|e| format!("Failed to load {f}: {}", crate::core::os::strerror(&e)))?;
         if !text.contains("-----BEGIN DH PARAMETERS-----") {
             return Err(format!("Failed to load DH params file: {f}"));
         }
@@ -258,15 +258,9 @@ impl rustls::client::danger::ServerCertVerifier for ChainOnly {
     }
 }
 
-/// An I/O error as OpenSSL's system-library errors read.
-fn os_text(e: &io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_string()
-}
-
 fn pem_err(e: rustls::pki_types::pem::Error) -> String {
     match e {
-        rustls::pki_types::pem::Error::Io(e) => os_text(&e),
+        rustls::pki_types::pem::Error::Io(e) => crate::core::os::strerror(&e),
         e => format!("{e:?}"),
     }
 }
@@ -285,7 +279,7 @@ fn load_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
 /// A PEM private key, or a PKCS#8 encrypted one opened with `pass`
 /// (`tls-key-file-pass`).
 fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
-    let text = std::fs::read(path).map_err(|e| os_text(&e))?;
+    let text = std::fs::read(path).map_err(|e| crate::core::os::strerror(&e))?;
     if let Ok(key) = PrivateKeyDer::from_pem_slice(&text) {
         return Ok(key);
     }

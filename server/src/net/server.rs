@@ -106,10 +106,9 @@ fn listen_unix(cfg: &Config) -> std::io::Result<Option<tokio::net::UnixListener>
     let _ = std::fs::remove_file(path);
     let failed = |e: std::io::Error| {
         let msg = match e.raw_os_error() {
-            Some(n) => std::io::Error::from_raw_os_error(n).to_string(),
+            Some(n) => crate::core::os::strerror(&std::io::Error::from_raw_os_error(n)),
             None => e.to_string(),
         };
-        let msg = msg.split(" (os error").next().unwrap_or(&msg).to_string();
         std::io::Error::new(e.kind(), format!("Failed opening Unix socket: bind: {msg}"))
     };
     let l = std::os::unix::net::UnixListener::bind(path).map_err(failed)?;

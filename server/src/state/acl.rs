@@ -26,8 +26,12 @@ pub fn at_startup(st: &mut State) -> Result<(), String> {
 
 /// The users of the aclfile; the error as ACL LOAD reports it.
 pub fn read_aclfile(st: &State, file: &str) -> Result<Vec<crate::core::acl::User>, String> {
-    let text = std::fs::read(file)
-        .map_err(|e| format!("Error loading ACLs, opening file '{file}': {}", os_text(&e)))?;
+    let text = std::fs::read(file).map_err(|e| {
+        format!(
+            "Error loading ACLs, opening file '{file}': {}",
+            crate::core::os::strerror(&e)
+        )
+    })?;
     let mut lines = Vec::new();
     let mut numbers = Vec::new();
     for (n, line) in text.split(|&b| b == b'\n').enumerate() {
@@ -76,15 +80,6 @@ pub fn install(st: &mut State, users: Vec<crate::core::acl::User>) -> Vec<usize>
     let mut dropped = st.acl.replace(users);
     dropped.retain(|&s| s != st.acl.default_slot());
     dropped
-}
-
-/// An OS error as C's strerror words it.
-fn os_text(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 pub fn pubsub_all(st: &State) -> bool {

@@ -136,11 +136,19 @@ pub struct AfterDone {
 /// The MISCONF error of write commands after a failed background save.
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
-/// Whether write commands (and PING) are refused with [`MISCONF`]: the
-/// last background save failed, save points are configured and
-/// `stop-writes-on-bgsave-error` is on.
-pub fn writes_denied(st: &State) -> bool {
-    !st.rdb.last_bgsave_ok && st.cfg.stop_writes_on_bgsave_error && !st.cfg.save.is_empty()
+/// Why write commands (and PING) are refused now, as the MISCONF error
+/// they get: the last background save failed (with save points
+/// configured and `stop-writes-on-bgsave-error` on), or the AOF's last
+/// write or fsync failed.
+pub fn writes_denied(st: &State) -> Option<String> {
+    if !st.rdb.last_bgsave_ok && st.cfg.stop_writes_on_bgsave_error && !st.cfg.save.is_empty() {
+        return Some(MISCONF.to_string());
+    }
+    if !st.aof.on {
+        return None;
+    }
+    let e = crate::state::aof::last_error(&st.aof)?;
+    Some(format!("MISCONF Errors writing to the AOF file: {e}"))
 }
 
 pub fn bgsave_in_progress(st: &State) -> bool {

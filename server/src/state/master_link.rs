@@ -73,6 +73,7 @@ pub fn set_master(st: &mut State, host: &str, port: u16) {
         cl.wake.notify_one();
         st.clients.insert(id, cl);
     }
+    crate::core::log::set_role(true);
     tracing::info!("Connecting to MASTER {host}:{port}");
     // CONFIG GET and CONFIG REWRITE show the live master, as Redis's do.
     st.cfg.set("replicaof", &format!("{host} {port}")).ok();
@@ -109,6 +110,7 @@ pub fn unset_master(st: &mut State, why: &str) {
         st.repl.shift_id(old);
         st.repl.sel_db = None;
         st.cfg.set("replicaof", "").ok();
+        crate::core::log::set_role(false);
         tracing::info!("MASTER MODE enabled ({why})");
         apply_oom(st);
     }

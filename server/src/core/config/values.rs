@@ -255,6 +255,7 @@ values! {
     dynamic_hz: bool = "dynamic-hz",
     tracking_table_max_keys: u64 = "tracking-table-max-keys",
     replica_ignore_maxmemory: bool = "replica-ignore-maxmemory",
+    replica_ignore_disk_write_errors: bool = "replica-ignore-disk-write-errors",
     // Process.
     pidfile: String = "pidfile",
     daemonize: bool = "daemonize",

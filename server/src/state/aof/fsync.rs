@@ -25,7 +25,8 @@ struct Sync {
 pub struct Io {
     m: Mutex<Sync>,
     cv: Condvar,
-    pub fsync_ok: AtomicBool,
+    /// The errno of the last fsync, 0 when it succeeded.
+    pub fsync_errno: AtomicI32,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -41,7 +42,7 @@ impl Io {
                 stop: false,
             }),
             cv: Condvar::new(),
-            fsync_ok: AtomicBool::new(true),
+            fsync_errno: AtomicI32::new(0),
             thread: Mutex::new(None),
         });
         let me = io.clone();
@@ -127,12 +128,12 @@ impl Io {
                 let file = due.then(|| q.file.clone());
                 (file, std::mem::take(&mut q.old), q.written, q.stop)
             };
-            let mut ok = true;
+            let mut errno = 0;
             for (f, end) in old {
                 match f.sync_data() {
                     Ok(()) => synced = synced.max(end),
                     Err(e) => {
-                        ok = false;
+                        errno = self::errno(&e);
                         warn!("Error fsyncing the AOF file switched away from: {e}");
                     }
                 }
@@ -144,16 +145,21 @@ impl Io {
                         last_sync = Instant::now();
                     }
                     Err(e) => {
-                        ok = false;
+                        errno = self::errno(&e);
                         warn!("Can't persist AOF for fsync error: {e}");
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 }
             }
-            self.fsync_ok.store(ok, Ordering::Relaxed);
+            self.fsync_errno.store(errno, Ordering::Relaxed);
             if stop {
                 break;
             }
         }
     }
+}
+
+/// An error's errno (EIO when it has none), 0 meaning none.
+pub(super) fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }

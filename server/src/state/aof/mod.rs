@@ -36,7 +36,7 @@ use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -75,8 +75,8 @@ pub struct Aof {
     pub synced: u64,
     /// The file being appended to.
     pub file: Option<Arc<File>>,
-    /// The last write(2) failed.
-    pub write_failed: bool,
+    /// The last write(2) failed: with its error, as strerror words it.
+    pub write_error: Option<String>,
     /// The database the last written command ran in.
     pub sel_db: Option<usize>,
     /// `aof-timestamp-enabled`: a `#TS:` line precedes a unit logged in a
@@ -194,9 +194,8 @@ impl Aof {
         }
         match failed {
             None => {
-                if self.write_failed {
+                if self.write_error.take().is_some() {
                     info!("AOF write error looks solved, Redis can write again.");
-                    self.write_failed = false;
                 }
                 self.buf.clear();
                 if self.buf.capacity() > 1 << 20 {
@@ -204,10 +203,11 @@ impl Aof {
                 }
             }
             Some(e) => {
-                if !self.write_failed {
-                    warn!("Error writing to the AOF file: {e}");
-                    self.write_failed = true;
+                let text = crate::core::os::strerror(&e);
+                if self.write_error.is_none() {
+                    warn!("Error writing to the AOF file: {text}");
                 }
+                self.write_error = Some(text);
                 self.buf.drain(..done);
             }
         }
@@ -249,11 +249,11 @@ impl Aof {
         match f.sync_data() {
             Ok(()) => {
                 self.synced = self.written;
-                io.fsync_ok.store(true, Ordering::Relaxed);
+                io.fsync_errno.store(0, Ordering::Relaxed);
             }
             Err(e) => {
                 warn!("Can't persist AOF for fsync error: {e}");
-                io.fsync_ok.store(false, Ordering::Relaxed);
+                io.fsync_errno.store(fsync::errno(&e), Ordering::Relaxed);
             }
         }
     }
@@ -265,7 +265,7 @@ impl Aof {
         self.synced = self.offset;
         self.io = Some(Io::start(f.clone(), self.policy, self.offset));
         self.file = Some(f);
-        self.write_failed = false;
+        self.write_error = None;
         self.on = true;
         self.sel_db = None;
         self.last_incr_size = 0;
@@ -439,14 +439,21 @@ pub fn cron(st: &mut State) {
     }
 }
 
+/// The last write or fsync error, as strerror words it: while there is
+/// one, writes are refused (`persist::writes_denied`).
+pub fn last_error(a: &Aof) -> Option<String> {
+    let errno =
+        a.io.as_ref()
+            .map_or(0, |io| io.fsync_errno.load(Ordering::Relaxed));
+    a.write_error.clone().or_else(|| {
+        (errno != 0).then(|| crate::core::os::strerror(&io::Error::from_raw_os_error(errno)))
+    })
+}
+
 /// INFO persistence's aof_* fields.
 pub fn info(st: &State) -> Vec<String> {
     let a = &st.aof;
     let enabled = a.on || a.wait_rewrite;
-    let write_ok = !a.write_failed;
-    let fsync_ok =
-        a.io.as_ref()
-            .is_none_or(|io| io.fsync_ok.load(Ordering::Relaxed));
     let mut v = vec![
         format!("aof_enabled:{}", enabled as u8),
         format!("aof_rewrite_in_progress:{}", a.rewrite.is_some() as u8),
@@ -469,7 +476,7 @@ pub fn info(st: &State) -> Vec<String> {
         format!("aof_rewrites_consecutive_failures:{}", a.rewrite_failures),
         format!(
             "aof_last_write_status:{}",
-            if write_ok && fsync_ok { "ok" } else { "err" }
+            if last_error(a).is_none() { "ok" } else { "err" }
         ),
         "aof_last_cow_size:0".to_string(),
     ];
