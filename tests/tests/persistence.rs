@@ -771,6 +771,12 @@ fn failed_bgsave_stops_writes_with_misconf() {
     assert_eq!(cmd(&mut c, &["PING"]), misconf);
     assert_eq!(cmd(&mut c, &["GET", "a"]), cinnabar_tests::bulk("1"));
     assert_eq!(cmd(&mut c, &["PUBLISH", "ch", "m"]), RespFrame::Integer(0));
+    // A script that declares flags is refused whole unless `no-writes`.
+    assert_eq!(cmd(&mut c, &["EVAL", "#!lua\nreturn 1", "0"]), misconf);
+    assert_eq!(
+        cmd(&mut c, &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]),
+        RespFrame::Integer(1)
+    );
     must(&mut c, &["MULTI"]);
     assert_eq!(cmd(&mut c, &["SET", "a", "1"]), misconf);
     assert_eq!(

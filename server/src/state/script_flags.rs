@@ -36,13 +36,19 @@ pub fn out_of_memory(st: &State) -> bool {
 }
 
 /// A script or function declared with flags (not an EVAL in the pre-7.0
-/// mode) is refused whole in cluster mode if `no-cluster`, and when memory
-/// is over the limit if it may write and is not `allow-oom`.
+/// mode) is refused whole in cluster mode if `no-cluster`; if it may write,
+/// while the disk cannot take writes (MISCONF), and when memory is over the
+/// limit unless it is `allow-oom`.
 pub fn refuse_by_flags(st: &State, flags: u32) -> Result<(), Error> {
     if flags & sflags::NO_CLUSTER != 0 && flags & sflags::EVAL_COMPAT == 0 && st.cluster.is_some() {
         return Err(Error::other(
             "ERR Can not run script on cluster, 'no-cluster' flag is set.",
         ));
+    }
+    if flags & (sflags::EVAL_COMPAT | sflags::NO_WRITES) == 0 {
+        if let Some(e) = crate::state::persist::writes_denied(st) {
+            return Err(Error::other(e));
+        }
     }
     let may_write_without_oom =
         flags & (sflags::EVAL_COMPAT | sflags::NO_WRITES | sflags::ALLOW_OOM) == 0;
