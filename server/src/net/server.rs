@@ -414,7 +414,7 @@ async fn cron(shared: Arc<Shared>) {
         // A replica's keys expire through its master's DELs, but for those
         // a writable replica wrote itself.
         if st.active_expire && st.pause.is_none() && st.repl.master.is_none() {
-            active_expire(&mut st, now, Duration::from_micros((250_000 / hz) as u64));
+            active_expire(&mut st, now, hz);
         } else if st.active_expire && st.repl.master.is_some() {
             crate::state::repl::expire_own_keys(&mut st, now);
         }
@@ -479,8 +479,14 @@ async fn cron(shared: Arc<Shared>) {
 
 /// Redis's active expire cycle: sample keys with a TTL in each database,
 /// delete the expired ones, and keep going in a database while more than
-/// 10% of a sample was expired, within a CPU budget per tick.
-fn active_expire(st: &mut State, now: i64, budget: Duration) {
+/// an acceptable share of a sample was expired, within a share of the CPU
+/// per tick. `active-expire-effort` (1-10) scales all three as Redis's
+/// does: each step up samples 5 more keys, tolerates 1% fewer expired
+/// keys and allows 2% more CPU (20 keys, 10% and 25% at 1).
+fn active_expire(st: &mut State, now: i64, hz: i64) {
+    let effort = st.cfg.active_expire_effort.clamp(1, 10) as usize - 1;
+    let (per_loop, stale_perc, cpu_perc) = (20 + 5 * effort, 10 - effort, 25 + 2 * effort as i64);
+    let budget = Duration::from_micros((cpu_perc * 10_000 / hz) as u64);
     let start = std::time::Instant::now();
     let mut sampled_total = 0usize;
     let mut expired_total = 0usize;
@@ -489,13 +495,13 @@ fn active_expire(st: &mut State, now: i64, budget: Duration) {
             if st.shard.dbs[db].expires_len() == 0 {
                 break;
             }
-            let (seen, dead) = st.shard.dbs[db].expire_sample(now, 20);
+            let (seen, dead) = st.shard.dbs[db].expire_sample(now, per_loop);
             sampled_total += seen;
             expired_total += dead.len();
             for k in &dead {
                 st.expired(db, k);
             }
-            if seen == 0 || dead.len() * 100 / seen <= 10 || start.elapsed() > budget {
+            if seen == 0 || dead.len() * 100 / seen <= stale_perc || start.elapsed() > budget {
                 break;
             }
         }
