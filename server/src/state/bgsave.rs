@@ -7,7 +7,7 @@
 use crate::core::clock::now_ms;
 use crate::state::persist::{
     access_meta, as_commands, function_codes, key_delay_step, rdb_path, save_opts, AccessMeta,
-    REDIS_VER,
+    SyncEvery, REDIS_VER,
 };
 use crate::state::{Shared, State};
 use std::io::{self, Write};
@@ -242,11 +242,16 @@ pub fn bgsave_start_replicas(st: &mut State, ids: Vec<u64>) -> bool {
 /// hold) and starts the saver thread, which streams the image to `tmp`,
 /// fsyncs it and then, under the lock, runs `target`'s completion hook.
 pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Result<Child> {
-    let file = match target {
+    let sync = match target {
         Target::Replicas { .. } => None,
-        _ => Some(io::BufWriter::with_capacity(
+        Target::Rdb { .. } => Some(st.cfg.rdb_save_incremental_fsync),
+        Target::AofBase { .. } => Some(st.cfg.aof_rewrite_incremental_fsync),
+    };
+    let file = match sync {
+        None => None,
+        Some(on) => Some(io::BufWriter::with_capacity(
             WRITE_BUF,
-            std::fs::File::create(&tmp)?,
+            SyncEvery::new(std::fs::File::create(&tmp)?, on),
         )),
     };
     let Some(shared) = st.shared.upgrade() else {
@@ -293,6 +298,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         target,
         checksum: opts.checksum,
         key_delay: st.cfg.rdb_key_save_delay,
+        aof_sync: st.cfg.aof_rewrite_incremental_fsync,
     };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
@@ -484,15 +490,14 @@ struct Job {
     /// `rdb-key-save-delay` when the job started (µs per key), as a
     /// forked child keeps its parent's configuration.
     key_delay: i64,
+    /// `aof-rewrite-incremental-fsync` when the job started.
+    aof_sync: bool,
 }
 
 impl Job {
-    fn run(self, file: Option<io::BufWriter<std::fs::File>>, header: Vec<u8>, mut bufs: Bufs) {
+    fn run(self, file: Option<io::BufWriter<SyncEvery>>, header: Vec<u8>, mut bufs: Bufs) {
         let mut res = match (file, &self.target) {
-            (Some(f), _) => self
-                .write(f, header, &mut bufs)
-                .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
-                .and_then(|f| f.sync_all()),
+            (Some(f), _) => self.write(f, header, &mut bufs).and_then(SyncEvery::synced),
             (None, Target::Replicas { mark, .. }) => self.stream(mark, header, &mut bufs),
             (None, _) => Err(io::Error::other("no file")),
         };
@@ -505,7 +510,7 @@ impl Job {
             },
         ) = (&res, &self.target)
         {
-            res = as_commands(&self.tmp, timestamps);
+            res = as_commands(&self.tmp, timestamps, self.aof_sync);
         }
         if self.abort.load(Relaxed) {
             return;
@@ -673,7 +678,7 @@ trait Dest: Write {
     }
 }
 
-impl Dest for io::BufWriter<std::fs::File> {}
+impl Dest for io::BufWriter<SyncEvery> {}
 
 /// Where a diskless snapshot's bytes go: the connections of the replicas
 /// it was started for, paced by the slowest. It fails once none is left,

@@ -338,6 +338,8 @@ values! {
     dbfilename: String = "dbfilename",
     save: Vec<(i64, u64)> = "save",
     rdbcompression: bool = "rdbcompression",
+    rdb_save_incremental_fsync: bool = "rdb-save-incremental-fsync",
+    aof_rewrite_incremental_fsync: bool = "aof-rewrite-incremental-fsync",
     rdbchecksum: bool = "rdbchecksum",
     stop_writes_on_bgsave_error: bool = "stop-writes-on-bgsave-error",
     appendonly: bool = "appendonly" => Appendonly,
