@@ -299,10 +299,10 @@ impl Slots {
         tree.next_nonempty(slot + 1).map_or(0, |s| s as u64)
     }
 
-    fn cron(&mut self) {
+    fn cron(&mut self, rehash: bool) {
         // The same bucket budget as a one-table database's cron, spread over
         // the slots being rehashed.
-        let mut budget = 100;
+        let mut budget = if rehash { 100 } else { 0 };
         while budget > 0 {
             let Some(&slot) = self.rehashing.last() else {
                 break;
@@ -1227,20 +1227,24 @@ impl Db {
         }
     }
 
-    /// Housekeeping from the server's cron: bounded rehash work, shrinking.
-    pub fn cron(&mut self) {
+    /// Housekeeping from the server's cron: bounded rehash work (unless
+    /// `activerehashing no`: then tables rehash only as commands use them),
+    /// shrinking.
+    pub fn cron(&mut self, rehash: bool) {
         match &mut self.layout {
             Layout::Single(t) => {
-                for _ in 0..100 {
+                for _ in 0..if rehash { 100 } else { 0 } {
                     if !t.keys.rehash(100) {
                         break;
                     }
                 }
-                t.expires.rehash(100);
+                if rehash {
+                    t.expires.rehash(100);
+                }
                 t.keys.shrink_if_needed();
                 t.expires.shrink_if_needed();
             }
-            Layout::Slotted(s) => s.cron(),
+            Layout::Slotted(s) => s.cron(rehash),
         }
     }
 }

@@ -243,7 +243,7 @@ fn slotted_scan_returns_every_key_present_throughout() {
                         unreachable!()
                     };
                     s.shrink(warm_slot);
-                    d.cron();
+                    d.cron(true);
                 }
                 // Fill and empty a slot of only temporary keys.
                 5 => {
@@ -516,7 +516,7 @@ fn slotted_cron_finishes_rehashes_and_shrinks_slots() {
             .any(|s| s.t.keys.is_rehashing() || s.t.expires.is_rehashing())
     };
     for _ in 0..10 {
-        d.cron();
+        d.cron(true);
     }
     assert!(!rehashing(&d));
     assert!(slots_of(&d).rehashing.is_empty());
@@ -526,7 +526,7 @@ fn slotted_cron_finishes_rehashes_and_shrinks_slots() {
         d.remove(&tagged(&hot, i));
     }
     for _ in 0..10 {
-        d.cron();
+        d.cron(true);
     }
     assert!(!rehashing(&d));
     assert!(d.keys().buckets() <= 16, "{}", d.keys().buckets());
@@ -687,7 +687,7 @@ fn both_layouts_match_a_model_under_random_operations() {
                         assert!(!m.contains_key(&k));
                     }
                 }
-                81..=84 => d.cron(),
+                81..=84 => d.cron(true),
                 85..=89 => {
                     match d.random_key(&mut r) {
                         Some(k) => assert!(m.contains_key(&*k)),

@@ -420,8 +420,9 @@ async fn cron(shared: Arc<Shared>) {
         }
         st.tracking_cron();
         st.migrate.close_idle(now);
+        let rehash = st.cfg.activerehashing;
         for db in st.shard.dbs.iter_mut() {
-            db.cron();
+            db.cron(rehash);
         }
         // A soft output limit must also close a client nobody writes to.
         let limits = st.tun.obuf_limits;

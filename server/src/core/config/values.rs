@@ -252,6 +252,7 @@ values! {
     io_threads: i64 = "io-threads",
     socket_mark_id: i64 = "socket-mark-id",
     hz: i64 = "hz",
+    activerehashing: bool = "activerehashing",
     active_expire_effort: i64 = "active-expire-effort",
     dynamic_hz: bool = "dynamic-hz",
     tracking_table_max_keys: u64 = "tracking-table-max-keys",
