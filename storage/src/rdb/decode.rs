@@ -74,6 +74,10 @@ pub trait Sink {
     fn aux(&mut self, _key: &[u8], _value: &[u8]) {}
     /// A key whose aggregate value is empty, which is not loaded.
     fn empty_key(&mut self, _key: &[u8]) {}
+    /// A key's value, loaded or refused, held `blobs` listpacks and
+    /// intsets (see `restore_payload_counted`). Not called for a record
+    /// parsed again because the window ended in it.
+    fn blobs(&mut self, _blobs: u64) {}
 }
 
 impl<F: FnMut(Loaded) -> Result<(), String>> Sink for F {
@@ -192,7 +196,8 @@ fn zpairs(items: Vec<Vec<u8>>, start: usize) -> R<Vec<(Vec<u8>, f64)>> {
 }
 
 /// Reads one value of RDB type `t`. `None` for an empty aggregate.
-fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
+/// `blobs` counts the listpacks and intsets reached, refused ones too.
+fn read_value(r: &mut Reader, t: u8, lim: &Limits, blobs: &mut u64) -> R<Option<Value>> {
     let b = Build { lim };
     let start = r.p;
     let v = match t {
@@ -235,6 +240,7 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
                         // An empty node is dropped, as Redis does; a list
                         // left with none is then skipped as an empty key.
                         let zl = t == TYPE_LIST_QUICKLIST;
+                        *blobs += u64::from(!zl);
                         let what = if zl { "Ziplist" } else { "Listpack" };
                         for e in in_blob(what, lp_vec(&blob, node_start, zl))? {
                             q.push_back(&e);
@@ -255,6 +261,7 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         }
         TYPE_SET_INTSET => {
             let blob = r.string()?;
+            *blobs += 1;
             let vals = in_blob(
                 "Intset",
                 intset_values(&blob).map_err(|e| blob_err(e, start)),
@@ -279,6 +286,7 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
             let blob = r.string()?;
             let zl = t == TYPE_ZSET_ZIPLIST;
+            *blobs += u64::from(!zl);
             let z = lp_vec(&blob, start, zl)
                 .and_then(|items| zpairs(items, start))
                 .and_then(|items| b.zset_from(items, start));
@@ -300,6 +308,7 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
         TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
             let blob = r.string()?;
             let zl = t == TYPE_HASH_ZIPLIST;
+            *blobs += u64::from(!zl);
             let (what, dup) = if zl {
                 ("Hash ziplist", "ziplist with dup elements")
             } else {
@@ -329,7 +338,7 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits) -> R<Option<Value>> {
             return at("module values are not supported", start.saturating_sub(1))
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
-            Value::Stream(Box::new(super::stream::read(r, t)?))
+            Value::Stream(Box::new(super::stream::read(r, t, blobs)?))
         }
         _ => return at(format!("unknown value type {t}"), start.saturating_sub(1)),
     };
@@ -343,6 +352,20 @@ pub fn restore_payload(
     p: &[u8],
     lim: &Limits,
     verify_checksum: bool,
+) -> Result<Value, RestoreError> {
+    restore_payload_counted(p, lim, verify_checksum, &mut 0)
+}
+
+/// As `restore_payload`, adding to `blobs` the listpacks and intsets the
+/// value held, up to and including one that was refused: the blobs Redis
+/// 7.0 deep-checks one by one (quicklist nodes, stream nodes), and counts
+/// in `dump_payload_sanitizations` when it does. Its ziplists and zipmaps
+/// it converts uncounted; a payload whose footer is wrong holds none.
+pub fn restore_payload_counted(
+    p: &[u8],
+    lim: &Limits,
+    verify_checksum: bool,
+    blobs: &mut u64,
 ) -> Result<Value, RestoreError> {
     if p.len() < 10 {
         return Err(RestoreError::Checksum);
@@ -362,7 +385,7 @@ pub fn restore_payload(
     let mut r = Reader::new(p);
     let bad = RestoreError::BadFormat;
     let t = r.byte().map_err(bad)?;
-    match read_value(&mut r, t, lim).map_err(bad)? {
+    match read_value(&mut r, t, lim, blobs).map_err(bad)? {
         Some(v) => Ok(v),
         None => Err(RestoreError::BadFormat(LoadError {
             msg: "empty value".into(),
@@ -650,7 +673,13 @@ fn records(
             }
             t => {
                 let key = r.string()?.into_owned();
-                let value = read_value(r, t, lim)?;
+                let mut blobs = 0;
+                let value = read_value(r, t, lim, &mut blobs);
+                // A record cut by the window is read again, and counted then.
+                if value.is_ok() || !r.short() {
+                    sink.blobs(blobs);
+                }
+                let value = value?;
                 let exp = pos.expire.take();
                 let (idle_s, fr) = (pos.idle.take(), pos.freq.take());
                 let Some(value) = value else {

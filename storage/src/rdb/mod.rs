@@ -28,8 +28,8 @@ mod stream;
 pub(crate) mod wire;
 
 pub use decode::{
-    function_payload, load, load_input, load_into, restore_payload, Input, Limits, LoadSummary,
-    Loaded, RestoreError, Sink,
+    function_payload, load, load_input, load_into, restore_payload, restore_payload_counted, Input,
+    Limits, LoadSummary, Loaded, RestoreError, Sink,
 };
 pub use encode::{dump_payload, function_dump_payload, ReplAux, SaveOpts, Writer};
 pub use wire::LoadError;
@@ -281,6 +281,41 @@ mod roundtrip_tests {
         }
     }
 
+    /// Counts a load's blobs, as the server's sanitization stat does.
+    struct Blobs(u64);
+
+    impl Sink for &mut Blobs {
+        fn key(&mut self, _: Loaded) -> Result<(), String> {
+            Ok(())
+        }
+        fn blobs(&mut self, n: u64) {
+            self.0 += n;
+        }
+    }
+
+    /// A load read in small windows parses records again: each blob still
+    /// counts once, as in a load of the whole file.
+    #[test]
+    fn a_load_counts_each_blob_once() {
+        let file = sample_file(&sample());
+        let count = |piece: Option<usize>| {
+            let mut src = &file[..];
+            let input = match piece {
+                Some(n) => Input::stream(&mut src, None).reading(n),
+                None => Input::whole(&file),
+            };
+            let mut b = Blobs(0);
+            load_input(input, &Limits::default(), 0, true, &mut b).unwrap();
+            b.0
+        };
+        // The list's nodes, the small hash, the intset, the small zset.
+        let whole = count(None);
+        assert!(whole >= 4, "{whole}");
+        for piece in [1, 3, 64, 4096] {
+            assert_eq!(count(Some(piece)), whole, "pieces of {piece}");
+        }
+    }
+
     #[test]
     fn payloads_match_redis() {
         // DUMP outputs of Redis 7.0.15.
@@ -476,5 +511,49 @@ mod legacy_tests {
             bad[3] ^= 1;
             assert_eq!(super::function_payload(&bad), None);
         }
+    }
+
+    /// Redis 7.0.15 counts a sanitization per listpack and intset of a
+    /// payload (a quicklist's or stream's nodes each), none for the older
+    /// ziplists and zipmaps it converts, and a blob that fails its check.
+    #[test]
+    fn payload_blobs_are_the_ones_redis_counts() {
+        let lim = Limits::default();
+        let count = |p: &[u8]| {
+            let mut n = 0;
+            let res = restore_payload_counted(p, &lim, true, &mut n);
+            (res.is_ok(), n)
+        };
+        // DUMP outputs of Redis 7.0.15: a string, a hash listpack, a list
+        // of one node, an intset.
+        assert_eq!(count(b"\x00\x05hello\n\x00cr\xdfve4 \n"), (true, 0));
+        assert_eq!(count(b"\x10\x16\x16\x00\x00\x00\x04\x00\x81a\x02\x01\x01\x81b\x02\x85hello\x06\xff\n\x00\xe8\xc5\xfe\x99\xee\x07\x95]"), (true, 1));
+        assert_eq!(count(b"\x12\x01\x02\x0e\x0e\x00\x00\x00\x03\x00\x81a\x02\x01\x01\x02\x01\xff\n\x00\xb0\xe3\xd3\xd1\xe5\xdag\xec"), (true, 1));
+        assert_eq!(count(b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00\n\x00\xa5\x02\\\xe2mnM\x1b"), (true, 1));
+        let zl = ziplist(&[(b"a", 0), (b"1", 0xf2)]);
+        for t in [TYPE_LIST_ZIPLIST, TYPE_HASH_ZIPLIST, TYPE_ZSET_ZIPLIST] {
+            assert_eq!(count(&payload(t, &blob(&zl), 9)), (true, 0), "type {t}");
+        }
+        let mut ql = vec![2u8];
+        ql.extend(blob(&zl));
+        ql.extend(blob(&zl));
+        assert_eq!(count(&payload(TYPE_LIST_QUICKLIST, &ql, 9)), (true, 0));
+        // Three nodes, the middle one plain; then one whose second node is
+        // not a listpack: the nodes up to it count.
+        let lp = b"\x0e\x00\x00\x00\x03\x00\x81a\x02\x01\x01\x02\x01\xff";
+        let mut q2 = vec![3u8];
+        q2.extend([2].iter().chain(&blob(lp)));
+        q2.extend([1].iter().chain(&blob(b"plain")));
+        q2.extend([2].iter().chain(&blob(lp)));
+        assert_eq!(count(&payload(TYPE_LIST_QUICKLIST_2, &q2, 10)), (true, 2));
+        let mut q2 = vec![3u8];
+        q2.extend([2].iter().chain(&blob(lp)));
+        q2.extend([2].iter().chain(&blob(b"junk")));
+        q2.extend([2].iter().chain(&blob(lp)));
+        assert_eq!(count(&payload(TYPE_LIST_QUICKLIST_2, &q2, 10)), (false, 2));
+        // A wrong checksum is refused before the value is read.
+        let mut bad = payload(TYPE_LIST_QUICKLIST_2, &q2, 10);
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(count(&bad), (false, 0));
     }
 }

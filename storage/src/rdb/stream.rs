@@ -83,8 +83,9 @@ fn ms_time(r: &mut Reader) -> R<i64> {
 }
 
 /// Reads a stream of type `t` (15, 19 or 21), checking every node and
-/// every cross-reference so the value is safe to use.
-pub fn read(r: &mut Reader, t: u8) -> R<Stream> {
+/// every cross-reference so the value is safe to use. `blobs` counts the
+/// nodes' listpacks reached.
+pub fn read(r: &mut Reader, t: u8, blobs: &mut u64) -> R<Stream> {
     let mut s = Stream::new();
     let nodes = r.count(2)?;
     let mut live = 0u64;
@@ -102,6 +103,7 @@ pub fn read(r: &mut Reader, t: u8) -> R<Stream> {
         prev_master = Some(master);
         let bstart = r.p;
         let blob = r.string()?;
+        *blobs += 1;
         let mut vals = Vec::new();
         let checked = lp_each(&blob, |v| {
             vals.push(v);
