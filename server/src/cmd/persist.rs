@@ -6,6 +6,7 @@ use crate::core::error::{CmdResult, Error};
 use crate::core::propagate::int;
 use crate::state::persist;
 use bytes::Bytes;
+use std::sync::atomic::Ordering::Relaxed;
 use storage::rdb::{self, RestoreError};
 
 pub static HANDLERS: &[(&str, Handler)] = &[
@@ -113,7 +114,12 @@ fn restore(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     }
     let lim = persist::limits(c.st);
     let verify = !c.st.skip_checksum_validation;
-    let value = rdb::restore_payload(&a[3], &lim, verify).map_err(|e| match e {
+    let mut blobs = 0;
+    let value = rdb::restore_payload_counted(&a[3], &lim, verify, &mut blobs);
+    if persist::restore_sanitizes(c.st, c.cl) {
+        c.st.stats.sanitizations.fetch_add(blobs, Relaxed);
+    }
+    let value = value.map_err(|e| match e {
         RestoreError::Checksum => Error::other("ERR DUMP payload version or checksum are wrong"),
         RestoreError::BadFormat(e) => {
             tracing::debug!(

@@ -432,7 +432,11 @@ fn stats(st: &mut State, o: &mut String) {
     f!(o, "tracking_total_prefixes:{prefixes}");
     f!(o, "unexpected_error_replies:{}", s.unexpected_error_replies);
     f!(o, "total_error_replies:{}", s.total_error_replies);
-    f!(o, "dump_payload_sanitizations:0");
+    f!(
+        o,
+        "dump_payload_sanitizations:{}",
+        s.sanitizations.load(Relaxed)
+    );
     let (reads, writes) = crate::core::netstat::totals();
     f!(o, "total_reads_processed:{reads}");
     f!(o, "total_writes_processed:{writes}");

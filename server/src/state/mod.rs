@@ -371,9 +371,13 @@ impl State {
         let samples = std::mem::take(&mut self.stats.samples);
         let mut cmd = std::mem::take(&mut self.stats.cmd);
         cmd.fill_with(CmdStat::default);
+        // A load running meanwhile goes on counting into the same one.
+        let sanitizations = std::mem::take(&mut self.stats.sanitizations);
+        sanitizations.store(0, std::sync::atomic::Ordering::Relaxed);
         self.stats = Stats {
             samples,
             cmd,
+            sanitizations,
             ..Stats::default()
         };
         self.peak_memory = 0;

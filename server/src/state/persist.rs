@@ -6,6 +6,8 @@
 //! `dir/dbfilename`, so a crash mid-save leaves the previous snapshot.
 
 use crate::core::clock::now_ms;
+use crate::core::config::Sanitize;
+use crate::state::client::Client;
 use crate::state::State;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -291,6 +293,10 @@ pub struct LoadOpts {
     key_delay: i64,
     script_run: Arc<scripting::RunFlags>,
     replica: bool,
+    /// Where a load counts its blobs as sanitized: only under
+    /// `sanitize-dump-payload yes` does Redis deep-check a file (its
+    /// own at start-up or DEBUG RELOAD, an AOF's base, a master's RDB).
+    sanitizations: Option<Arc<AtomicU64>>,
 }
 
 impl LoadOpts {
@@ -311,6 +317,27 @@ pub fn load_opts(st: &State, merge: bool) -> LoadOpts {
         key_delay: st.cfg.key_load_delay,
         script_run: st.script_run.clone(),
         replica: st.repl.master.is_some(),
+        sanitizations: (st.cfg.sanitize_dump_payload == Sanitize::Yes)
+            .then(|| st.stats.sanitizations.clone()),
+    }
+}
+
+/// Whether Redis would deep-check a RESTORE payload from `cl`, and so
+/// count its blobs in `dump_payload_sanitizations`. cinnabar checks every
+/// payload in full whatever this says. Under `clients` Redis trusts its
+/// master's stream, the AOF being loaded, and users flagged
+/// `skip-sanitize-payload`; a script's calls are its caller's.
+pub fn restore_sanitizes(st: &State, cl: &Client) -> bool {
+    match st.cfg.sanitize_dump_payload {
+        Sanitize::No => false,
+        Sanitize::Yes => true,
+        Sanitize::Clients => {
+            let skips = st
+                .acl
+                .user(cl.user.slot)
+                .is_some_and(|u| u.sanitize == Some(false));
+            !cl.peer.master && !st.aof.loading && !skips
+        }
     }
 }
 
@@ -340,6 +367,7 @@ pub fn load_dbs(
             key_delay: opts.key_delay,
             keys: 0,
             progress,
+            sanitizations: opts.sanitizations.as_deref(),
         },
     )
 }
@@ -418,6 +446,7 @@ struct Loader<'a> {
     key_delay: i64,
     keys: u64,
     progress: Option<&'a LoadProgress>,
+    sanitizations: Option<&'a AtomicU64>,
 }
 
 impl rdb::Sink for Loader<'_> {
@@ -431,6 +460,12 @@ impl rdb::Sink for Loader<'_> {
         if let (Some(p), b"used-mem") = (self.progress, key) {
             let n = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             p.rdb_used_mem.store(n.unwrap_or(0), Relaxed);
+        }
+    }
+
+    fn blobs(&mut self, n: u64) {
+        if let Some(s) = self.sanitizations {
+            s.fetch_add(n, Relaxed);
         }
     }
 

@@ -2,6 +2,8 @@
 
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 #[derive(Default, Clone)]
 pub struct CmdStat {
@@ -84,6 +86,9 @@ pub struct Stats {
     pub evicted_clients: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
+    /// Blobs counted as Redis's deep checks (`dump_payload_sanitizations`),
+    /// shared with loads, which run without the lock.
+    pub sanitizations: Arc<AtomicU64>,
     /// Reply buffers the clients cron resized (`core::replybuf`).
     pub reply_buffer_shrinks: u64,
     pub reply_buffer_expands: u64,

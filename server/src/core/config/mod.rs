@@ -32,7 +32,7 @@ pub use hooks::{Followup, Hook};
 pub use opt::{Kind, Opt};
 use protocol::split_args;
 use std::collections::HashMap;
-pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, TlsAuth, Values};
+pub use values::{Allow, Events, Fsync, Loglevel, OomMode, Policy, Sanitize, TlsAuth, Values};
 
 /// Old names Redis 7.0 still accepts, each pointing to the option it shares
 /// a value with; CONFIG GET lists both names.

@@ -189,6 +189,17 @@ impl Allow {
 }
 
 choices! {
+    /// `sanitize-dump-payload`: which payloads Redis deep-checks (and
+    /// counts in `dump_payload_sanitizations`).
+    Sanitize {
+        #[default]
+        No = "no",
+        Yes = "yes",
+        Clients = "clients",
+    }
+}
+
+choices! {
     /// `tls-auth-clients`.
     TlsAuth {
         No = "no",
@@ -342,6 +353,7 @@ values! {
     rdb_save_incremental_fsync: bool = "rdb-save-incremental-fsync",
     aof_rewrite_incremental_fsync: bool = "aof-rewrite-incremental-fsync",
     rdbchecksum: bool = "rdbchecksum",
+    sanitize_dump_payload: Sanitize = "sanitize-dump-payload",
     stop_writes_on_bgsave_error: bool = "stop-writes-on-bgsave-error",
     appendonly: bool = "appendonly" => Appendonly,
     appendfilename: String = "appendfilename",
