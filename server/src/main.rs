@@ -74,6 +74,7 @@ fn main() {
     // contends for the state lock serves them fastest. A script that runs
     // long hands the worker on (state.rs, hand_off_worker).
     let workers = cfg.io_threads.clamp(1, 128) as usize;
+    cinnabar_server::core::netstat::configure(workers as i64, cfg.io_threads_do_reads);
     // Without the LIFO slot, connections that became readable together run
     // in the order epoll reported them, i.e. their requests' arrival order,
     // as Redis serves them within one event-loop round. With it, the last

@@ -1,6 +1,7 @@
 //! Introspection as in Redis 7.0.15: CONFIG SET of an unchanged value
 //! applies nothing (setting `bind` and `port` to what they are keeps the
-//! listeners); a slow active expiry cycle is a latency event.
+//! listeners); a slow active expiry cycle is a latency event; threaded
+//! I/O's counters move under `io-threads` as Redis's do.
 
 use cinnabar_tests::*;
 
@@ -261,4 +262,47 @@ fn reads_and_writes_processed_count_events_not_commands() {
     // Each delta: the requests' read and write and one INFO's.
     assert_eq!((b.0 - a.0, b.1 - a.1), (2, 2));
     assert_eq!((d.0 - b.0, d.1 - b.1), (2, 2));
+}
+
+/// Rounds of 20 connections' requests at once: with `io-threads 2` their
+/// writes count as threaded (Redis threads a round of 4 or more pending
+/// writes), their reads only with `io-threads-do-reads yes`; with one
+/// thread nothing is. Holds for redis-server 7.0.15 too.
+#[test]
+fn threaded_io_counters_follow_io_threads_do_reads() {
+    let threaded = |s: &Server| {
+        let mut c = s.raw();
+        (
+            info_int(&mut c, "stats", "io_threaded_reads_processed"),
+            info_int(&mut c, "stats", "io_threaded_writes_processed"),
+        )
+    };
+    for (threads, do_reads) in [("1", "yes"), ("2", "no"), ("2", "yes")] {
+        let s = Server::start(&[
+            ("io-threads", threads),
+            ("io-threads-do-reads", do_reads),
+            ("enable-debug-command", "yes"),
+        ]);
+        let mut sleeper = s.raw();
+        let mut conns: Vec<RawClient> = (0..20).map(|_| s.raw()).collect();
+        let ping = encode(&["PING"]);
+        // The server sleeps while the PINGs arrive, so that one round
+        // takes them all.
+        for _ in 0..5 {
+            sleeper.send(&encode(&["DEBUG", "SLEEP", "0.05"]));
+            for c in &mut conns {
+                c.send(&ping);
+            }
+            assert_eq!(sleeper.read(), ok());
+            for c in &mut conns {
+                assert_eq!(c.read(), simple("PONG"));
+            }
+        }
+        let (reads, writes) = threaded(&s);
+        match (threads, do_reads) {
+            ("1", _) => assert_eq!((reads, writes), (0, 0)),
+            (_, "no") => assert!(reads == 0 && writes > 0, "{reads} {writes}"),
+            _ => assert!(reads > 0 && writes > 0, "{reads} {writes}"),
+        }
+    }
 }

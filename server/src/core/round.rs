@@ -36,6 +36,7 @@ const MAX_ROUND: u32 = 128;
 /// The `on_thread_park` hook: the round is over.
 pub fn end() {
     BATCHES.store(0, Ordering::Relaxed);
+    crate::core::netstat::round_end();
     // Swapped out, so a flush that wakes a task never holds the list.
     let mut boxes = std::mem::take(&mut *OUTBOXES.lock());
     for b in boxes.drain(..) {

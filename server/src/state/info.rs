@@ -166,9 +166,11 @@ fn server(st: &mut State, o: &mut String) {
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     );
-    // The workers `io-threads` starts all serve from the start (Redis
-    // wakes its I/O threads only under load).
-    f!(o, "io_threads_active:{}", u8::from(st.cfg.io_threads > 1));
+    f!(
+        o,
+        "io_threads_active:{}",
+        u8::from(crate::core::netstat::threaded().2)
+    );
     if let Some(ms) = crate::state::shutdown::remaining_ms(st) {
         f!(o, "shutdown_in_milliseconds:{ms}");
     }
@@ -440,8 +442,9 @@ fn stats(st: &mut State, o: &mut String) {
     let (reads, writes) = crate::core::netstat::totals();
     f!(o, "total_reads_processed:{reads}");
     f!(o, "total_writes_processed:{writes}");
-    f!(o, "io_threaded_reads_processed:0");
-    f!(o, "io_threaded_writes_processed:0");
+    let (threaded_reads, threaded_writes, _) = crate::core::netstat::threaded();
+    f!(o, "io_threaded_reads_processed:{threaded_reads}");
+    f!(o, "io_threaded_writes_processed:{threaded_writes}");
     f!(o, "reply_buffer_shrinks:{}", s.reply_buffer_shrinks);
     f!(o, "reply_buffer_expands:{}", s.reply_buffer_expands);
 }

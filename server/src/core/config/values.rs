@@ -261,6 +261,7 @@ values! {
     client_query_buffer_limit: u64 = "client-query-buffer-limit" => Tune,
     client_output_buffer_limit: String = "client-output-buffer-limit" => Tune,
     io_threads: i64 = "io-threads",
+    io_threads_do_reads: bool = "io-threads-do-reads",
     socket_mark_id: i64 = "socket-mark-id",
     hz: i64 = "hz",
     activerehashing: bool = "activerehashing",
