@@ -27,6 +27,8 @@ pub struct Io {
     cv: Condvar,
     /// The errno of the last fsync, 0 when it succeeded.
     pub fsync_errno: AtomicI32,
+    /// An fsync is running (INFO's `aof_pending_bio_fsync`).
+    pub syncing: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -43,6 +45,7 @@ impl Io {
             }),
             cv: Condvar::new(),
             fsync_errno: AtomicI32::new(0),
+            syncing: AtomicBool::new(false),
             thread: Mutex::new(None),
         });
         let me = io.clone();
@@ -129,6 +132,8 @@ impl Io {
                 (file, std::mem::take(&mut q.old), q.written, q.stop)
             };
             let mut errno = 0;
+            self.syncing
+                .store(file.is_some() || !old.is_empty(), Ordering::Relaxed);
             for (f, end) in old {
                 match f.sync_data() {
                     Ok(()) => synced = synced.max(end),
@@ -151,6 +156,7 @@ impl Io {
                     }
                 }
             }
+            self.syncing.store(false, Ordering::Relaxed);
             self.fsync_errno.store(errno, Ordering::Relaxed);
             if stop {
                 break;

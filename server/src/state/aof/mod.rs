@@ -36,7 +36,7 @@ use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -485,7 +485,12 @@ pub fn info(st: &State) -> Vec<String> {
         v.push(format!("aof_base_size:{}", a.rewrite_base_size));
         v.push(format!("aof_pending_rewrite:{}", a.rewrite_scheduled as u8));
         v.push(format!("aof_buffer_length:{}", a.buf.len()));
-        v.push("aof_pending_bio_fsync:0".to_string());
+        let syncing =
+            a.io.as_ref()
+                .is_some_and(|io| io.syncing.load(Ordering::Relaxed));
+        v.push(format!("aof_pending_bio_fsync:{}", syncing as u8));
+        // Redis postpones a write while an fsync runs for over 2 s; here
+        // writes never wait for the fsync thread.
         v.push("aof_delayed_fsync:0".to_string());
     }
     v
