@@ -144,7 +144,7 @@ pub fn writes_denied(st: &State) -> Option<String> {
     if !st.rdb.last_bgsave_ok && st.cfg.stop_writes_on_bgsave_error && !st.cfg.save.is_empty() {
         return Some(MISCONF.to_string());
     }
-    if !st.aof.on {
+    if !st.aof.on && !st.aof.wait_rewrite {
         return None;
     }
     let e = crate::state::aof::last_error(&st.aof)?;
