@@ -69,6 +69,13 @@ fn main() {
         std::process::exit(1);
     }
     disable_thp(&cfg);
+    // Before the runtime starts its workers: they inherit the mask.
+    cinnabar_server::core::affinity::init(
+        &cfg.server_cpulist,
+        &cfg.bio_cpulist,
+        &cfg.bgsave_cpulist,
+        &cfg.aof_rewrite_cpulist,
+    );
     // `io-threads` worker threads (default 1, as Redis's single thread): on
     // a machine whose other cores run the clients, one thread that never
     // contends for the state lock serves them fastest. A script that runs

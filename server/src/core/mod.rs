@@ -1,5 +1,6 @@
 //! The ground floor: what every other floor uses and that takes no `State`.
 pub mod acl;
+pub mod affinity;
 pub mod clientmem;
 pub mod clock;
 pub mod cluster;

@@ -300,9 +300,17 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
         key_delay: st.cfg.rdb_key_save_delay,
         aof_sync: st.cfg.aof_rewrite_incremental_fsync,
     };
+    use crate::core::affinity::{pin, Role};
+    let role = match job.target {
+        Target::AofBase { .. } => Role::AofRewrite,
+        Target::Rdb { .. } | Target::Replicas { .. } => Role::Bgsave,
+    };
     let spawned = std::thread::Builder::new()
         .name("bgsave".into())
-        .spawn(move || job.run(file, header, bufs));
+        .spawn(move || {
+            pin(role);
+            job.run(file, header, bufs)
+        });
     let child = Child { abort, tmp };
     if let Err(e) = spawned {
         child.kill(st);

@@ -35,6 +35,7 @@ pub fn lazy_free<T: Send + 'static>(x: T, objects: u64) {
         let spawned = std::thread::Builder::new()
             .name("lazyfree".into())
             .spawn(move || {
+                crate::core::affinity::pin(crate::core::affinity::Role::Bio);
                 for (job, n) in rx {
                     drop(job);
                     LAZYFREE_PENDING.fetch_sub(n, Relaxed);

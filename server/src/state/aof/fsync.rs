@@ -51,7 +51,10 @@ impl Io {
         let me = io.clone();
         let h = std::thread::Builder::new()
             .name("aof-fsync".into())
-            .spawn(move || me.run(offset))
+            .spawn(move || {
+                crate::core::affinity::pin(crate::core::affinity::Role::Bio);
+                me.run(offset)
+            })
             .expect("spawn the AOF fsync thread");
         *io.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         io
