@@ -155,6 +155,12 @@ fn full_sync(c: &mut Ctx, psync: bool) {
         st.replid = crate::core::random::random_hex40();
     }
     c.cl.peer.replica = true;
+    // `repl-disable-tcp-nodelay`: fewer, fuller packets to a replica, from
+    // its full sync on. Redis leaves a replica that continues (PSYNC) as
+    // it was.
+    if st.cfg.repl_disable_tcp_nodelay {
+        crate::core::os::nodelay(c.cl.fd, false);
+    }
     st.repl.sync_full += 1;
     let running = st.repl.bgsave_for_replicas && persist::bgsave_in_progress(st);
     if running {

@@ -29,6 +29,21 @@ pub fn keepalive(fd: std::os::fd::RawFd, interval: i64) {
     }
 }
 
+/// Sets TCP_NODELAY on socket `fd` (a Unix socket refuses it, harmlessly).
+pub fn nodelay(fd: std::os::fd::RawFd, on: bool) {
+    let v = libc::c_int::from(on);
+    // SAFETY: `fd` is an open socket and the value a c_int of the size given.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 /// Resident set size of the process, from /proc/self/statm.
 pub fn rss_bytes() -> u64 {
     let page = {
