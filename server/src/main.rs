@@ -1,6 +1,6 @@
 //! `cinnabar-server [/path/to/redis.conf] [--name value ...]`, as redis-server.
 
-use cinnabar_server::core::config::{Config, Loglevel};
+use cinnabar_server::core::config::Config;
 
 #[global_allocator]
 static GLOBAL: cinnabar_server::state::evict::CountingAlloc =
@@ -120,31 +120,31 @@ fn disable_thp(cfg: &Config) {
 /// `loglevel` and `logfile` as Redis: debug/verbose/notice/warning, stdout
 /// when `logfile` is empty.
 fn init_logging(cfg: &Config) {
-    use tracing::Level;
-    let level = match cfg.loglevel {
-        Loglevel::Debug => Level::TRACE,
-        Loglevel::Verbose => Level::DEBUG,
-        Loglevel::Notice => Level::INFO,
-        Loglevel::Warning => Level::WARN,
-    };
-    let b = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(false)
-        .event_format(cinnabar_server::core::log::RedisFormat);
+    use cinnabar_server::core::log;
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    use tracing_subscriber::prelude::*;
     let file = &cfg.logfile;
-    if file.is_empty() {
-        b.init();
+    let writer = if file.is_empty() {
+        BoxMakeWriter::new(std::io::stdout)
     } else {
         match std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(file)
         {
-            Ok(f) => b.with_writer(std::sync::Mutex::new(f)).init(),
+            Ok(f) => BoxMakeWriter::new(std::sync::Mutex::new(f)),
             Err(e) => {
                 eprintln!("Can't open the log file: {e}");
                 std::process::exit(1);
             }
         }
-    }
+    };
+    let lines = tracing_subscriber::fmt::layer()
+        .with_ansi(false)
+        .event_format(log::RedisFormat)
+        .with_writer(writer);
+    tracing_subscriber::registry()
+        .with(log::level_layer(cfg.loglevel))
+        .with(lines)
+        .init();
 }

@@ -618,7 +618,9 @@ fn flush_db(c: &mut Ctx, db: usize, lazy: bool) {
     for (d, key) in waiting {
         c.st.signal_ready(d, &key);
     }
-    if lazy && old.free_effort() > crate::state::lazyfree::LAZYFREE_THRESHOLD {
+    // An asynchronous flush hands the whole table to the lazy-free thread
+    // whatever its size, and INFO counts its keys, as Redis 7.0.15 does.
+    if lazy && !old.is_empty() {
         let n = old.len() as u64;
         lazy_free(old, n);
     }

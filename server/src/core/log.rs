@@ -2,14 +2,49 @@
 //! `pid:M 21 Nov 2026 07:11:01.944 * Ready to accept connections`, with
 //! the level marks `.` debug, `-` verbose, `*` notice, `#` warning.
 
+use crate::core::config::Loglevel;
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::OnceLock;
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::{reload, Registry};
 
 pub struct RedisFormat;
+
+type LevelHandle = reload::Handle<LevelFilter, Registry>;
+
+/// Where `loglevel` changes the filter at run time, as CONFIG SET does in
+/// Redis; set once by [`level_layer`].
+static LEVEL: OnceLock<LevelHandle> = OnceLock::new();
+
+fn filter_of(l: Loglevel) -> LevelFilter {
+    match l {
+        Loglevel::Debug => LevelFilter::TRACE,
+        Loglevel::Verbose => LevelFilter::DEBUG,
+        Loglevel::Notice => LevelFilter::INFO,
+        Loglevel::Warning => LevelFilter::WARN,
+    }
+}
+
+/// The filter of the log's lines, at `l` until [`set_level`] changes it.
+/// Reloading rebuilds tracing's cached interest, so the levels left out
+/// cost nothing at their call sites.
+pub fn level_layer(l: Loglevel) -> reload::Layer<LevelFilter, Registry> {
+    let (layer, handle) = reload::Layer::new(filter_of(l));
+    let _ = LEVEL.set(handle);
+    layer
+}
+
+/// `loglevel` changed: the lines written from now on follow it.
+pub fn set_level(l: Loglevel) {
+    if let Some(h) = LEVEL.get() {
+        let _ = h.reload(filter_of(l));
+    }
+}
 
 /// The target of events logged without the `pid:M date mark` prefix.
 pub const RAW: &str = "raw";

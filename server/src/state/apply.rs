@@ -58,6 +58,7 @@ impl State {
                 crate::state::aof::collect_history(self)
             }
             Hook::AofGc => {}
+            Hook::Loglevel => crate::core::log::set_level(self.cfg.loglevel),
         }
         Ok(None)
     }
@@ -93,6 +94,7 @@ impl State {
             tracing::warn!("{e}");
         }
         self.apply_crash();
+        crate::core::log::set_level(self.cfg.loglevel);
     }
 
     fn apply_crash(&self) {

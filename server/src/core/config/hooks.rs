@@ -35,6 +35,8 @@ pub enum Hook {
     Tls,
     /// `aof-disable-auto-gc`: turned off, the AOF's history files go.
     AofGc,
+    /// `loglevel`: the lines written from now on.
+    Loglevel,
 }
 
 /// Work a hook leaves to the caller of [`State::apply`].

@@ -275,7 +275,7 @@ values! {
     daemonize: bool = "daemonize",
     supervised: String = "supervised",
     enable_module_command: Allow = "enable-module-command",
-    loglevel: Loglevel = "loglevel",
+    loglevel: Loglevel = "loglevel" => Loglevel,
     logfile: String = "logfile",
     disable_thp: bool = "disable-thp",
     server_cpulist: String = "server_cpulist",

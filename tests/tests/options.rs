@@ -1,0 +1,223 @@
+//! Options whose effect no feature's own file observes (issue 28: every
+//! implemented option has a test that sees it work, not only CONFIG GET
+//! echo it). Each test holds on cinnabar and on redis-server 7.0.15.
+
+use cinnabar_tests::{err, int, ok, text, wait_for, RawClient, RespFrame, Server, TempDir};
+use std::time::Duration;
+
+fn info_int(c: &mut RawClient, section: &str, field: &str) -> i64 {
+    cinnabar_tests::info_int(c, section, field)
+}
+
+/// `timeout`: a client idle past it is closed by the cron; a client
+/// blocked in BLPOP is not idle and stays until served.
+#[test]
+fn timeout_closes_idle_clients_but_not_blocked_ones() {
+    let s = Server::start(&[("timeout", "1")]);
+    let mut blocked = s.raw();
+    blocked.send_cmd(&["BLPOP", "queue", "0"]);
+    // An idle client that saw the cron close it, twice over, leaves no
+    // doubt that the cron has passed the blocked one too.
+    for _ in 0..2 {
+        let mut idle = s.raw();
+        assert_eq!(idle.cmd(&["PING"]), RespFrame::Simple("PONG".into()));
+        idle.set_timeout(Duration::from_secs(15));
+        idle.expect_closed();
+    }
+    let mut admin = s.raw();
+    assert_eq!(admin.cmd(&["RPUSH", "queue", "job"]), int(1));
+    assert_eq!(
+        blocked.read(),
+        RespFrame::Array(vec![
+            RespFrame::Bulk("queue".into()),
+            RespFrame::Bulk("job".into())
+        ])
+    );
+}
+
+/// `databases`: SELECT reaches the last database and no further.
+#[test]
+fn databases_bounds_select_and_swapdb() {
+    let s = Server::start(&[("databases", "4")]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["SELECT", "4"]), err("ERR DB index is out of range"));
+    assert_eq!(
+        c.cmd(&["SWAPDB", "0", "4"]),
+        err("ERR DB index is out of range")
+    );
+    assert_eq!(
+        c.cmd(&["MOVE", "k", "4"]),
+        err("ERR DB index is out of range")
+    );
+}
+
+/// `loglevel`: a notice (SAVE's "DB saved on disk") is left out under
+/// `warning` and written once CONFIG SET lowers the level.
+#[test]
+fn loglevel_decides_which_lines_are_written() {
+    let s = Server::start(&[("loglevel", "warning")]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    assert_eq!(c.cmd(&["SAVE"]), ok());
+    assert!(!s.log().contains("DB saved on disk"), "{}", s.log());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "loglevel", "notice"]), ok());
+    assert_eq!(c.cmd(&["SAVE"]), ok());
+    wait_for("the notice in the log", || {
+        s.log().contains("DB saved on disk")
+    });
+}
+
+/// `logfile`: the log goes to that file instead of standard output.
+#[test]
+fn logfile_receives_the_log() {
+    let d = TempDir::new("logfile");
+    let file = d.path().join("server.log");
+    let s = Server::start(&[("logfile", file.to_str().unwrap())]);
+    wait_for("the log file", || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.contains("Ready to accept connections"))
+    });
+    assert!(!s.log().contains("Ready to accept connections"));
+}
+
+/// `enable-debug-command no` (the default) refuses DEBUG.
+#[test]
+fn enable_debug_command_no_refuses_debug() {
+    let s = Server::start(&[("enable-debug-command", "no")]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["DEBUG", "SLEEP", "0"]),
+        err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
+    );
+    let on = Server::start(&[("enable-debug-command", "yes")]);
+    assert_eq!(on.raw().cmd(&["DEBUG", "SLEEP", "0"]), ok());
+}
+
+/// `tcp-backlog` is the listening socket's queue, which `ss` shows as
+/// its Send-Q.
+#[test]
+fn tcp_backlog_is_the_listen_queue() {
+    let s = Server::start(&[("tcp-backlog", "37")]);
+    let out = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{}", s.port)])
+        .output()
+        .expect("ss (iproute2) runs");
+    let table = String::from_utf8_lossy(&out.stdout);
+    let queues: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(queues, ["37"], "{table}");
+}
+
+/// `lfu-log-factor 0` makes every access count, so ten reads take a new
+/// key's counter from 5 to 15; the default factor of 10 makes each step
+/// past the first ever less likely.
+#[test]
+fn lfu_log_factor_sets_how_fast_the_counter_grows() {
+    for (factor, exactly_fifteen) in [("0", true), ("10", false)] {
+        let s = Server::start(&[
+            ("maxmemory-policy", "allkeys-lfu"),
+            ("lfu-log-factor", factor),
+        ]);
+        let mut c = s.raw();
+        assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+        for _ in 0..10 {
+            assert_eq!(c.cmd(&["GET", "k"]), RespFrame::Bulk("v".into()));
+        }
+        let freq = match c.cmd(&["OBJECT", "FREQ", "k"]) {
+            RespFrame::Integer(n) => n,
+            f => panic!("{f:?}"),
+        };
+        // With factor 10 the chance of ten steps is below 1e-12.
+        assert_eq!(freq == 15, exactly_fifteen, "factor {factor}: {freq}");
+        assert!((6..=15).contains(&freq), "factor {factor}: {freq}");
+    }
+}
+
+/// A set too large to free under the lock (a hash table of 200 members).
+fn big_set(c: &mut RawClient, key: &str) {
+    let mut args = vec!["SADD".to_string(), key.to_string()];
+    args.extend((0..200).map(|i| format!("member{i}")));
+    assert_eq!(c.cmd(&args), int(200));
+}
+
+fn wait_lazyfreed(c: &mut RawClient, want: i64, what: &str) {
+    wait_for(what, || {
+        info_int(c, "memory", "lazyfree_pending_objects") == 0
+            && info_int(c, "memory", "lazyfreed_objects") >= want
+    });
+    assert_eq!(info_int(c, "memory", "lazyfreed_objects"), want, "{what}");
+}
+
+/// The lazyfree-lazy-* options send a large value (or a flushed
+/// database) to the lazy-free thread, which INFO memory's
+/// `lazyfreed_objects` counts; with the option off the same deletion is
+/// freed in place and counts nothing.
+#[test]
+fn lazyfree_options_free_in_the_background() {
+    type Delete = fn(&mut RawClient);
+    let cases: [(&str, Delete, i64); 4] = [
+        (
+            "lazyfree-lazy-user-del",
+            |c| {
+                big_set(c, "big");
+                assert_eq!(c.cmd(&["DEL", "big"]), int(1));
+            },
+            1,
+        ),
+        (
+            "lazyfree-lazy-server-del",
+            |c| {
+                // The first round's RENAME left a string at `big`.
+                c.cmd(&["DEL", "big"]);
+                big_set(c, "big");
+                assert_eq!(c.cmd(&["SET", "src", "v"]), ok());
+                assert_eq!(c.cmd(&["RENAME", "src", "big"]), ok());
+            },
+            1,
+        ),
+        (
+            "lazyfree-lazy-expire",
+            |c| {
+                big_set(c, "big");
+                assert_eq!(c.cmd(&["PEXPIREAT", "big", "1"]), int(1));
+            },
+            1,
+        ),
+        (
+            // A flush hands over the whole table and counts its keys,
+            // however small they are.
+            "lazyfree-lazy-user-flush",
+            |c| {
+                for k in ["a", "b", "c"] {
+                    assert_eq!(c.cmd(&["SET", k, "v"]), ok());
+                }
+                assert_eq!(c.cmd(&["FLUSHALL"]), ok());
+            },
+            3,
+        ),
+    ];
+    for (option, delete, objects) in cases {
+        let s = Server::start(&[(option, "no")]);
+        let mut c = s.raw();
+        delete(&mut c);
+        wait_lazyfreed(&mut c, 0, &format!("{option} no"));
+        assert_eq!(c.cmd(&["CONFIG", "SET", option, "yes"]), ok());
+        delete(&mut c);
+        wait_lazyfreed(&mut c, objects, &format!("{option} yes"));
+    }
+}
+
+/// `slowlog-max-len` keeps the newest entries only.
+#[test]
+fn slowlog_max_len_keeps_the_newest_entries() {
+    let s = Server::start(&[("slowlog-log-slower-than", "0"), ("slowlog-max-len", "3")]);
+    let mut c = s.raw();
+    for i in 0..10 {
+        assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), ok());
+    }
+    assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), int(3));
+    let kept = text(&c.cmd(&["SLOWLOG", "GET", "10"]));
+    assert!(kept.contains("k9") && !kept.contains("k0"), "{kept}");
+}
