@@ -1368,3 +1368,69 @@ fn a_new_incr_file_never_reuses_a_history_files_commands() {
         wait_history_removed(&dir);
     }
 }
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `appenddirname` and `appendfilename` name the AOF's directory and the
+/// files in it, as on redis-server 7.0.15.
+#[test]
+fn appenddirname_and_appendfilename_name_the_files() {
+    let dir = TempDir::new("aofnames");
+    let s = start(
+        &server_bin(),
+        &dir,
+        &[("appenddirname", "mydir"), ("appendfilename", "x.aof")],
+    );
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["SET", "named", "v"]),
+        RespFrame::Simple("OK".into())
+    );
+    let aof = dir.path().join("mydir");
+    assert_eq!(
+        files_in(&aof),
+        ["x.aof.1.base.rdb", "x.aof.1.incr.aof", "x.aof.manifest"]
+    );
+    let incr = std::fs::read(aof.join("x.aof.1.incr.aof")).unwrap();
+    assert!(incr.windows(9).any(|w| w == b"$5\r\nnamed"));
+    assert!(!dir.path().join("appendonlydir").exists());
+}
+
+/// `auto-aof-rewrite-percentage` and `auto-aof-rewrite-min-size`: once
+/// the AOF is past the minimum size and has grown by the percentage over
+/// its last rewrite, the cron starts a rewrite (a new base file).
+#[test]
+fn auto_aof_rewrite_starts_once_the_file_has_grown_enough() {
+    let dir = TempDir::new("autorw");
+    let s = start(&server_bin(), &dir, &[("auto-aof-rewrite-percentage", "0")]);
+    let mut c = s.raw();
+    for i in 0..100 {
+        let r = c.cmd(&["SET", &format!("key{i}"), &"v".repeat(100)]);
+        assert_eq!(r, RespFrame::Simple("OK".into()));
+    }
+    assert!(aof_files(&dir).contains(&"appendonly.aof.1.base.rdb".to_string()));
+    for (k, v) in [
+        ("auto-aof-rewrite-min-size", "1024"),
+        ("auto-aof-rewrite-percentage", "100"),
+    ] {
+        let r = c.cmd(&["CONFIG", "SET", k, v]);
+        assert_eq!(r, RespFrame::Simple("OK".into()));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !aof_files(&dir).contains(&"appendonly.aof.2.base.rdb".to_string()) {
+        assert!(
+            Instant::now() < deadline,
+            "no rewrite: {:?}",
+            aof_files(&dir)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    wait_rewrites(&mut c);
+}

@@ -961,3 +961,40 @@ fn the_key_save_delay_counts_keys_captured_by_writes() {
     std::thread::sleep(std::time::Duration::from_secs(1));
     assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "1");
 }
+
+/// `dbfilename` names the file SAVE writes; `rdbchecksum no` (immutable)
+/// leaves its last eight bytes, the CRC64, zero; `rdbcompression` packs a
+/// long, repetitive string with LZF. Checked on redis-server 7.0.15 too.
+#[test]
+fn dbfilename_rdbchecksum_and_rdbcompression_shape_the_file() {
+    let mut files = Vec::new();
+    for checksum in ["no", "yes"] {
+        let d = TempDir::new("rdbopts");
+        let s = Server::start(&[
+            ("dir", d.dir()),
+            ("dbfilename", "other.rdb"),
+            ("rdbchecksum", checksum),
+            ("rdbcompression", "no"),
+        ]);
+        let mut c = s.raw();
+        must(&mut c, &["SET", "k", &"a".repeat(10_000)]);
+        must(&mut c, &["SAVE"]);
+        let plain = std::fs::read(d.path().join("other.rdb")).expect("SAVE writes dbfilename");
+        assert!(!d.path().join("dump.rdb").exists());
+        must(&mut c, &["CONFIG", "SET", "rdbcompression", "yes"]);
+        must(&mut c, &["SAVE"]);
+        let packed = std::fs::read(d.path().join("other.rdb")).unwrap();
+        files.push((checksum, plain, packed));
+    }
+    for (checksum, plain, packed) in files {
+        assert!(plain.len() > 10_000, "{}", plain.len());
+        assert!(packed.len() < 1_000, "{}", packed.len());
+        for f in [plain, packed] {
+            assert_eq!(
+                f[f.len() - 8..] == [0; 8],
+                checksum == "no",
+                "rdbchecksum {checksum}"
+            );
+        }
+    }
+}

@@ -93,3 +93,27 @@ fn a_long_title_spills_over_the_environment() {
     assert_title(&s, &format!("{bin} {long}"));
     assert_eq!(s.raw().cmd(&["PING"]), cinnabar_tests::simple("PONG"));
 }
+
+/// `set-proc-title no`: the command line stays as the server was started.
+#[test]
+fn set_proc_title_no_leaves_the_command_line() {
+    let s = Server::start(&[("set-proc-title", "no")]);
+    let port = s.port.to_string();
+    let bin = server_bin().display().to_string();
+    let args = [
+        bin.as_str(),
+        "--port",
+        &port,
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--set-proc-title",
+        "no",
+    ];
+    let want: Vec<u8> = args
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    assert_eq!(shown(&cmdline(&s)), shown(&want));
+}

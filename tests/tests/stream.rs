@@ -243,3 +243,51 @@ fn blocked_readers_are_served_by_clients_multi_and_scripts() {
     let p = must(&mut w, &["XPENDING", "s", "g"]);
     assert!(format!("{p:?}").contains("2-1"), "{p:?}");
 }
+
+/// XINFO STREAM's `radix-tree-keys`: how many listpack nodes hold the
+/// entries.
+fn stream_nodes(c: &mut RawClient, key: &str) -> i64 {
+    let RespFrame::Array(f) = must(c, &["XINFO", "STREAM", key]) else {
+        panic!("XINFO STREAM {key}");
+    };
+    let at = f
+        .iter()
+        .position(|x| *x == RespFrame::Bulk("radix-tree-keys".into()))
+        .expect("radix-tree-keys");
+    match &f[at + 1] {
+        RespFrame::Integer(n) => *n,
+        x => panic!("{x:?}"),
+    }
+}
+
+/// `stream-node-max-entries` and `stream-node-max-bytes` close a node
+/// when it holds that many entries or bytes: seven entries make three
+/// nodes of three under the one, four of under 60 bytes under the other,
+/// as on redis-server 7.0.15.
+#[test]
+fn stream_node_limits_split_the_entries_into_nodes() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    // The defaults (100 entries, 4096 bytes) keep them in one node.
+    for (entries, bytes, key, nodes) in [
+        ("100", "4096", "default", 1),
+        ("3", "4096", "by-count", 3),
+        ("100", "60", "by-size", 4),
+    ] {
+        assert_eq!(
+            must(
+                &mut c,
+                &["CONFIG", "SET", "stream-node-max-entries", entries]
+            ),
+            ok()
+        );
+        assert_eq!(
+            must(&mut c, &["CONFIG", "SET", "stream-node-max-bytes", bytes]),
+            ok()
+        );
+        for _ in 0..7 {
+            must(&mut c, &["XADD", key, "*", "field", "1234567890"]);
+        }
+        assert_eq!(stream_nodes(&mut c, key), nodes, "{key}");
+    }
+}
