@@ -221,3 +221,34 @@ fn slowlog_max_len_keeps_the_newest_entries() {
     let kept = text(&c.cmd(&["SLOWLOG", "GET", "10"]));
     assert!(kept.contains("k9") && !kept.contains("k0"), "{kept}");
 }
+
+/// `shutdown-on-sigint nosave`: SIGINT ends the server without the save
+/// its save points would make; by default the final save is written.
+#[test]
+fn shutdown_on_sigint_decides_the_final_save() {
+    for (flags, saved) in [("default", true), ("nosave", false)] {
+        let mut s = Server::start(&[("save", "900 1"), ("shutdown-on-sigint", flags)]);
+        assert_eq!(s.raw().cmd(&["SET", "k", "v"]), ok());
+        let killed = std::process::Command::new("kill")
+            .args(["-INT", &s.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        wait_for("the server to exit", || !s.alive());
+        assert_eq!(s.dir.join("dump.rdb").exists(), saved, "{flags}");
+    }
+}
+
+/// `cluster-config-file` is where a cluster node keeps its nodes table.
+#[test]
+fn cluster_config_file_names_the_nodes_file() {
+    let s = Server::start(&[
+        ("cluster-enabled", "yes"),
+        ("cluster-config-file", "mynodes.conf"),
+    ]);
+    let path = s.dir.join("mynodes.conf");
+    wait_for("the nodes file", || {
+        std::fs::read_to_string(&path).is_ok_and(|t| t.contains("myself"))
+    });
+    assert!(!s.dir.join("nodes.conf").exists());
+}
