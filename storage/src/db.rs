@@ -697,13 +697,12 @@ impl Db {
 
     /// Deletes `key` if its time has passed; true if it did.
     #[inline]
-    pub fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
+    pub fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> Option<Value> {
         self.clock_ms = now_ms;
         if self.is_expired(key, now_ms) {
-            self.remove(key);
-            true
+            self.remove(key)
         } else {
-            false
+            None
         }
     }
 
@@ -811,8 +810,9 @@ impl Db {
             .is_some_and(|t| t.keys.contains_key(key))
     }
 
-    /// Stores `val` under `key`, dropping any TTL unless `keep_ttl`.
-    pub fn set(&mut self, key: &[u8], val: Value, keep_ttl: bool) {
+    /// Stores `val` under `key`, dropping any TTL unless `keep_ttl`; the
+    /// value it replaced is returned for the caller to free.
+    pub fn set(&mut self, key: &[u8], val: Value, keep_ttl: bool) -> Option<Value> {
         let now = self.access_clock();
         let lfu = self.lfu;
         let slot = self.layout.slot_of(key);
@@ -820,7 +820,7 @@ impl Db {
         match keys.get_mut_meta(key) {
             Some((v, a)) => {
                 pre_write(&mut self.snap, expires, now, lfu, key, v, a);
-                *v = val;
+                let old = std::mem::replace(v, val);
                 // As Redis's dbOverwrite: a new value is a fresh access under
                 // LRU; under LFU it inherits the counter (the lookup that
                 // preceded the write already counted the access).
@@ -832,10 +832,12 @@ impl Db {
                 if !keep_ttl && !expires.is_empty() && expires.remove(key).is_some() {
                     self.layout.count(slot, 0, -1);
                 }
+                Some(old)
             }
             None => {
                 keys.insert_new_guarded(CBytes::new(key), val, Access::new(now, self.epoch));
                 self.layout.count(slot, 1, 0);
+                None
             }
         }
     }
@@ -1119,8 +1121,9 @@ impl Db {
     /// One step of active expiry: walks the TTLs from the saved cursor
     /// (slot by slot when slotted, skipping slots without TTLs) until
     /// `sample` keys were looked at, deletes those past their time and
-    /// returns them with the number sampled.
-    pub fn expire_sample(&mut self, now_ms: i64, sample: usize) -> (usize, Vec<CBytes>) {
+    /// returns them, with their values for the caller to free, and the
+    /// number sampled.
+    pub fn expire_sample(&mut self, now_ms: i64, sample: usize) -> (usize, Vec<(CBytes, Value)>) {
         let mut seen = 0;
         let mut dead = Vec::new();
         let mut ttl_sum = 0i64;
@@ -1145,9 +1148,13 @@ impl Db {
                 break;
             }
         }
-        for k in &dead {
-            self.remove(k);
-        }
+        let dead: Vec<(CBytes, Value)> = dead
+            .into_iter()
+            .filter_map(|k| {
+                let v = self.remove(&k)?;
+                Some((k, v))
+            })
+            .collect();
         if ttl_n > 0 {
             let avg = ttl_sum / ttl_n;
             // Redis's running estimate: mostly the old value, a little new.
@@ -1600,9 +1607,9 @@ mod tests {
         let mut d = Db::default();
         d.add(b"k", Value::str(b"v"));
         d.set_expire(b"k", 10_000);
-        assert!(!d.expire_if_needed(b"k", 10_000));
+        assert!(d.expire_if_needed(b"k", 10_000).is_none());
         assert_eq!(d.clock_ms, 10_000);
-        assert!(d.expire_if_needed(b"k", 10_001));
+        assert!(d.expire_if_needed(b"k", 10_001).is_some());
         assert!(d.is_empty() && d.expires_len() == 0);
     }
 }

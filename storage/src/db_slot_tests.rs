@@ -674,7 +674,7 @@ fn both_layouts_match_a_model_under_random_operations() {
                 }
                 72..=75 => {
                     let (_, dead) = d.expire_sample(now, 20);
-                    for k in dead {
+                    for (k, _) in dead {
                         let e = m.remove(&*k).expect("dead key was present");
                         assert!(e.1.unwrap() < now);
                     }

@@ -249,7 +249,10 @@ fn write_sample(c: &mut RawClient) {
     }
 }
 
+/// DEBUG DIGEST hashes every key under the lock: a debug build on a busy
+/// machine takes longer than the client's usual 10 s over 200,000 keys.
 fn digest(c: &mut RawClient) -> RespFrame {
+    c.set_timeout(Duration::from_secs(120));
     c.cmd(&["DEBUG", "DIGEST"])
 }
 

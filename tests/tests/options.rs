@@ -169,21 +169,28 @@ fn lazyfree_options_free_in_the_background() {
         (
             "lazyfree-lazy-server-del",
             |c| {
-                // The first round's RENAME left a string at `big`.
-                c.cmd(&["DEL", "big"]);
+                // The first round's RENAME and SET left strings.
+                c.cmd(&["DEL", "big", "big2"]);
                 big_set(c, "big");
                 assert_eq!(c.cmd(&["SET", "src", "v"]), ok());
                 assert_eq!(c.cmd(&["RENAME", "src", "big"]), ok());
+                big_set(c, "big2");
+                assert_eq!(c.cmd(&["SET", "big2", "v"]), ok());
             },
-            1,
+            2,
         ),
         (
+            // An expiry set in the past, and one that comes (the key goes
+            // by active or by lazy expiry, freed the same way).
             "lazyfree-lazy-expire",
             |c| {
                 big_set(c, "big");
                 assert_eq!(c.cmd(&["PEXPIREAT", "big", "1"]), int(1));
+                big_set(c, "big2");
+                assert_eq!(c.cmd(&["PEXPIRE", "big2", "1"]), int(1));
+                wait_for("big2 to expire", || c.cmd(&["EXISTS", "big2"]) == int(0));
             },
-            1,
+            2,
         ),
         (
             // A flush hands over the whole table and counts its keys,

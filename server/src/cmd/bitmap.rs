@@ -327,7 +327,8 @@ fn bitop(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let db = c.cl.db;
     c.st.expire_if_needed(db, &a[2], c.now);
     if maxlen > 0 {
-        c.st.shard.dbs[db].set(&a[2], Value::Str(StrValue::raw(res)), false);
+        c.st.keys(db, c.now)
+            .set(&a[2], Value::Str(StrValue::raw(res)), false);
         c.st.changed(class::STRING, "set", db, &a[2]);
     } else if c.st.shard.dbs[db].remove(&a[2]).is_some() {
         c.st.changed(class::GENERIC, "del", db, &a[2]);

@@ -428,7 +428,8 @@ fn sort_generic(c: &mut Ctx, a: &[Bytes], readonly: bool) -> CmdResult {
     }
     if outputlen > 0 {
         c.st.expire_if_needed(db, dest, now);
-        c.st.shard.dbs[db].set(dest, Value::List(Box::new(list)), false);
+        c.st.keys(db, now)
+            .set(dest, Value::List(Box::new(list)), false);
         c.st.changed(class::LIST, "sortstore", db, dest);
         // Redis counts one change per stored element.
         c.st.dirty += outputlen as u64 - 1;

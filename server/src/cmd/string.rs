@@ -214,14 +214,13 @@ pub fn op_set(
         k.expire_if_needed(key);
         None
     };
-    let db = k.db();
-    let exists = (nx || xx) && db.contains(key);
+    let exists = (nx || xx) && k.db().contains(key);
     if (nx && exists) || (xx && !exists) {
         return Ok((false, old));
     }
-    db.set(key, Value::str(val), ttl == Ttl::Keep);
+    k.set(key, Value::str(val), ttl == Ttl::Keep);
     if let Ttl::At(t) = ttl {
-        db.set_expire(key, t);
+        k.db().set_expire(key, t);
     }
     Ok((true, old))
 }
@@ -356,7 +355,7 @@ fn mset_all(c: &mut Ctx, a: &[Bytes]) {
     for kv in a[1..].chunks_exact(2) {
         let mut k = c.keys();
         k.expire_if_needed(&kv[0]);
-        k.db().set(&kv[0], Value::str(&kv[1]), false);
+        k.set(&kv[0], Value::str(&kv[1]), false);
         c.st.changed(class::STRING, "set", c.cl.db, &kv[0]);
     }
 }
@@ -560,7 +559,7 @@ fn op_incrbyfloat(k: &mut Keys, key: &[u8], by: &[u8]) -> Result<String, Error> 
     let text = sum.to_human();
     // Redis stores the formatted result as a plain string, never `int`.
     let v = Value::Str(StrValue::Emb(CBytes::new(text.as_bytes())));
-    k.db().set(key, v, true);
+    k.set(key, v, true);
     Ok(text)
 }
 

@@ -497,12 +497,14 @@ fn active_expire(st: &mut State, now: i64, hz: i64) {
                 break;
             }
             let (seen, dead) = st.shard.dbs[db].expire_sample(now, per_loop);
+            let n = dead.len();
             sampled_total += seen;
-            expired_total += dead.len();
-            for k in &dead {
-                st.expired(db, k);
+            expired_total += n;
+            for (k, v) in dead {
+                crate::state::lazyfree::drop_value(v, st.cfg.lazyfree_lazy_expire);
+                st.expired(db, &k);
             }
-            if seen == 0 || dead.len() * 100 / seen <= stale_perc || start.elapsed() > budget {
+            if seen == 0 || n * 100 / seen <= stale_perc || start.elapsed() > budget {
                 break;
             }
         }

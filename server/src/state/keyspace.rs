@@ -20,6 +20,8 @@ impl State {
             replica: self.repl.master.is_some(),
             applying: self.repl.applying,
             keymiss: self.tun.notify_flags & NOTIFY_KEY_MISS != 0,
+            free_expired: self.cfg.lazyfree_lazy_expire,
+            free_overwritten: self.cfg.lazyfree_lazy_server_del,
         }
     }
 

@@ -875,7 +875,8 @@ pub fn expire_own_keys(st: &mut State, now: i64) {
         let key = key.clone();
         let mut keep = 0u64;
         for db in (0..st.shard.dbs.len().min(64)).filter(|d| dbs >> d & 1 == 1) {
-            if st.shard.dbs[db].expire_if_needed(&key, now) {
+            if let Some(v) = st.shard.dbs[db].expire_if_needed(&key, now) {
+                crate::state::lazyfree::drop_value(v, st.cfg.lazyfree_lazy_expire);
                 st.expired(db, &key);
             } else if st.shard.dbs[db].expire_at(&key).is_some() {
                 keep |= 1 << db;

@@ -14,6 +14,7 @@
 
 use crate::core::error::{Error, WRONGTYPE};
 use crate::state::evict::EvictPool;
+use crate::state::lazyfree::drop_value;
 use crate::state::tracking::Tracked;
 use ahash::AHashMap as HashMap;
 use bytes::Bytes;
@@ -65,6 +66,11 @@ pub struct Lazy {
     pub applying: bool,
     /// `keymiss` events are selected.
     pub keymiss: bool,
+    /// `lazyfree-lazy-expire`: a large expired value is freed in the
+    /// background.
+    pub free_expired: bool,
+    /// `lazyfree-lazy-server-del`: so is a large value a write replaces.
+    pub free_overwritten: bool,
 }
 
 impl Shard {
@@ -97,15 +103,16 @@ impl Shard {
         if lazy.replica {
             return !lazy.applying && self.dbs[db].is_expired(key, now);
         }
-        self.expire_now(db, key, now)
+        self.expire_now(db, key, now, lazy)
     }
 
-    fn expire_now(&mut self, db: usize, key: &[u8], now: i64) -> bool {
-        let gone = self.dbs[db].expire_if_needed(key, now);
-        if gone {
-            (self.pending).push(Pending::Expired(db, Bytes::copy_from_slice(key)));
-        }
-        gone
+    fn expire_now(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy) -> bool {
+        let Some(v) = self.dbs[db].expire_if_needed(key, now) else {
+            return false;
+        };
+        drop_value(v, lazy.free_expired);
+        (self.pending).push(Pending::Expired(db, Bytes::copy_from_slice(key)));
+        true
     }
 
     /// Whether `key` is there after lazy expiry, counted as a hit or a
@@ -129,7 +136,7 @@ impl Shard {
     #[inline]
     pub fn expire_for_write(&mut self, db: usize, key: &[u8], now: i64, lazy: Lazy) -> bool {
         let own_write = lazy.replica && !lazy.applying && !lazy.loading && !lazy.paused;
-        if own_write && self.expire_now(db, key, now) {
+        if own_write && self.expire_now(db, key, now, lazy) {
             return true;
         }
         self.expire_if_needed(db, key, now, lazy)
@@ -151,6 +158,14 @@ impl<'a> Keys<'a> {
     /// The database itself, without expiry or statistics.
     pub fn db(&mut self) -> &mut Db {
         &mut self.shard.dbs[self.db]
+    }
+
+    /// Stores `val` under `key` (see `Db::set`); the value it replaces is
+    /// freed as Redis's overwrite frees it.
+    pub fn set(&mut self, key: &[u8], val: Value, keep_ttl: bool) {
+        if let Some(old) = self.shard.dbs[self.db].set(key, val, keep_ttl) {
+            drop_value(old, self.lazy.free_overwritten);
+        }
     }
 
     /// Whether an expiry time set now deletes the key at once: not while
@@ -236,10 +251,16 @@ impl<'a> Keys<'a> {
         self.expire_if_needed(dst);
         match v {
             Some(v) => {
-                self.db().set(dst, v, false);
+                self.set(dst, v, false);
                 true
             }
-            None => self.db().remove(dst).is_some(),
+            None => match self.db().remove(dst) {
+                Some(old) => {
+                    drop_value(old, self.lazy.free_overwritten);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
