@@ -14,16 +14,22 @@
 # divides the growth by the key count (entries for the stream).
 #
 # tools/memory-baseline.tsv holds the figures per dataset with a tolerance
-# per figure in percent. A cinnabar figure above baseline * (1 + tol/100)
-# fails the gate. Redis's figures are from this run and only reported.
-# RAISE=1 lowers a cinnabar figure in the baseline to this run's when it
-# is lower (never raises one: a real increase needs a hand edit with its
-# reason in the commit), rewrites Redis's figures and the ratios, and adds
-# rows for datasets that have none; the gate result is the same.
+# per figure in percent (its comments say how they were chosen). A cinnabar
+# figure above baseline * (1 + tol/100) fails the gate, naming the dataset
+# and both figures; the failing dataset is loaded again, up to RETRY_LOADS
+# (3) loads in all, and the lowest figures decide, so one unlucky load
+# does not fail CI while a real regression, there on every load, does.
+# Redis's figures are from this run and only reported.
+# RAISE=1 loads cinnabar RAISE_LOADS (3) times per dataset and takes the
+# highest figures, lowers the baseline's cinnabar figures to those where
+# they are lower (never raises one: an accepted increase is a hand edit
+# with its reason in the commit), rewrites Redis's figures and the ratios
+# and adds rows for datasets that have none; the exit status is the gate's.
 #
 # Env: CINNABAR_BIN (default: release build under $CARGO_TARGET_DIR or
 # target/, built first), REDIS_SERVER (redis-server), BASELINE (the TSV),
-# PORT_BASE (see bench/lib.sh), ONLY (dataset names).
+# PORT_BASE (see bench/lib.sh), ONLY (dataset names), RETRY_LOADS,
+# RAISE_LOADS.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -37,7 +43,11 @@ for tool in redis-cli python3 awk; do
 done
 # Tolerances for rows the baseline does not have yet (percent).
 new_used_tol=1
-new_rss_tol=3
+new_rss_tol=10
+# Loads of cinnabar per dataset: at most this many when a figure fails
+# (the lowest counts), exactly this many under RAISE (the highest counts).
+retry_loads=${RETRY_LOADS:-3}
+raise_loads=${RAISE_LOADS:-3}
 
 t0=$(date +%s)
 if [ -z "${CINNABAR_BIN:-}" ]; then
@@ -53,6 +63,18 @@ PIDS=()
 trap bench_cleanup EXIT INT TERM
 
 used_memory() { redis-cli -p "$1" INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'; }
+
+# forget PORT: drops what a server keeps about the commands it ran, which
+# depends on timing and not on the data: slow log entries (a command
+# preempted on a busy machine takes over 10 ms; cinnabar's entries also
+# hold on to the read buffer their arguments were sliced from, ~20 KB each)
+# and the per-command latency histograms (cinnabar's grow with the slowest
+# call). Without this, cinnabar's used_memory/key moved by up to 2.8% from
+# run to run (20,000 HyperLogLogs: 435.5 and 447.7).
+forget() {
+  redis-cli -p "$1" CONFIG RESETSTAT >/dev/null
+  redis-cli -p "$1" SLOWLOG RESET >/dev/null
+}
 
 # settle PORT PID -> "USED RSS" in bytes. A server is read only once
 # neither figure moved for two samples 200 ms apart: Redis finishes a dict
@@ -81,8 +103,10 @@ measure() {
   local name=$1 bin=$2 ds=$3 count=$4 port pid before after errs got probe enc
   start "$name" "$bin"
   port=$START_PORT pid=$START_PID
+  forget "$port"
   before=$(settle "$port" "$pid")
   redis-cli -p "$port" --pipe <"$WORK/$ds.resp" >"$WORK/pipe-$name-$ds.log" 2>&1 || true
+  forget "$port"
   after=$(settle "$port" "$pid")
   errs=$(awk -F'[ ,]+' '/^errors:/ { print $2 }' "$WORK/pipe-$name-$ds.log")
   case "$ds" in
@@ -113,6 +137,17 @@ if [ -f "$baseline" ]; then
   done <"$baseline"
 fi
 
+# judge CU CR BU BR UTOL RTOL -> ok, no-baseline or what rose and by how much.
+judge() {
+  awk -v cu="$1" -v cr="$2" -v bu="$3" -v br="$4" -v ut="$5" -v rt="$6" 'BEGIN {
+    if (bu == "") { print "no-baseline"; exit }
+    v = ""
+    if (cu > bu * (1 + ut / 100)) v = v "used+" sprintf("%.2f%%", (cu / bu - 1) * 100) ","
+    if (cr > br * (1 + rt / 100)) v = v "rss+" sprintf("%.2f%%", (cr / br - 1) * 100) ","
+    sub(/,$/, "", v)
+    print (v == "" ? "ok" : v) }'
+}
+
 datasets=${ONLY:-$(python3 "$gen" names)}
 echo "cinnabar: $CINNABAR_BIN"
 echo "redis:    $redis_bin ($("$redis_bin" --version | awk '{ sub(/^v=/, "", $3); print $3 }'))"
@@ -123,35 +158,54 @@ rows=()
 for ds in $datasets; do
   count=$(python3 "$gen" count "$ds") || { echo "unknown dataset $ds" >&2; exit 2; }
   python3 "$gen" "$ds" >"$WORK/$ds.resp"
-  read -r cu cr cenc < <(measure cinnabar "$CINNABAR_BIN" "$ds" "$count")
-  [ -n "${cenc:-}" ] || exit 1
-  read -r ru rr renc < <(measure redis "$redis_bin" "$ds" "$count")
-  [ -n "${renc:-}" ] || exit 1
-  rm -f "$WORK/$ds.resp"
   if [ -n "${base_line[$ds]:-}" ]; then
     read -r bu _ br _ utol rtol <<<"${base_line[$ds]}"
   else
     bu="" br="" utol=$new_used_tol rtol=$new_rss_tol
   fi
-  # awk prints the verdict and the figures RAISE would keep.
-  read -r verdict nu nr < <(awk -v cu="$cu" -v cr="$cr" -v bu="$bu" -v br="$br" \
-    -v ut="$utol" -v rt="$rtol" 'BEGIN {
-      if (bu == "") { print "no-baseline", cu, cr; exit }
-      v = ""
-      if (cu > bu * (1 + ut / 100)) v = v "used+" sprintf("%.1f%%", (cu / bu - 1) * 100) ","
-      if (cr > br * (1 + rt / 100)) v = v "rss+" sprintf("%.1f%%", (cr / br - 1) * 100) ","
-      sub(/,$/, "", v)
-      print (v == "" ? "ok" : v), (cu < bu ? cu : bu), (cr < br ? cr : br) }')
-  printf '%-9s %11s %11s %11s %6s | %11s %11s %11s %6s | %s (%s/%s)\n' "$ds" \
+  read -r cu cr cenc < <(measure cinnabar "$CINNABAR_BIN" "$ds" "$count")
+  [ -n "${cenc:-}" ] || exit 1
+  loads=1
+  verdict=$(judge "$cu" "$cr" "$bu" "$br" "$utol" "$rtol")
+  if [ -n "${RAISE:-}" ]; then
+    # The baseline only ever goes down, so a figure taken on a lucky load
+    # would stay; the highest of several loads is one the gate can repeat.
+    while [ "$loads" -lt "$raise_loads" ]; do
+      read -r u r _ < <(measure cinnabar "$CINNABAR_BIN" "$ds" "$count")
+      [ -n "${r:-}" ] || exit 1
+      cu=$(awk -v a="$cu" -v b="$u" 'BEGIN { print (b > a ? b : a) }')
+      cr=$(awk -v a="$cr" -v b="$r" 'BEGIN { print (b > a ? b : a) }')
+      loads=$((loads + 1))
+    done
+    verdict=$(judge "$cu" "$cr" "$bu" "$br" "$utol" "$rtol")
+  else
+    # A real regression is there on every load; a load that was unlucky
+    # (RSS mostly) is not: fail only if the lowest of the loads fails.
+    while [ "$verdict" != ok ] && [ -n "$bu" ] && [ "$loads" -lt "$retry_loads" ]; do
+      read -r u r _ < <(measure cinnabar "$CINNABAR_BIN" "$ds" "$count")
+      [ -n "${r:-}" ] || exit 1
+      cu=$(awk -v a="$cu" -v b="$u" 'BEGIN { print (b < a ? b : a) }')
+      cr=$(awk -v a="$cr" -v b="$r" 'BEGIN { print (b < a ? b : a) }')
+      loads=$((loads + 1))
+      verdict=$(judge "$cu" "$cr" "$bu" "$br" "$utol" "$rtol")
+    done
+  fi
+  read -r ru rr renc < <(measure redis "$redis_bin" "$ds" "$count")
+  [ -n "${renc:-}" ] || exit 1
+  rm -f "$WORK/$ds.resp"
+  # What RAISE keeps: the lower of baseline and this run.
+  nu=$(awk -v a="$cu" -v b="${bu:-$cu}" 'BEGIN { print (a < b ? a : b) }')
+  nr=$(awk -v a="$cr" -v b="${br:-$cr}" 'BEGIN { print (a < b ? a : b) }')
+  printf '%-9s %11s %11s %11s %6s | %11s %11s %11s %6s | %s (%s/%s, %d load%s)\n' "$ds" \
     "$cu" "${bu:--}" "$ru" "$(ratio "$cu" "$ru")" "$cr" "${br:--}" "$rr" "$(ratio "$cr" "$rr")" \
-    "$verdict" "$cenc" "$renc"
+    "$verdict" "$cenc" "$renc" "$loads" "$([ "$loads" = 1 ] || echo s)"
   case "$verdict" in
     ok) ;;
     no-baseline) [ -n "${RAISE:-}" ] || fail=1 ;;
     *)
       fail=1
       echo "REGRESSION $ds: cinnabar used_memory/key $cu (baseline $bu, tolerance $utol%)," \
-        "rss/key $cr (baseline $br, tolerance $rtol%)" >&2
+        "rss/key $cr (baseline $br, tolerance $rtol%), lowest of $loads loads" >&2
       ;;
   esac
   rows+=("$ds $nu $ru $nr $rr $utol $rtol")
