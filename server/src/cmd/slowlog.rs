@@ -32,13 +32,13 @@ fn slowlog_push(st: &mut State, cl: &Client, args: &[Bytes], secret: &[usize], d
         if secret.contains(&i) {
             logged.push(Bytes::from_static(b"(redacted)"));
         } else if a.len() > 128 {
-            logged.push(Bytes::from(format!(
-                "{}... ({} more bytes)",
-                String::from_utf8_lossy(&a[..128]),
-                a.len() - 128
-            )));
+            let mut t = a[..128].to_vec();
+            t.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
+            logged.push(Bytes::from(t));
         } else {
-            logged.push(a.clone());
+            // A copy: the argument is a slice of the connection's read
+            // buffer, which an entry would otherwise keep alive whole.
+            logged.push(Bytes::copy_from_slice(a));
         }
     }
     let id = st.slowlog_next_id;
