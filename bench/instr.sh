@@ -66,59 +66,10 @@ bench_init python3 valgrind callgrind_control
 SERVER_ARGS=${SERVER_ARGS:-}
 [ -n "${KEEP:-}" ] && trap 'for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; echo "kept $WORK"' EXIT
 
-# vstart NAME BINARY: the server under callgrind (slow to start: it reads
-# the debug info) -> START_PORT, START_PID.
-vstart() {
-  local name=$1 bin=$2 port pid
-  mkdir -p "$WORK/$name"
-  port=$(free_port)
-  # shellcheck disable=SC2086 # SERVER_ARGS splits into options
-  (cd "$WORK/$name" && exec valgrind --tool=callgrind --callgrind-out-file="$WORK/$name/cg.out" \
-    "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no $SERVER_ARGS >"$WORK/$name/log" 2>&1) &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 1 600); do
-    if redis-cli -p "$port" PING 2>/dev/null | grep -q PONG; then
-      START_PORT=$port
-      START_PID=$pid
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "$name failed to start under valgrind:" >&2
-  cat "$WORK/$name/log" >&2
-  return 1
-}
-
-# dump PID NAME [KEEP-AS]: dumps the counters since the last zeroing and
-# prints the Ir total; the dump file is removed, or renamed KEEP-AS.
-dump() {
-  local pid=$1 name=$2 keep=${3:-} f
-  callgrind_control -d "$pid" >/dev/null 2>&1
-  # The dump is written when the server next runs: wait for its last line.
-  for _ in $(seq 1 300); do
-    f=$(find "$WORK/$name" -name 'cg.out.*' | head -1)
-    [ -n "$f" ] && grep -q '^totals:' "$f" && break
-    sleep 0.1
-  done
-  awk '/^(summary|totals):/ { print $2; exit }' "$f"
-  if [ -n "$keep" ]; then mv "$f" "$WORK/$name/$keep"; else rm -f "$f"; fi
-}
-
-# idle_rate PID NAME: Ir per second of the idle server (its timers).
-idle_rate() {
-  local pid=$1 name=$2 ir
-  callgrind_control -z "$pid" >/dev/null 2>&1
-  sleep 5
-  ir=$(dump "$pid" "$name")
-  echo $((ir / 5))
-}
-
-now_ms() { date +%s%3N; }
-
-vstart cinnabar "$CINNABAR_BIN"; C=$START_PORT; C_PID=$START_PID
-vstart redis "$REDIS_BIN"; R=$START_PORT; R_PID=$START_PID
+# shellcheck disable=SC2086 # SERVER_ARGS splits into options
+vstart cinnabar "$CINNABAR_BIN" $SERVER_ARGS; C=$START_PORT; C_PID=$START_PID
+# shellcheck disable=SC2086
+vstart redis "$REDIS_BIN" $SERVER_ARGS; R=$START_PORT; R_PID=$START_PID
 for port in "$C" "$R"; do
   python3 "$ROOT/bench/types_gen.py" custom | redis-cli -p "$port" --pipe >"$WORK/custom-$port.log" 2>&1
 done
@@ -128,16 +79,11 @@ echo "idle Ir/s: cinnabar $C_IDLE, redis $R_IDLE"
 
 # measure PORT PID NAME IDLE P CMD...: Ir per request.
 measure() {
-  local port=$1 pid=$2 name=$3 idle=$4 p=$5 t0 t1 ir keep
+  local port=$1 pid=$2 name=$3 idle=$4 p=$5 keep_as=""
   shift 5
-  callgrind_control -z "$pid" >/dev/null 2>&1
-  t0=$(now_ms)
-  redis-benchmark -p "$port" -c "$CLIENTS" -n "$N" -r "$N" -P "$p" -q "$@" >/dev/null 2>&1
-  t1=$(now_ms)
-  keep=""
-  [ -n "${KEEP:-}" ] && keep="$(echo "$LABEL" | tr -c 'A-Za-z0-9\n' _)-P$p"
-  ir=$(dump "$pid" "$name" "$keep")
-  awk -v ir="$ir" -v idle="$idle" -v ms=$((t1 - t0)) -v n="$N" 'BEGIN { printf "%.0f", (ir - idle * ms / 1000) / n }'
+  [ -n "${KEEP:-}" ] && keep_as="$(echo "$LABEL" | tr -c 'A-Za-z0-9\n' _)-P$p"
+  cg_measure "$pid" "$name" "$idle" "$N" "$keep_as" \
+    redis-benchmark -p "$port" -c "$CLIENTS" -n "$N" -r "$N" -P "$p" -q "$@"
 }
 
 printf '%-30s %3s %10s %10s %7s\n' test P cinnabar redis ratio

@@ -110,3 +110,70 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 
 # geomean X...: geometric mean of positive numbers (n/a entries skipped).
 geomean() { printf '%s\n' "$@" | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f (%d tests)", exp(s / n), n; else print "n/a" }'; }
+
+# vstart NAME BINARY [ARGS...]: the server under callgrind (slow to start:
+# it reads the debug info) -> START_PORT, START_PID. ARGS come after the
+# defaults, so they override them (--appendonly yes).
+vstart() {
+  local name=$1 bin=$2 port pid
+  shift 2
+  mkdir -p "$WORK/$name"
+  port=$(free_port)
+  (cd "$WORK/$name" && exec valgrind --tool=callgrind --callgrind-out-file="$WORK/$name/cg.out" \
+    "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no "$@" >"$WORK/$name/log" 2>&1) &
+  pid=$!
+  PIDS+=("$pid")
+  for _ in $(seq 1 600); do
+    if redis-cli -p "$port" PING 2>/dev/null | grep -q PONG; then
+      START_PORT=$port
+      START_PID=$pid
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "$name failed to start under valgrind:" >&2
+  cat "$WORK/$name/log" >&2
+  return 1
+}
+
+# dump PID NAME [KEEP-AS]: dumps the counters since the last zeroing and
+# prints the Ir total; the dump file is removed, or renamed KEEP-AS.
+dump() {
+  local pid=$1 name=$2 keep_as=${3:-} f
+  callgrind_control -d "$pid" >/dev/null 2>&1
+  # The dump is written when the server next runs: wait for its last line.
+  for _ in $(seq 1 300); do
+    f=$(find "$WORK/$name" -name 'cg.out.*' | head -1)
+    [ -n "$f" ] && grep -q '^totals:' "$f" && break
+    sleep 0.1
+  done
+  awk '/^(summary|totals):/ { print $2; exit }' "$f"
+  if [ -n "$keep_as" ]; then mv "$f" "$WORK/$name/$keep_as"; else rm -f "$f"; fi
+}
+
+# idle_rate PID NAME [SECONDS]: Ir per second of the idle server (its
+# timers), over SECONDS (5).
+idle_rate() {
+  local pid=$1 name=$2 secs=${3:-5} ir
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  sleep "$secs"
+  ir=$(dump "$pid" "$name")
+  echo $((ir / secs))
+}
+
+now_ms() { date +%s%3N; }
+
+# cg_measure PID NAME IDLE N KEEP-AS CMD...: zeroes the counters, runs CMD
+# (the client, N requests), dumps, and prints the Ir per request: the
+# process's total minus its idle rate times CMD's duration, over N.
+cg_measure() {
+  local pid=$1 name=$2 idle=$3 n=$4 keep_as=$5 t0 t1 ir
+  shift 5
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  t0=$(now_ms)
+  "$@" >/dev/null 2>&1
+  t1=$(now_ms)
+  ir=$(dump "$pid" "$name" "$keep_as")
+  awk -v ir="$ir" -v idle="$idle" -v ms=$((t1 - t0)) -v n="$n" 'BEGIN { printf "%.0f", (ir - idle * ms / 1000) / n }'
+}
