@@ -18,6 +18,7 @@ pub const LAZYFREE_THRESHOLD: usize = 64;
 
 /// Drops a deleted value: in the background when `lazy` and it is large
 /// (`Value::free_effort`), else here.
+#[inline]
 pub fn drop_value(v: storage::Value, lazy: bool) {
     if lazy && v.free_effort() > LAZYFREE_THRESHOLD {
         lazy_free(v, 1);

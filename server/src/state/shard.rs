@@ -162,6 +162,7 @@ impl<'a> Keys<'a> {
 
     /// Stores `val` under `key` (see `Db::set`); the value it replaces is
     /// freed as Redis's overwrite frees it.
+    #[inline]
     pub fn set(&mut self, key: &[u8], val: Value, keep_ttl: bool) {
         if let Some(old) = self.shard.dbs[self.db].set(key, val, keep_ttl) {
             drop_value(old, self.lazy.free_overwritten);
