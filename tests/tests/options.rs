@@ -2,7 +2,7 @@
 //! implemented option has a test that sees it work, not only CONFIG GET
 //! echo it). Each test holds on cinnabar and on redis-server 7.0.15.
 
-use cinnabar_tests::{err, int, ok, text, wait_for, RawClient, RespFrame, Server, TempDir};
+use cinnabar_tests::{bulk, err, int, ok, text, wait_for, RawClient, RespFrame, Server, TempDir};
 use std::time::Duration;
 
 fn info_int(c: &mut RawClient, section: &str, field: &str) -> i64 {
@@ -227,6 +227,21 @@ fn slowlog_max_len_keeps_the_newest_entries() {
     assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), int(3));
     let kept = text(&c.cmd(&["SLOWLOG", "GET", "10"]));
     assert!(kept.contains("k9") && !kept.contains("k0"), "{kept}");
+    // A long argument is kept to its first 128 bytes, as they are.
+    let long = vec![0xffu8; 130];
+    assert_eq!(c.cmd(&[&b"SET"[..], b"bin", &long]), ok());
+    let RespFrame::Array(entries) = c.cmd(&["SLOWLOG", "GET", "2"]) else {
+        panic!("SLOWLOG GET")
+    };
+    let RespFrame::Array(entry) = &entries[0] else {
+        panic!("{entries:?}")
+    };
+    let mut want = vec![0xffu8; 128];
+    want.extend_from_slice(b"... (2 more bytes)");
+    assert_eq!(
+        entry[3],
+        RespFrame::Array(vec![bulk("SET"), bulk("bin"), bulk(want)])
+    );
 }
 
 /// `shutdown-on-sigint nosave`: SIGINT ends the server without the save
