@@ -604,6 +604,52 @@ fn a_mixed_cluster_speaks_tls_on_the_bus() {
     }
 }
 
+/// A node that serves slots 0-5460 only (`bar` is in slot 5061, `foo` in
+/// 12182). By default (`cluster-require-full-coverage yes`) the cluster is
+/// down and refuses every key; `cluster-allow-reads-when-down yes` lets
+/// reads of its slots through; with `cluster-require-full-coverage no` the
+/// cluster is up for the slots it has. Holds for redis-server 7.0.15 too.
+#[test]
+fn coverage_options_decide_what_a_partial_cluster_serves() {
+    let down = err("CLUSTERDOWN The cluster is down");
+    let unserved = err("CLUSTERDOWN Hash slot not served");
+    let cases = [
+        (("yes", "no"), "fail", down.clone(), down.clone()),
+        (
+            ("yes", "yes"),
+            "fail",
+            nil(),
+            err("CLUSTERDOWN The cluster is down and only accepts read commands"),
+        ),
+        (("no", "no"), "ok", nil(), ok()),
+    ];
+    for ((full, reads), state, get_bar, set_bar) in cases {
+        let s = node_with(
+            &server_bin(),
+            &[
+                ("cluster-require-full-coverage", full),
+                ("cluster-allow-reads-when-down", reads),
+            ],
+        );
+        let mut c = s.raw();
+        assert_eq!(c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "5460"]), ok());
+        // A master waits a moment after start-up before it calls the
+        // cluster up; the state it settles in is the one to check.
+        until("the cluster state", 20, || {
+            text(&c.cmd(&["CLUSTER", "INFO"])).contains(&format!("cluster_state:{state}"))
+        });
+        if state == "fail" {
+            // Past the start-up delay, it stays down.
+            std::thread::sleep(Duration::from_millis(2500));
+            assert!(text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:fail"));
+        }
+        assert_eq!(c.cmd(&["GET", "bar"]), get_bar, "{full} {reads}");
+        assert_eq!(c.cmd(&["SET", "bar", "1"]), set_bar, "{full} {reads}");
+        // A slot nobody serves is named as such, up or down.
+        assert_eq!(c.cmd(&["GET", "foo"]), unserved, "{full} {reads}");
+    }
+}
+
 fn kill9(pid: u32) {
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
