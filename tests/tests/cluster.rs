@@ -650,6 +650,27 @@ fn coverage_options_decide_what_a_partial_cluster_serves() {
     }
 }
 
+/// `cluster-allow-pubsubshard-when-down`: while the cluster is down (a
+/// node with part of the slots), SPUBLISH to a channel of a slot it serves
+/// goes through by default and is refused with `no`. Holds for
+/// redis-server 7.0.15 too.
+#[test]
+fn pubsubshard_when_down_follows_its_option() {
+    for (allow, reply) in [
+        ("yes", int(0)),
+        ("no", err("CLUSTERDOWN The cluster is down")),
+    ] {
+        let s = node_with(
+            &server_bin(),
+            &[("cluster-allow-pubsubshard-when-down", allow)],
+        );
+        let mut c = s.raw();
+        assert_eq!(c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "5460"]), ok());
+        assert!(text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:fail"));
+        assert_eq!(c.cmd(&["SPUBLISH", "bar", "m"]), reply, "{allow}");
+    }
+}
+
 fn kill9(pid: u32) {
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
