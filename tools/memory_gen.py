@@ -19,30 +19,11 @@ move the gate's figures.
 entries for the stream).
 """
 import sys
+from pathlib import Path
 
-OUT = sys.stdout.buffer
-BUF = []
-BUF_BYTES = 0
-
-
-def cmd(*args):
-    """Appends one command in RESP; flushes in ~1MB chunks."""
-    global BUF_BYTES
-    parts = [b"*%d\r\n" % len(args)]
-    for a in args:
-        parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    s = b"".join(parts)
-    BUF.append(s)
-    BUF_BYTES += len(s)
-    if BUF_BYTES > 1 << 20:
-        flush()
-
-
-def flush():
-    global BUF_BYTES
-    OUT.write(b"".join(BUF))
-    BUF.clear()
-    BUF_BYTES = 0
+# The RESP writer is bench's; the datasets are this file's own.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from types_gen import cmd, flush  # noqa: E402
 
 
 def strings(n=1_000_000):

@@ -15,33 +15,28 @@ pub fn keepalive(fd: std::os::fd::RawFd, interval: i64) {
         (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3),
     ];
     for (level, name, v) in opts {
-        // SAFETY: `fd` is an open socket and the value a c_int of the size
-        // given.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                level,
-                name,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        set_int_opt(fd, level, name, v);
+    }
+}
+
+/// setsockopt(2) of a c_int option; a socket that refuses it (a Unix
+/// socket for TCP options) is left as it was.
+fn set_int_opt(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) {
+    // SAFETY: `fd` is an open socket and the value a c_int of the size given.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
 /// Sets TCP_NODELAY on socket `fd` (a Unix socket refuses it, harmlessly).
 pub fn nodelay(fd: std::os::fd::RawFd, on: bool) {
-    let v = libc::c_int::from(on);
-    // SAFETY: `fd` is an open socket and the value a c_int of the size given.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on.into());
 }
 
 /// Resident set size of the process, from /proc/self/statm.
