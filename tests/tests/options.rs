@@ -53,11 +53,15 @@ fn databases_bounds_select_and_swapdb() {
 }
 
 /// `loglevel`: a notice (SAVE's "DB saved on disk") is left out under
-/// `warning` and written once CONFIG SET lowers the level.
+/// `warning` and written once CONFIG SET lowers the level; start-up's
+/// warnings ("Server initialized") are written under `warning` too.
 #[test]
 fn loglevel_decides_which_lines_are_written() {
     let s = Server::start(&[("loglevel", "warning")]);
     let mut c = s.raw();
+    let log = s.log();
+    assert!(log.contains(" # Server initialized"), "{log}");
+    assert!(!log.contains("Ready to accept connections"), "{log}");
     assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
     assert_eq!(c.cmd(&["SAVE"]), ok());
     assert!(!s.log().contains("DB saved on disk"), "{}", s.log());

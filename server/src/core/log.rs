@@ -61,6 +61,8 @@ pub fn startup_banner(show_logo: bool, (port, tls_port): (i64, i64), cluster: bo
     let port = if port == 0 { tls_port } else { port };
     let mode = if cluster { "cluster" } else { "standalone" };
     let pid = std::process::id();
+    // `Instant` reads CLOCK_MONOTONIC through clock_gettime.
+    tracing::info!("monotonic clock: POSIX clock_gettime");
     if show_logo {
         tracing::info!(
             target: RAW,

@@ -188,6 +188,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
     crate::core::log::startup_banner(show_logo, ports, state.cluster.is_some());
     let shared = Arc::new(Shared::new(state));
     crate::net::bus::start(&shared, bus);
+    warn!("Server initialized");
     {
         let mut st = shared.state.lock();
         st.tcp_port = st.cfg.port as u16;
@@ -288,7 +289,7 @@ pub async fn run(cfg: Config) -> std::io::Result<()> {
         info!("Removing the pid file.");
         let _ = std::fs::remove_file(pidfile);
     }
-    info!("Redis is now ready to exit, bye bye...");
+    warn!("Redis is now ready to exit, bye bye...");
     Ok(())
 }
 
