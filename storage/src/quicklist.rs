@@ -198,6 +198,16 @@ impl Node {
     }
 }
 
+/// A node as an RDB holds it (see [`Quicklist::saved_nodes`]).
+pub enum SavedNode<'a> {
+    /// A plain node's one element.
+    Plain(LpVal<'a>),
+    /// A compressed node: its LZF and its listpack's size.
+    Lzf(&'a [u8], usize),
+    /// A packed node's Redis listpack bytes.
+    Packed(Vec<u8>),
+}
+
 pub struct Quicklist {
     nodes: VecDeque<Node>,
     len: usize,
@@ -291,6 +301,32 @@ impl Quicklist {
             Node::Raw(lp) => (lp.lp_bytes(), lp.len()),
             Node::Lzf(p) => (4 + p.lzf.len(), p.count as usize),
         })
+    }
+
+    /// The nodes from the head as Redis saves them: each as it is.
+    pub fn saved_nodes(&self) -> impl Iterator<Item = SavedNode<'_>> {
+        self.nodes.iter().map(|n| match n {
+            Node::Lzf(p) => SavedNode::Lzf(&p.lzf, p.sz as usize),
+            Node::Raw(lp) if Self::is_plain(lp) => {
+                SavedNode::Plain(lp.get(0).expect("a plain node holds one element"))
+            }
+            Node::Raw(lp) => SavedNode::Packed(redis_bytes(lp)),
+        })
+    }
+
+    /// Appends a node of `items` whatever the fill: a loaded list keeps the
+    /// nodes it was saved with, as in Redis.
+    pub fn push_node<B: AsRef<[u8]>>(&mut self, items: impl IntoIterator<Item = B>) {
+        let mut lp = Listpack::new();
+        for b in items {
+            lp.push_back(b.as_ref());
+        }
+        if lp.is_empty() {
+            return;
+        }
+        self.len += lp.len();
+        self.nodes.push_back(Node::Raw(lp));
+        self.settle(0, 0);
     }
 
     fn lp(&self, ni: usize) -> &Listpack {

@@ -128,3 +128,42 @@ fn compressed_list_rdb_crosses_both_ways() {
         assert_eq!(check(&mut dc), before, "{from:?} -> {to:?}");
     }
 }
+
+/// A list keeps its nodes through a save and a load (Redis writes each node
+/// as it holds it and loads it as one node), whatever
+/// `list-max-listpack-size` says meanwhile; the DUMP of such a list is
+/// Redis's byte for byte (checked on both servers by the same figures).
+#[test]
+fn lists_keep_their_nodes_through_a_reload() {
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    let nodes = |c: &mut RawClient| field(c, "l", "ql_nodes");
+    must(&mut c, &["CONFIG", "SET", "list-max-listpack-size", "4"]);
+    let elems: Vec<String> = (1..=10).map(|i| i.to_string()).collect();
+    let mut args = vec!["RPUSH", "l"];
+    args.extend(elems.iter().map(String::as_str));
+    must(&mut c, &args);
+    assert_eq!(nodes(&mut c), "3");
+    must(&mut c, &["CONFIG", "SET", "list-max-listpack-size", "-2"]);
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), ok());
+    assert_eq!(nodes(&mut c), "3");
+    // The new fill applies to the loaded tail node: 2 + 3 fit.
+    must(&mut c, &["RPUSH", "l", "11", "12", "13"]);
+    assert_eq!(nodes(&mut c), "3");
+    must(&mut c, &["CONFIG", "SET", "list-max-listpack-size", "4"]);
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), ok());
+    must(&mut c, &["RPUSH", "l", "14"]);
+    assert_eq!(nodes(&mut c), "4");
+    // Nodes of 4, 4, 5 and 1 elements.
+    let RespFrame::Bulk(dump) = c.cmd(&["DUMP", "l"]) else {
+        panic!("DUMP")
+    };
+    let want = [
+        0x12, 0x04, 0x02, 0x0f, 0x0f, 0x00, 0x00, 0x00, 0x04, 0x00, 0x01, 0x01, 0x02, 0x01, 0x03,
+        0x01, 0x04, 0x01, 0xff, 0x02, 0x0f, 0x0f, 0x00, 0x00, 0x00, 0x04, 0x00, 0x05, 0x01, 0x06,
+        0x01, 0x07, 0x01, 0x08, 0x01, 0xff, 0x02, 0x11, 0x11, 0x00, 0x00, 0x00, 0x05, 0x00, 0x09,
+        0x01, 0x0a, 0x01, 0x0b, 0x01, 0x0c, 0x01, 0x0d, 0x01, 0xff, 0x02, 0x09, 0x09, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x0e, 0x01, 0xff,
+    ];
+    assert_eq!(&dump[..dump.len() - 10], &want[..]);
+}

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+const DIGEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 fn cmd(c: &mut RawClient, args: &[&str]) -> RespFrame {
     c.cmd(args)
 }
@@ -562,6 +564,8 @@ fn bgsave_is_a_point_in_time_image_while_clients_write() {
     let d = TempDir::new("pit");
     let s = cinnabar(d.dir());
     let mut c = s.raw();
+    // DEBUG DIGEST of ~550,000 keys on a debug build under load.
+    c.set_timeout(DIGEST_TIMEOUT);
     big_dataset(&mut c, 100_000);
     must(&mut c, &["SET", "marker", "before"]);
     let image = text(&cmd(&mut c, &["DEBUG", "DIGEST"]));
@@ -590,6 +594,7 @@ fn bgsave_is_a_point_in_time_image_while_clients_write() {
     }
     let s2 = cinnabar(dst.dir());
     let mut c2 = s2.raw();
+    c2.set_timeout(DIGEST_TIMEOUT);
     assert_eq!(text(&cmd(&mut c2, &["DEBUG", "DIGEST"])), image);
     assert_eq!(cmd(&mut c2, &["DBSIZE"]), dbsize);
     assert_eq!(
@@ -601,6 +606,7 @@ fn bgsave_is_a_point_in_time_image_while_clients_write() {
     if tool("redis-server").is_some() {
         let r = redis(dst.dir()).unwrap();
         let mut rc = r.raw();
+        rc.set_timeout(DIGEST_TIMEOUT);
         // Redis answers DEBUG while it is still loading.
         while info_field(&mut rc, "loading") != "0" {
             std::thread::sleep(Duration::from_millis(20));

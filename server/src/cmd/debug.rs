@@ -222,11 +222,9 @@ fn debug_object(c: &mut Ctx, key: &[u8]) -> CmdResult {
         return Err(Error::NoSuchKey);
     };
     let enc = v.encoding();
-    // The value's RDB bytes, as Redis measures it (`rdbcompression` and a
-    // list's node size as a save writes them).
+    // The value's RDB bytes, as Redis measures it (`rdbcompression`).
     let opts = storage::rdb::SaveOpts {
         compression: c.st.cfg.rdbcompression,
-        list_fill: c.st.tun.list_fill,
         ..Default::default()
     };
     let mut b = Vec::new();

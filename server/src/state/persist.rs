@@ -37,7 +37,6 @@ pub fn save_opts(st: &State, aof_base: bool) -> SaveOpts {
     SaveOpts {
         compression: st.cfg.rdbcompression,
         checksum: st.cfg.rdbchecksum,
-        list_fill: st.tun.list_fill,
         aof_base,
         // An AOF base has no place in the replication history.
         repl: if aof_base {

@@ -235,16 +235,15 @@ fn read_value(r: &mut Reader, t: u8, lim: &Limits, blobs: &mut u64) -> R<Option<
                     QL_PLAIN if blob.is_empty() => {
                         return at("empty plain quicklist node", node_start)
                     }
-                    QL_PLAIN => q.push_back(&blob),
+                    // Each node stays as saved, as Redis keeps it.
+                    QL_PLAIN => q.push_node([blob]),
                     QL_PACKED => {
                         // An empty node is dropped, as Redis does; a list
                         // left with none is then skipped as an empty key.
                         let zl = t == TYPE_LIST_QUICKLIST;
                         *blobs += u64::from(!zl);
                         let what = if zl { "Ziplist" } else { "Listpack" };
-                        for e in in_blob(what, lp_vec(&blob, node_start, zl))? {
-                            q.push_back(&e);
-                        }
+                        q.push_node(in_blob(what, lp_vec(&blob, node_start, zl))?);
                     }
                     c => return at(format!("unknown quicklist container {c}"), node_start),
                 }

@@ -6,7 +6,8 @@ use super::wire::{put_int_special, put_len, put_lzf, put_string};
 use super::*;
 use crate::listpack::LpVal;
 use crate::num::d2string;
-use crate::{quicklist, StrValue, Value};
+use crate::quicklist::SavedNode;
+use crate::{StrValue, Value};
 use std::io::{self, Write};
 
 /// The options that change the bytes written.
@@ -16,8 +17,6 @@ pub struct SaveOpts {
     pub compression: bool,
     /// `rdbchecksum`: a CRC-64 trailer, else 0.
     pub checksum: bool,
-    /// `list-max-listpack-size`, bounding the listpack nodes of lists.
-    pub list_fill: i32,
     /// The file is an AOF base (its `aof-base` aux field says 1).
     pub aof_base: bool,
     /// The replication position the snapshot is at, for a master with a
@@ -39,7 +38,6 @@ impl Default for SaveOpts {
         SaveOpts {
             compression: true,
             checksum: true,
-            list_fill: -2,
             aof_base: false,
             repl: None,
         }
@@ -87,20 +85,6 @@ pub fn value_type(v: &Value) -> u8 {
     }
 }
 
-/// Whether one more element of `raw_len` bytes may join a node of
-/// `bytes`/`count` (Redis's `_quicklistNodeAllowInsert`, with its estimate
-/// of 8 bytes of overhead per element).
-fn node_allows(fill: i32, bytes: usize, count: usize, raw_len: usize) -> bool {
-    const LIMITS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
-    let new_sz = bytes + raw_len + 8;
-    if fill < 0 {
-        let i = (fill.unsigned_abs() as usize).min(5) - 1;
-        new_sz <= LIMITS[i]
-    } else {
-        new_sz <= 8192 && count < fill as usize
-    }
-}
-
 /// The value's serialization (without its type byte).
 pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
     let cz = opts.compression;
@@ -110,34 +94,23 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
             _ => put_string(out, s.as_bytes(&mut itoa::Buffer::new()), cz),
         },
         Value::List(l) => {
-            let mut nodes: Vec<Vec<u8>> = Vec::new();
-            let mut cur = LpBuilder::new();
-            l.walk(0, true, |e| {
-                let raw_len = e.str_len();
-                if !cur.is_empty() && !node_allows(opts.list_fill, cur.bytes(), cur.len(), raw_len)
-                {
-                    nodes.push(std::mem::take(&mut cur).finish());
-                }
-                cur.push(e);
-                true
-            });
-            if !cur.is_empty() {
-                nodes.push(cur.finish());
-            }
-            put_len(out, nodes.len() as u64);
-            // Redis writes the nodes it holds compressed (all but `depth`
-            // at each end, when LZF saves enough) as their LZF form.
-            let d = l.compress_depth();
-            let inner = if d > 0 && nodes.len() > 2 * d {
-                d..nodes.len() - d
-            } else {
-                0..0
-            };
-            for (i, n) in nodes.iter().enumerate() {
-                put_len(out, QL_PACKED);
-                match inner.contains(&i).then(|| quicklist::compress_node(n)) {
-                    Some(Some(c)) => put_lzf(out, &c, n.len()),
-                    _ => put_string(out, n, cz),
+            // Redis writes the nodes it holds: their bounds, and the LZF of
+            // those it keeps compressed.
+            put_len(out, l.node_count() as u64);
+            for n in l.saved_nodes() {
+                match n {
+                    SavedNode::Plain(e) => {
+                        put_len(out, QL_PLAIN);
+                        put_string(out, &e.to_vec(), cz);
+                    }
+                    SavedNode::Lzf(c, sz) => {
+                        put_len(out, QL_PACKED);
+                        put_lzf(out, c, sz);
+                    }
+                    SavedNode::Packed(lp) => {
+                        put_len(out, QL_PACKED);
+                        put_string(out, &lp, cz);
+                    }
                 }
             }
         }
