@@ -80,15 +80,31 @@ impl Tls {
     }
 
     fn client_config(&self, ca: &str, cert: Option<&str>) -> Arc<rustls::ClientConfig> {
+        let ring = rustls::crypto::ring::default_provider();
+        let versions = rustls::DEFAULT_VERSIONS;
+        self.client_with(ca, cert, versions, &ring.cipher_suites)
+    }
+
+    /// A client of `versions` offering `suites`, in that order.
+    fn client_with(
+        &self,
+        ca: &str,
+        cert: Option<&str>,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+        suites: &[rustls::SupportedCipherSuite],
+    ) -> Arc<rustls::ClientConfig> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let mut roots = rustls::RootCertStore::empty();
         for c in CertificateDer::pem_file_iter(self.file(&format!("{ca}.crt"))).unwrap() {
             roots.add(c.unwrap()).unwrap();
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::CryptoProvider {
+            cipher_suites: suites.to_vec(),
+            ..rustls::crypto::ring::default_provider()
+        });
         let b = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(versions)
             .unwrap()
             .with_root_certificates(roots);
         Arc::new(match cert {
@@ -593,5 +609,187 @@ fn sessions_resume_as_the_cache_options_say() {
     rt.block_on(async {
         assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
         assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
+    });
+}
+
+/// The suite a client with `cfg` negotiates (and gets PONG with), or None
+/// when the server refuses the handshake.
+async fn negotiated(cfg: Arc<rustls::ClientConfig>, port: u16) -> Option<rustls::CipherSuite> {
+    let mut c = connect(cfg, port).await.ok()?;
+    let r = exchange(&mut c, &encode(&["PING"]), 1).await.ok()?;
+    assert_eq!(r, [simple("PONG")]);
+    Some(c.get_ref().1.negotiated_cipher_suite()?.suite())
+}
+
+#[test]
+fn protocols_and_ciphers_decide_what_a_client_negotiates() {
+    use rustls::crypto::ring::cipher_suite as cs;
+    use rustls::version::{TLS12, TLS13};
+    let t = Tls::new();
+    let (s, port) = t.server(&[
+        ("tls-auth-clients", "no"),
+        ("tls-protocols", "TLSv1.2"),
+        (
+            "tls-ciphers",
+            "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256",
+        ),
+    ]);
+    let mut admin = s.raw();
+    let (aes256, aes128) = (
+        cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    );
+    let (aes256_13, aes128_13, chacha_13) = (
+        cs::TLS13_AES_256_GCM_SHA384,
+        cs::TLS13_AES_128_GCM_SHA256,
+        cs::TLS13_CHACHA20_POLY1305_SHA256,
+    );
+    let offer = |v: &'static rustls::SupportedProtocolVersion, suites: &[_]| {
+        t.client_with("ca", None, &[v], suites)
+    };
+    let rt = rt();
+    rt.block_on(async {
+        // tls-protocols: no TLS 1.3; tls-ciphers: only the two listed.
+        assert_eq!(negotiated(offer(&TLS13, &[aes256_13]), port).await, None);
+        let chacha = cs::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256;
+        assert_eq!(negotiated(offer(&TLS12, &[chacha]), port).await, None);
+        // The client's order wins, unless the server prefers its own.
+        let both = offer(&TLS12, &[aes128, aes256]);
+        assert_eq!(negotiated(both.clone(), port).await, Some(aes128.suite()));
+        assert_eq!(
+            admin.cmd(&["CONFIG", "SET", "tls-prefer-server-ciphers", "yes"]),
+            ok()
+        );
+        assert_eq!(negotiated(both, port).await, Some(aes256.suite()));
+        // TLS 1.3 only, and tls-ciphersuites choose its suites.
+        assert_eq!(
+            admin.cmd(&[
+                "CONFIG",
+                "SET",
+                "tls-protocols",
+                "TLSv1.3",
+                "tls-ciphersuites",
+                "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256"
+            ]),
+            ok()
+        );
+        assert_eq!(negotiated(offer(&TLS12, &[aes256]), port).await, None);
+        assert_eq!(negotiated(offer(&TLS13, &[aes256_13]), port).await, None);
+        let both = offer(&TLS13, &[chacha_13, aes128_13]);
+        assert_eq!(
+            negotiated(both.clone(), port).await,
+            Some(aes128_13.suite())
+        );
+        assert_eq!(
+            admin.cmd(&["CONFIG", "SET", "tls-prefer-server-ciphers", "no"]),
+            ok()
+        );
+        assert_eq!(negotiated(both, port).await, Some(chacha_13.suite()));
+    });
+}
+
+#[test]
+fn a_hashed_ca_directory_is_read_at_each_handshake() {
+    let t = Tls::new();
+    let dir = t.dir.path().join("cas");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.to_string_lossy().into_owned();
+    let (s, port) = t.server(&[]);
+    // An empty directory is a valid one: it trusts nobody yet.
+    assert_eq!(
+        s.raw().cmd(&[
+            "CONFIG",
+            "SET",
+            "tls-ca-cert-file",
+            "",
+            "tls-ca-cert-dir",
+            &dir
+        ]),
+        ok()
+    );
+    let rt = rt();
+    let ca_client = t.client_config("ca", Some("ca-client"));
+    assert!(!rt.block_on(pings(ca_client.clone(), port)));
+    // OpenSSL looks CAs up by their subject's hash: a file under another
+    // name is not read, and one linked in later is, with no reload.
+    std::fs::copy(t.file("ca.crt"), format!("{dir}/ca.crt")).unwrap();
+    assert!(!rt.block_on(pings(ca_client.clone(), port)));
+    openssl(t.dir.path(), &["rehash", &dir]);
+    assert!(rt.block_on(pings(ca_client, port)));
+    assert!(!rt.block_on(pings(t.client_config("ca", Some("other-client")), port)));
+    assert!(!rt.block_on(pings(t.client_config("ca", None), port)));
+}
+
+#[test]
+fn an_encrypted_client_key_opens_with_its_pass() {
+    // The replica's outgoing link shows `tls-client-cert-file`, whose key
+    // is encrypted; the master asks for a certificate.
+    let t = Tls::new();
+    let enc = t.file("ca-client.enc.key");
+    openssl(
+        t.dir.path(),
+        &[
+            "rsa",
+            "-in",
+            &t.file("ca-client.key"),
+            "-out",
+            &enc,
+            "-aes256",
+            "-passout",
+            "pass:secret",
+        ],
+    );
+    let (m, mport) = t.server(&[]);
+    m.raw().cmd(&["SET", "k", "1"]);
+    let cert = t.file("ca-client.crt");
+    let (r, _) = t.server(&[
+        ("tls-replication", "yes"),
+        ("tls-client-cert-file", &cert),
+        ("tls-client-key-file", &enc),
+        ("tls-client-key-file-pass", "secret"),
+    ]);
+    let mut c = r.raw();
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    wait_key(&r, "k", "1");
+    // A wrong pass cannot open the key, and the context stays.
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "tls-client-key-file-pass", "wrong"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'tls-client-key-file-pass') - Unable to update TLS configuration. Check server logs.")
+    );
+    wait_log(&r, &format!("Failed to load private key: {enc}: "));
+    m.raw().cmd(&["SET", "k", "2"]);
+    wait_key(&r, "k", "2");
+}
+
+#[test]
+fn a_session_cache_of_one_still_resumes_every_ticket() {
+    use rustls::client::{Resumption, Tls12Resumption};
+    use rustls::HandshakeKind::{Full, Resumed};
+    let t = Tls::new();
+    let (_s, port) = t.server(&[("tls-session-cache-size", "1")]);
+    let rt = rt();
+    let ring = rustls::crypto::ring::default_provider();
+    let client = |v: &'static rustls::SupportedProtocolVersion| {
+        t.client_with("ca", Some("ca-client"), &[v], &ring.cipher_suites)
+    };
+    rt.block_on(async {
+        // Redis's OpenSSL keeps the session in the ticket, not in its
+        // cache: three clients in turn all resume, in TLS 1.3 and 1.2.
+        for v in [&rustls::version::TLS13, &rustls::version::TLS12] {
+            let clients = [client(v), client(v), client(v)];
+            for c in &clients {
+                assert_eq!(handshake_kind(c.clone(), port).await, Full);
+            }
+            for c in &clients {
+                assert_eq!(handshake_kind(c.clone(), port).await, Resumed);
+            }
+        }
+        // A TLS 1.2 client offering a session id alone never resumes.
+        let mut cfg = (*client(&rustls::version::TLS12)).clone();
+        cfg.resumption =
+            Resumption::in_memory_sessions(8).tls12_resumption(Tls12Resumption::SessionIdOnly);
+        let cfg = Arc::new(cfg);
+        assert_eq!(handshake_kind(cfg.clone(), port).await, Full);
+        assert_eq!(handshake_kind(cfg, port).await, Full);
     });
 }

@@ -105,12 +105,13 @@ async fn session(
         let st = shared.lock_eventually().await;
         st.cfg
             .tls_replication
-            .then(|| crate::core::tls::client_context(&st.cfg))
+            .then(|| st.tls.get().map(|c| c.client.clone()))
     };
     match tls {
         None => sync(shared, sock, ends, gen, ended).await,
         Some(ctx) => {
-            let ctx = ctx.map_err(io::Error::other)?;
+            // tls-replication builds the contexts (`tls::wanted`).
+            let ctx = ctx.ok_or_else(|| io::Error::other("no TLS context"))?;
             let name = rustls::pki_types::ServerName::try_from(host.to_string())
                 .map_err(io::Error::other)?;
             let sock = tokio_rustls::TlsConnector::from(ctx)

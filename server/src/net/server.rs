@@ -344,7 +344,7 @@ fn spawn_accept(
                                 local: peer.ip().is_loopback(),
                                 unix: false,
                             };
-                            match tls_ctx.get().filter(|_| tls) {
+                            match tls_ctx.get().filter(|_| tls).map(|c| c.server.clone()) {
                                 Some(ctx) => {
                                     tokio::spawn(serve_tls(shared.clone(), ctx, sock, peer));
                                 }

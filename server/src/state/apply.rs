@@ -67,8 +67,8 @@ impl State {
     /// `tls-cluster`, the bus's; on an error (the line Redis logs) nothing
     /// changes.
     pub fn build_tls(&mut self) -> Result<(), String> {
-        let ctx = crate::core::tls::context(&self.cfg)?;
-        crate::state::cluster::set_tls(self)?;
+        let ctx = crate::core::tls::contexts(&self.cfg)?;
+        crate::state::cluster::set_tls(self, &ctx)?;
         self.tls.set(Some(ctx));
         Ok(())
     }

@@ -105,9 +105,9 @@ fn settings(st: &State, now: i64) -> Settings {
 
 /// Builds the bus's TLS contexts when it speaks TLS (see
 /// `State::build_tls`).
-pub fn set_tls(st: &mut State) -> Result<(), String> {
+pub fn set_tls(st: &mut State, ctx: &crate::core::tls::Contexts) -> Result<(), String> {
     let tls = match st.cfg.tls_cluster {
-        true => Some(Arc::new(crate::core::tls::bus(&st.cfg)?)),
+        true => Some(Arc::new(crate::core::tls::bus(&st.cfg, ctx)?)),
         false => None,
     };
     if let Some(m) = st.cluster.as_mut() {

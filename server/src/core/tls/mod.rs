@@ -14,17 +14,20 @@ use crate::core::config::TlsAuth;
 use bytes::BytesMut;
 use rustls::crypto::ring::{cipher_suite as cs, default_provider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ServerConfig, StoresServerSessions, WebPkiClientVerifier};
-use rustls::{RootCertStore, ServerConnection, SupportedCipherSuite};
-use std::collections::{HashMap, VecDeque};
+use rustls::pki_types::PrivateKeyDer;
+use rustls::server::ServerConfig;
+use rustls::{ServerConnection, SupportedCipherSuite};
 use std::io::{self, Read, Write};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+mod trust;
+
+use trust::load_certs;
 
 /// Whether the options ask for a TLS context at all (Redis builds it only
 /// then, so `tls-*` files may be set freely before).
@@ -32,24 +35,35 @@ pub fn wanted(cfg: &Config) -> bool {
     cfg.tls_port != 0 || cfg.tls_replication || cfg.tls_cluster
 }
 
-/// The context new TLS connections use; CONFIG SET replaces it, and
+/// The contexts TLS connections start with: the `tls-port` listeners'
+/// and the outgoing one (a replica's link). CONFIG SET replaces both, and
 /// connections already up keep theirs.
+pub struct Contexts {
+    pub server: Arc<ServerConfig>,
+    pub client: Arc<rustls::ClientConfig>,
+}
+
 #[derive(Default)]
-pub struct Current(parking_lot::Mutex<Option<Arc<ServerConfig>>>);
+pub struct Current(parking_lot::Mutex<Option<Arc<Contexts>>>);
 
 impl Current {
-    pub fn get(&self) -> Option<Arc<ServerConfig>> {
+    pub fn get(&self) -> Option<Arc<Contexts>> {
         self.0.lock().clone()
     }
 
-    pub fn set(&self, ctx: Option<Arc<ServerConfig>>) {
+    pub fn set(&self, ctx: Option<Arc<Contexts>>) {
         *self.0.lock() = ctx;
     }
 }
 
-/// Builds the server context; the error is the line Redis logs.
-pub fn context(cfg: &Config) -> Result<Arc<ServerConfig>, String> {
-    server_context(cfg, cfg.tls_auth_clients)
+/// Builds both contexts, as Redis builds its two at once (a client key
+/// that does not open fails the configuration); the error is the line
+/// Redis logs.
+pub fn contexts(cfg: &Config) -> Result<Arc<Contexts>, String> {
+    Ok(Arc::new(Contexts {
+        server: server_context(cfg, cfg.tls_auth_clients)?,
+        client: client_context(cfg)?,
+    }))
 }
 
 fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, String> {
@@ -60,12 +74,7 @@ fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, Stri
         return Err("No tls-key-file configured!".into());
     }
     let versions = protocols(&cfg.tls_protocols)?;
-    let mut suites = tls13_suites(&cfg.tls_ciphersuites)?;
-    suites.extend(tls12_suites(&cfg.tls_ciphers)?);
-    let provider = Arc::new(rustls::crypto::CryptoProvider {
-        cipher_suites: suites,
-        ..default_provider()
-    });
+    let provider = provider(cfg)?;
     let needs_ca = auth != TlsAuth::No || cfg.tls_replication || cfg.tls_cluster;
     if needs_ca && cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
         return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
@@ -74,14 +83,10 @@ fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, Stri
         .map_err(|e| format!("Failed to load certificate: {}: {e}", cfg.tls_cert_file))?;
     let key = load_key(&cfg.tls_key_file, &cfg.tls_key_file_pass)
         .map_err(|e| format!("Failed to load private key: {}: {e}", cfg.tls_key_file))?;
-    let roots = if cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
+    let trust = if cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
         None
     } else {
-        Some(
-            load_roots(&cfg.tls_ca_cert_file, &cfg.tls_ca_cert_dir).map_err(|e| {
-                format!("Failed to configure CA certificate(s) file/directory: {e}")
-            })?,
-        )
+        Some(trust(cfg, provider.clone())?)
     };
     if !cfg.tls_dh_params_file.is_empty() {
         // rustls has no DHE suites, so the parameters are never used; the
@@ -98,18 +103,11 @@ fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, Stri
         .map_err(|_| {
             "Failed to configure ciphers: no cipher suite of tls-ciphers/tls-ciphersuites fits tls-protocols".to_string()
         })?;
-    let builder = match (auth, roots) {
+    let builder = match (auth, trust) {
         (TlsAuth::No, _) | (_, None) => builder.with_no_client_auth(),
-        (auth, Some(roots)) => {
-            let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-            let v = if auth == TlsAuth::Optional {
-                v.allow_unauthenticated()
-            } else {
-                v
-            };
-            builder.with_client_cert_verifier(v.build().map_err(|e| {
-                format!("Failed to configure CA certificate(s) file/directory: {e}")
-            })?)
+        (auth, Some(mut trust)) => {
+            trust.mandatory = auth == TlsAuth::Yes;
+            builder.with_client_cert_verifier(Arc::new(trust))
         }
     };
     let mut sc = builder.with_single_cert(certs, key).map_err(|e| match e {
@@ -121,13 +119,14 @@ fn server_context(cfg: &Config, auth: TlsAuth) -> Result<Arc<ServerConfig>, Stri
         e => format!("Failed to load certificate: {}: {e}", cfg.tls_cert_file),
     })?;
     sc.ignore_client_order = cfg.tls_prefer_server_ciphers;
+    // Redis's OpenSSL resumes only from tickets: a client offering a
+    // session id alone gets a full handshake.
+    sc.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
     if cfg.tls_session_caching {
-        sc.session_storage = Arc::new(SessionCache::new(
-            cfg.tls_session_cache_size as usize,
-            Duration::from_secs(cfg.tls_session_cache_timeout as u64),
-        ));
+        sc.ticketer = Arc::new(trust::Tickets::new(Duration::from_secs(
+            cfg.tls_session_cache_timeout as u64,
+        ))?);
     } else {
-        sc.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
         sc.send_tls13_tickets = 0;
     }
     Ok(Arc::new(sc))
@@ -142,10 +141,10 @@ pub struct Bus {
     pub connect: Arc<rustls::ClientConfig>,
 }
 
-pub fn bus(cfg: &Config) -> Result<Bus, String> {
+pub fn bus(cfg: &Config, ctx: &Contexts) -> Result<Bus, String> {
     Ok(Bus {
         accept: server_context(cfg, TlsAuth::Yes)?,
-        connect: client_context(cfg)?,
+        connect: ctx.client.clone(),
     })
 }
 
@@ -166,7 +165,7 @@ pub async fn expect_handshake(tcp: &TcpStream) -> io::Result<()> {
 /// The replica's side of `tls-replication`: the CAs of `tls-ca-cert-*`,
 /// and `tls-client-cert-file`/`tls-client-key-file` as its certificate, or
 /// `tls-cert-file`/`tls-key-file` when those are not set, as Redis.
-pub fn client_context(cfg: &Config) -> Result<Arc<rustls::ClientConfig>, String> {
+fn client_context(cfg: &Config) -> Result<Arc<rustls::ClientConfig>, String> {
     let (cert, key, pass) = if cfg.tls_client_cert_file.is_empty() {
         (
             &cfg.tls_cert_file,
@@ -180,25 +179,13 @@ pub fn client_context(cfg: &Config) -> Result<Arc<rustls::ClientConfig>, String>
             &cfg.tls_client_key_file_pass,
         )
     };
-    let roots = load_roots(&cfg.tls_ca_cert_file, &cfg.tls_ca_cert_dir)
-        .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
-    let mut suites = tls13_suites(&cfg.tls_ciphersuites)?;
-    suites.extend(tls12_suites(&cfg.tls_ciphers)?);
-    let provider = Arc::new(rustls::crypto::CryptoProvider {
-        cipher_suites: suites,
-        ..default_provider()
-    });
-    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let provider = provider(cfg)?;
+    let verifier = Arc::new(trust(cfg, provider.clone())?);
     let b = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&protocols(&cfg.tls_protocols)?)
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(ChainOnly(verifier)));
+        .with_custom_certificate_verifier(verifier);
     if cert.is_empty() {
         return Ok(Arc::new(b.with_no_client_auth()));
     }
@@ -207,73 +194,6 @@ pub fn client_context(cfg: &Config) -> Result<Arc<rustls::ClientConfig>, String>
     b.with_client_auth_cert(chain, k)
         .map(Arc::new)
         .map_err(|e| format!("Failed to load private key: {key}: {e}"))
-}
-
-/// The master's certificate chain is verified, not its name (OpenSSL as
-/// Redis sets it up checks no host name).
-#[derive(Debug)]
-struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
-
-impl rustls::client::danger::ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &rustls::pki_types::ServerName<'_>,
-        ocsp_response: &[u8],
-        now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                NotValidForName | NotValidForNameContext { .. },
-            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
-            r => r,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-fn pem_err(e: rustls::pki_types::pem::Error) -> String {
-    match e {
-        rustls::pki_types::pem::Error::Io(e) => crate::core::os::strerror(&e),
-        e => format!("{e:?}"),
-    }
-}
-
-fn load_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(pem_err)?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(pem_err)?;
-    if certs.is_empty() {
-        return Err("no certificate found".into());
-    }
-    Ok(certs)
 }
 
 /// A PEM private key, or a PKCS#8 encrypted one opened with `pass`
@@ -295,28 +215,27 @@ fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
     Ok(PrivateKeyDer::Pkcs8(der.as_bytes().to_vec().into()))
 }
 
-/// The trusted CAs: `tls-ca-cert-file`, and every certificate in the PEM
-/// files of `tls-ca-cert-dir` (a directory that does not exist adds none,
-/// as OpenSSL's lookup finds none there).
-fn load_roots(file: &str, dir: &str) -> Result<RootCertStore, String> {
-    let mut roots = RootCertStore::empty();
-    let mut add = |certs: Vec<CertificateDer<'static>>| -> Result<(), String> {
-        for c in certs {
-            roots.add(c).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+/// ring with the suites of `tls-ciphersuites` and `tls-ciphers`, in order.
+fn provider(cfg: &Config) -> Result<Arc<rustls::crypto::CryptoProvider>, String> {
+    let mut suites = tls13_suites(&cfg.tls_ciphersuites)?;
+    suites.extend(tls12_suites(&cfg.tls_ciphers)?);
+    Ok(Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: suites,
+        ..default_provider()
+    }))
+}
+
+/// The trusted CAs of `tls-ca-cert-file` and `tls-ca-cert-dir`.
+fn trust(
+    cfg: &Config,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> Result<trust::Trust, String> {
+    let file = match cfg.tls_ca_cert_file.as_str() {
+        "" => Vec::new(),
+        f => load_certs(f)
+            .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?,
     };
-    if !file.is_empty() {
-        add(load_certs(file)?)?;
-    }
-    if !dir.is_empty() {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            if let Ok(certs) = load_certs(&entry.path().to_string_lossy()) {
-                add(certs)?;
-            }
-        }
-    }
-    Ok(roots)
+    Ok(trust::Trust::new(file, &cfg.tls_ca_cert_dir, provider))
 }
 
 /// `tls-protocols`: TLSv1 and TLSv1.1 are named but never served (rustls
@@ -477,71 +396,6 @@ fn tls12_suites(s: &str) -> Result<Vec<SupportedCipherSuite>, String> {
         return Err(format!("Failed to configure ciphers: {s}"));
     }
     Ok(list.into_iter().map(tls12_suite).collect())
-}
-
-/// Sessions by id, with when each was stored, and the ids oldest first.
-type Sessions = (HashMap<Vec<u8>, (Vec<u8>, Instant)>, VecDeque<Vec<u8>>);
-
-/// The server's session cache: at most `size` sessions (0: no limit, as
-/// OpenSSL), each resumable for `timeout`.
-struct SessionCache {
-    size: usize,
-    timeout: Duration,
-    inner: parking_lot::Mutex<Sessions>,
-}
-
-impl std::fmt::Debug for SessionCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionCache")
-            .field("size", &self.size)
-            .finish()
-    }
-}
-
-impl SessionCache {
-    fn new(size: usize, timeout: Duration) -> Self {
-        SessionCache {
-            size,
-            timeout,
-            inner: Default::default(),
-        }
-    }
-}
-
-impl StoresServerSessions for SessionCache {
-    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
-        let mut g = self.inner.lock();
-        let (map, order) = &mut *g;
-        if self.size > 0 {
-            while map.len() >= self.size {
-                let Some(old) = order.pop_front() else { break };
-                map.remove(&old);
-            }
-        }
-        if map.insert(key.clone(), (value, Instant::now())).is_none() {
-            order.push_back(key);
-        }
-        true
-    }
-
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let g = self.inner.lock();
-        g.0.get(key)
-            .filter(|(_, t)| t.elapsed() < self.timeout)
-            .map(|(v, _)| v.clone())
-    }
-
-    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let mut g = self.inner.lock();
-        let (map, order) = &mut *g;
-        let (v, t) = map.remove(key)?;
-        order.retain(|k| k != key);
-        (t.elapsed() < self.timeout).then_some(v)
-    }
-
-    fn can_cache(&self) -> bool {
-        true
-    }
 }
 
 /// Runs the server side of the handshake on an accepted socket.
