@@ -793,3 +793,56 @@ fn a_session_cache_of_one_still_resumes_every_ticket() {
         assert_eq!(handshake_kind(cfg, port).await, Full);
     });
 }
+
+#[test]
+fn dh_params_files_are_checked_as_redis_checks_them() {
+    let t = Tls::new();
+    let dir = t.dir.path();
+    let (dh3072, dh1024) = (t.file("dh3072.pem"), t.file("dh1024.pem"));
+    let named = ["genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt"];
+    openssl(
+        dir,
+        &[&named[..], &["dh_param:ffdhe3072", "-out", &dh3072]].concat(),
+    );
+    openssl(dir, &["dhparam", "-out", &dh1024, "1024"]);
+    let (s, port) = t.server(&[("tls-auth-clients", "no")]);
+    let mut admin = s.raw();
+    // Refused: under OpenSSL's 2048 bits, and a file of no DH parameters.
+    for (file, line) in [
+        (
+            dh1024.clone(),
+            format!("Failed to load DH params file: {dh1024}: "),
+        ),
+        (
+            t.file("ca.crt"),
+            format!("{}: failed to read DH params.", t.file("ca.crt")),
+        ),
+    ] {
+        assert_eq!(
+            admin.cmd(&["CONFIG", "SET", "tls-dh-params-file", &file]),
+            err("ERR CONFIG SET failed (possibly related to argument 'tls-dh-params-file') - Unable to update TLS configuration. Check server logs.")
+        );
+        wait_log(&s, &line);
+    }
+    wait_log(&s, "dh key too small");
+    assert_eq!(
+        admin.cmd(&["CONFIG", "SET", "tls-dh-params-file", &dh3072]),
+        ok()
+    );
+    // A client offering only a DHE suite: Redis's OpenSSL uses the file's
+    // group; rustls has no DHE suites, so cinnabar refuses the handshake.
+    let out = Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+        .args(["-CAfile", &t.file("ca.crt"), "-tls1_2"])
+        .args(["-cipher", "DHE-RSA-AES256-GCM-SHA384"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let want = match is_real_redis() {
+        true => "Server Temp Key: DH, 3072 bits",
+        false => "alert handshake failure",
+    };
+    assert!(out.contains(want), "{out}");
+}
