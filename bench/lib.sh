@@ -113,13 +113,15 @@ geomean() { printf '%s\n' "$@" | awk '$1 > 0 { s += log($1); n++ } END { if (n) 
 
 # vstart NAME BINARY [ARGS...]: the server under callgrind (slow to start:
 # it reads the debug info) -> START_PORT, START_PID. ARGS come after the
-# defaults, so they override them (--appendonly yes).
+# defaults, so they override them (--appendonly yes). CG_ARGS: more
+# callgrind options (CG_ARGS=--cache-sim=yes counts D1/LL misses too).
 vstart() {
   local name=$1 bin=$2 port pid
   shift 2
   mkdir -p "$WORK/$name"
   port=$(free_port)
-  (cd "$WORK/$name" && exec valgrind --tool=callgrind --callgrind-out-file="$WORK/$name/cg.out" \
+  # shellcheck disable=SC2086 # CG_ARGS splits into options
+  (cd "$WORK/$name" && exec valgrind --tool=callgrind ${CG_ARGS:-} --callgrind-out-file="$WORK/$name/cg.out" \
     "$bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no "$@" >"$WORK/$name/log" 2>&1) &
   pid=$!
   PIDS+=("$pid")

@@ -31,7 +31,9 @@
 #
 # Env: REDIS_SERVER, CINNABAR_BIN, PORT_BASE as for bench/lib.sh; N scales
 # every row's request count (N=2 doubles them); KEEP=1 keeps the scratch
-# directory; OUT=FILE also writes the run's table to FILE.
+# directory; OUT=FILE also writes the run's table to FILE; CG_ARGS, more
+# callgrind options (KEEP=1 CG_ARGS=--cache-sim=yes keeps dumps with cache
+# misses per function: a skiplist insert's cost is its misses, not its Ir).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/../bench/lib.sh"
