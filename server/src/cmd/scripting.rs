@@ -50,6 +50,8 @@ pub static HANDLERS: &[(&str, Handler)] = &[
 
 const DEBUG_YES_REFUSED: &str = "ERR SCRIPT DEBUG YES (a forked session whose changes are discarded) is not supported by this server: use SCRIPT DEBUG SYNC";
 const DEBUG_YES_REFUSED_EVAL: &str = "ERR SCRIPT DEBUG YES is not supported by this server, so the script was not run: use SCRIPT DEBUG SYNC";
+/// The script client's reply buffer larger than this is freed after a run.
+const KEEP_OUT: usize = 64 * 1024;
 const RO_WITH_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
 fn engine(st: &mut State) -> Result<Engine, Error> {
@@ -86,7 +88,7 @@ fn split_keys(a: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Error> {
 /// Commands from a script go through the dispatcher with this client.
 struct ScriptHost<'a> {
     st: &'a mut State,
-    cl: Client,
+    cl: Box<Client>,
     read_only: bool,
     /// Deny-OOM commands are refused while memory is over the limit, as
     /// long as the script has not written (it cannot stop halfway), unless
@@ -246,10 +248,13 @@ fn run(
     dbg: Option<&mut Debugger>,
 ) -> CmdResult {
     let threshold = c.st.cfg.busy_reply_threshold;
-    let mut cl = Client::new(0, String::new(), String::new(), -1, true);
+    let (mut cl, out) = c.st.script_client.take().unwrap_or_else(|| {
+        let mut cl = Client::new(0, String::new(), String::new(), -1, true);
+        cl.deny_blocking = true;
+        cl.name = Some(Bytes::from_static(b"lua"));
+        (Box::new(cl), ReplyBuf::new(false))
+    });
     cl.db = c.cl.db;
-    cl.deny_blocking = true;
-    cl.name = Some(Bytes::from_static(b"lua"));
     cl.user = c.cl.user.clone();
     // Whom a refused call is logged for: only a restricted user's calls
     // can be refused.
@@ -280,7 +285,7 @@ fn run(
         oom_refuses,
         start_ms: c.now,
         run,
-        out: ReplyBuf::new(false),
+        out,
         caller,
         refused: false,
         replica_refuses,
@@ -297,6 +302,11 @@ fn run(
     };
     host.st.busy.lock().open = false;
     serve_busy(host.st);
+    // A buffer a large reply grew is not kept.
+    if host.out.buf.capacity() > KEEP_OUT {
+        host.out = ReplyBuf::new(false);
+    }
+    host.st.script_client = Some((host.cl, host.out));
     res.map_err(|e| match e.counted {
         true => Error::Relayed(e.msg),
         false => Error::Other(e.msg),
