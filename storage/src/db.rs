@@ -72,6 +72,10 @@ pub struct Lfu {
     pub log_factor: u32,
     /// Minutes per counter decrement; 0 never decays.
     pub decay_time: u32,
+    /// Seconds into the minute of the clock accesses are stamped with
+    /// (`Db::set_clock`): Redis decays by the minutes its clock turned
+    /// since the last access, not by whole minutes idle.
+    pub phase: u32,
 }
 
 impl Default for Lfu {
@@ -80,6 +84,7 @@ impl Default for Lfu {
             enabled: false,
             log_factor: 10,
             decay_time: 1,
+            phase: 0,
         }
     }
 }
@@ -741,6 +746,7 @@ impl Db {
     /// Sets the time accesses are stamped with (unix ms).
     pub fn set_clock(&mut self, now_ms: i64) {
         self.clock_ms = now_ms;
+        self.lfu.phase = (now_ms.max(0) / 1000 % 60) as u32;
     }
 
     fn access_clock(&self) -> u32 {
@@ -1311,13 +1317,16 @@ fn elapsed_s(now: u32, then: u32) -> u32 {
     }
 }
 
-/// The LFU counter after one decrement per `decay_time` idle minutes.
+/// The LFU counter after one decrement per `decay_time` turns of the
+/// minute since the last access.
 fn decayed(a: &Access, now: u32, lfu: Lfu) -> u8 {
     let counter = a.counter();
     if lfu.decay_time == 0 {
         return counter;
     }
-    let periods = elapsed_s(now, a.clock()) / 60 / lfu.decay_time;
+    let idle = elapsed_s(now, a.clock());
+    let minutes = idle / 60 + u32::from(idle % 60 > lfu.phase);
+    let periods = minutes / lfu.decay_time;
     counter.saturating_sub(periods.min(255) as u8)
 }
 
@@ -1544,6 +1553,18 @@ mod tests {
         d.set_clock(60_000 + 3 * 60_000);
         assert_eq!(d.freq(b"k"), Some(f - 3));
         d.lfu.decay_time = 0;
+        assert_eq!(d.freq(b"k"), Some(f));
+        // What counts is the minute turning, as on Redis's minutes clock:
+        // two seconds across it decay, 59 within a minute do not.
+        d.lfu.decay_time = 1;
+        d.set_clock(10 * 60_000 + 59_000);
+        d.get(b"k");
+        let f = d.freq(b"k").unwrap();
+        d.set_clock(11 * 60_000 + 1_000);
+        assert_eq!(d.freq(b"k"), Some(f - 1));
+        d.get(b"k");
+        let f = d.freq(b"k").unwrap();
+        d.set_clock(11 * 60_000 + 59_999);
         assert_eq!(d.freq(b"k"), Some(f));
     }
 

@@ -278,3 +278,89 @@ fn cluster_config_file_names_the_nodes_file() {
     });
     assert!(!s.dir.join("nodes.conf").exists());
 }
+
+fn unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// `lfu-decay-time`: OBJECT FREQ loses one per that many turns of the
+/// (wall-clock) minute since the key's last access; 0 never decays. OBJECT
+/// FREQ is no access, so the same idle key is read under each setting.
+/// Waits for the minute to turn (up to a minute).
+#[test]
+fn lfu_decay_time_decays_the_counter_per_minute() {
+    let s = Server::start(&[("maxmemory-policy", "allkeys-lfu")]);
+    let mut c = s.raw();
+    // The server's clock may lag its second by a cron tick: the minute it
+    // stamped is that of a moment within these bounds.
+    let before = unix_s().saturating_sub(1) / 60;
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    let after = unix_s() / 60;
+    // Longer than `wait_for` waits.
+    while unix_s().saturating_sub(1) / 60 <= after {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let freq = |c: &mut RawClient, decay: &str| {
+        assert_eq!(c.cmd(&["CONFIG", "SET", "lfu-decay-time", decay]), ok());
+        match c.cmd(&["OBJECT", "FREQ", "k"]) {
+            RespFrame::Integer(n) => n,
+            f => panic!("{f:?}"),
+        }
+    };
+    let now_before = unix_s().saturating_sub(1) / 60;
+    let decayed = freq(&mut c, "1");
+    let now_after = unix_s() / 60;
+    let turns = (now_before - after) as i64..=(now_after - before) as i64;
+    assert!(turns.contains(&(5 - decayed)), "{decayed} after {turns:?}");
+    assert_eq!(freq(&mut c, "0"), 5);
+    assert_eq!(freq(&mut c, "1000"), 5);
+}
+
+/// `repl-backlog-ttl`: the backlog a replica made the master create is
+/// freed that many seconds after the last replica left, with a new
+/// replication ID.
+#[test]
+fn repl_backlog_ttl_frees_the_backlog_without_replicas() {
+    let s = Server::start(&[("repl-backlog-ttl", "1")]);
+    let mut c = s.raw();
+    let field = |c: &mut RawClient, f: &str| cinnabar_tests::info_field(c, "replication", f);
+    assert_eq!(field(&mut c, "repl_backlog_active"), "0");
+    let replica = s.sync_replica();
+    assert_eq!(field(&mut c, "repl_backlog_active"), "1");
+    let id = field(&mut c, "master_replid");
+    drop(replica);
+    wait_for("the backlog to be freed", || {
+        field(&mut c, "repl_backlog_active") == "0"
+    });
+    assert_ne!(field(&mut c, "master_replid"), id);
+    assert!(s
+        .log()
+        .contains("Replication backlog freed after 1 seconds without connected replicas."));
+}
+
+/// `disable-thp`: `yes` turns transparent huge pages off for the process
+/// (PR_SET_THP_DISABLE, shown as `THP_enabled: 0` in /proc/<pid>/status)
+/// where the kernel's mode is `always`; Redis leaves them on under
+/// `madvise`, where jemalloc asks for none, but cinnabar's allocator
+/// (mimalloc) asks for them, so it turns them off there too.
+#[test]
+fn disable_thp_turns_huge_pages_off_for_the_process() {
+    let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .expect("a Linux kernel with transparent huge pages");
+    for (option, off) in [
+        ("no", false),
+        (
+            "yes",
+            mode.contains("[always]")
+                || (mode.contains("[madvise]") && !cinnabar_tests::is_real_redis()),
+        ),
+    ] {
+        let s = Server::start(&[("disable-thp", option)]);
+        let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
+        let want = format!("THP_enabled:\t{}", if off { 0 } else { 1 });
+        assert!(status.contains(&want), "{option} ({mode}): {status}");
+    }
+}
