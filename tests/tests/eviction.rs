@@ -426,3 +426,60 @@ fn lazyfree_lazy_eviction_frees_large_values_in_the_background() {
         }
     }
 }
+
+/// `maxmemory-samples`: with as many samples as keys each round sees them
+/// all, so volatile-ttl evicts exactly the shortest TTLs; one sample a
+/// round picks among few, and the victims stray from that order.
+#[test]
+fn maxmemory_samples_decides_how_precise_eviction_is() {
+    // Values of 20 KB, so that what else the server allocates meanwhile
+    // (buffers of a few KB) moves the count of victims by a key or two.
+    let val = vec![b'x'; 20_000];
+    let sets: Vec<_> = (0..60)
+        .map(|i| {
+            let (k, ttl) = (format!("v:{i}"), (1000 + i).to_string());
+            cmd(&[b"SET", k.as_bytes(), &val, b"EX", ttl.as_bytes()])
+        })
+        .collect();
+    for (samples, exact) in [("64", true), ("1", false)] {
+        let s = Server::start(&[("maxmemory-samples", samples)]);
+        let mut c = s.raw();
+        pipeline(&mut c, &sets);
+        let evicted = squeeze(&mut c, "volatile-ttl", 600_000) as usize;
+        // Twenty victims or more: one sample a round giving exactly the
+        // shortest TTLs is below one chance in 10^15.
+        assert!((20..45).contains(&evicted), "samples {samples}: {evicted}");
+        let shortest_gone: Vec<usize> = (evicted..60).collect();
+        assert_eq!(
+            survivors(&mut c, "v", 60) == shortest_gone,
+            exact,
+            "samples {samples}"
+        );
+    }
+}
+
+/// `maxmemory-eviction-tenacity`: at 0 a round ends after 16 evictions,
+/// so each of pipelined commands (which run before the eviction timer
+/// gets a turn) evicts 16 keys, and the timer evicts the rest between
+/// commands; at 100 the first command evicts all it must. CONFIG SET
+/// itself only starts the timer.
+#[test]
+fn maxmemory_eviction_tenacity_bounds_a_round() {
+    for (tenacity, sizes) in [("0", [1984, 1968, 1952]), ("100", [0, 0, 0])] {
+        let s = Server::start(&[
+            ("maxmemory-policy", "allkeys-random"),
+            ("maxmemory-eviction-tenacity", tenacity),
+        ]);
+        let mut c = s.raw();
+        load(&mut c, "k", 2000, None);
+        let mut cmds = vec![cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1"])];
+        cmds.extend(std::iter::repeat_n(cmd(&[b"DBSIZE"]), 3));
+        let mut want = vec![Frame::Simple("OK".into())];
+        want.extend(sizes.map(Frame::Integer));
+        assert_eq!(pipeline(&mut c, &cmds), want, "tenacity {tenacity}");
+        cinnabar_tests::wait_for("the timer to evict the rest", || {
+            c.cmd(&["DBSIZE"]) == Frame::Integer(0)
+        });
+        assert_eq!(info_int(&mut c, "stats", "evicted_keys"), 2000);
+    }
+}

@@ -162,12 +162,13 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     if followups.contains(&Followup::Appendonly) {
         crate::state::aof::follow_appendonly(c.st, c.cl.deny_blocking);
     }
-    // A lower limit evicts at once, as in Redis; in EXEC or a script, once
-    // it is over (Redis's eviction timer runs between commands). Without
-    // the backup, which is not the dataset's memory.
+    // A lower limit starts the eviction timer, as in Redis 7.0: the keys go
+    // between commands (a DEL propagated inside CONFIG SET, EXEC or a
+    // script would break their unit). Without the backup, which is not the
+    // dataset's memory.
     drop(backup);
-    if opts.iter().any(|(o, _, _)| o.name == "maxmemory") && !c.cl.deny_blocking {
-        c.st.perform_evictions();
+    if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
+        c.st.start_eviction_proc();
     }
     crate::core::proctitle::set(&c.st.cfg);
     c.out.ok();

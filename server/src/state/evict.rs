@@ -15,7 +15,8 @@
 //! "higher is evicted first": idle time (LRU), 255 minus the decayed
 //! counter (LFU), or how soon the key expires (volatile-ttl). The loop
 //! stops when enough memory was freed or when the `maxmemory-eviction-
-//! tenacity` time budget is spent (the next command continues).
+//! tenacity` time budget is spent (the eviction timer and the next commands
+//! continue).
 
 use crate::state::State;
 use std::alloc::{GlobalAlloc, Layout};
@@ -243,6 +244,8 @@ pub struct Memory {
     /// (INFO's `current_eviction_exceeded_time`), and the accumulated total.
     pub exceeded_since: Option<Instant>,
     pub exceeded_total_ms: u64,
+    /// The eviction timer runs (`State::start_eviction_proc`).
+    proc_running: bool,
 }
 
 impl Default for Memory {
@@ -257,6 +260,7 @@ impl Default for Memory {
             latency: BTreeMap::new(),
             exceeded_since: None,
             exceeded_total_ms: 0,
+            proc_running: false,
         }
     }
 }
@@ -391,12 +395,10 @@ impl State {
             {
                 break;
             }
-            // The time budget applies only near the limit: far over it (the
-            // machine was busy, rounds kept running out of time), evicting
-            // goes on until memory is back, so the limit stays a bound.
+            // A budget of 0 is spent by any 16 evictions: no clock needed.
             if keys_freed.is_multiple_of(16)
-                && start.get_or_insert_with(Instant::now).elapsed().as_micros() as u64 > limit
-                && used_memory() <= max + max / 50
+                && (limit == 0
+                    || start.get_or_insert_with(Instant::now).elapsed().as_micros() as u64 > limit)
             {
                 result = Evict::Running;
                 break;
@@ -407,6 +409,9 @@ impl State {
             self.memory.latency_sample_if_needed("eviction-cycle", ms);
         }
 
+        if result == Evict::Running {
+            self.start_eviction_proc();
+        }
         if result != Evict::Ok && self.memory.exceeded_since.is_none() {
             self.memory.exceeded_since = Some(start.unwrap_or_else(Instant::now));
         } else if result == Evict::Ok {
@@ -415,6 +420,31 @@ impl State {
             }
         }
         result
+    }
+
+    /// Redis's eviction timer: a round that ran out of time goes on
+    /// between commands, one round per round of the event loop, until
+    /// memory is under the limit or nothing is left to evict.
+    pub fn start_eviction_proc(&mut self) {
+        if self.memory.proc_running {
+            return;
+        }
+        let (Some(shared), Ok(rt)) = (self.shared.upgrade(), tokio::runtime::Handle::try_current())
+        else {
+            // No server around the state (unit tests): the next command evicts.
+            return;
+        };
+        self.memory.proc_running = true;
+        rt.spawn(async move {
+            loop {
+                crate::core::round::after().await;
+                let mut st = shared.lock_eventually().await;
+                if st.perform_evictions() != Evict::Running {
+                    st.memory.proc_running = false;
+                    return;
+                }
+            }
+        });
     }
 
     /// Whether evicting is safe now, as in Redis: not while a dataset
