@@ -13,6 +13,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The socket tests read sockets' marks with ss.
 command -v ss >/dev/null 2>&1 || need+=(iproute2)
+# A test counts the server's fsyncs with strace.
+command -v strace >/dev/null 2>&1 || need+=(strace)
 # The instruction gate (tools/instr-gate.sh) counts under callgrind; it and
 # the memory gate drive their loads from python3.
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)

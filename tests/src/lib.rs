@@ -575,6 +575,7 @@ pub const INSTALLED: &[&str] = &[
     "redis-check-rdb",
     "redis-check-aof",
     "ss",
+    "strace",
 ];
 
 /// A scratch directory of a test's own, removed when dropped (a `Server`

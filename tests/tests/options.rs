@@ -364,3 +364,110 @@ fn disable_thp_turns_huge_pages_off_for_the_process() {
         assert!(status.contains(&want), "{option} ({mode}): {status}");
     }
 }
+
+/// The syscalls named in `calls` that the server makes while `during`
+/// runs, counted by strace attached to each of its threads (and the ones
+/// they start).
+fn syscalls_during(s: &Server, calls: &str, during: impl FnOnce()) -> Vec<String> {
+    use std::io::BufRead;
+    let strace = cinnabar_tests::tool("strace").expect("strace");
+    let tasks = |pid: u32| -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let out = s.dir.join("strace.out");
+    let threads = tasks(s.pid());
+    let mut tracer = std::process::Command::new(strace)
+        .args(["-f", "-e", &format!("trace={calls}"), "-o"])
+        .arg(&out)
+        .args(["-p", &s.pid().to_string()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run strace");
+    let mut said = std::io::BufReader::new(tracer.stderr.take().unwrap()).lines();
+    // strace 6 attaches all threads and says "... attached with N
+    // threads"; older ones say "Process TID attached" for each.
+    let mut attached = Vec::new();
+    while threads
+        .iter()
+        .any(|t| !attached.contains(t) && tasks(s.pid()).contains(t))
+    {
+        let line = said
+            .next()
+            .expect("strace attaches (ptrace allowed?)")
+            .unwrap();
+        if line.contains(" attached with ") {
+            break;
+        }
+        let tid = line
+            .split("Process ")
+            .nth(1)
+            .and_then(|l| l.strip_suffix(" attached"));
+        assert!(tid.is_some(), "strace: {line}");
+        attached.extend(tid.map(str::to_string));
+    }
+    during();
+    // SIGTERM: strace detaches and writes out what it saw.
+    std::process::Command::new("kill")
+        .arg(tracer.id().to_string())
+        .status()
+        .unwrap();
+    tracer.wait().unwrap();
+    std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .filter(|l| calls.split(',').any(|c| l.contains(&format!("{c}("))))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `no-appendfsync-on-rewrite yes`: under `appendfsync always` the writes
+/// made while an AOF rewrite or a BGSAVE runs are not fsynced (Redis holds
+/// fsyncs while it has a child); with `no` each one is.
+#[test]
+fn no_appendfsync_on_rewrite_holds_fsyncs_while_a_snapshot_runs() {
+    for (hold, job, field) in [
+        ("yes", "BGREWRITEAOF", "aof_rewrite_in_progress"),
+        ("yes", "BGSAVE", "rdb_bgsave_in_progress"),
+        ("no", "BGREWRITEAOF", "aof_rewrite_in_progress"),
+    ] {
+        let s = Server::start(&[
+            ("appendonly", "yes"),
+            ("appendfsync", "always"),
+            ("no-appendfsync-on-rewrite", hold),
+            // A second per key: the snapshot of 20 keys outlasts the test.
+            ("rdb-key-save-delay", "1000000"),
+        ]);
+        let mut c = s.raw();
+        for i in 0..20 {
+            assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), ok());
+        }
+        wait_for("the initial rewrite to end", || {
+            info_int(&mut c, "persistence", "aof_rewrite_in_progress") == 0
+        });
+        assert!(matches!(c.cmd(&[job]), RespFrame::Simple(_)));
+        wait_for("the snapshot", || {
+            info_int(&mut c, "persistence", field) == 1
+        });
+        let syncs = syscalls_during(&s, "fsync,fdatasync", || {
+            for i in 0..5 {
+                assert_eq!(c.cmd(&["SET", &format!("x{i}"), "v"]), ok());
+            }
+        });
+        assert_eq!(
+            info_int(&mut c, "persistence", field),
+            1,
+            "{job}: still running"
+        );
+        if hold == "yes" {
+            assert!(syncs.is_empty(), "{job}: {syncs:?}");
+        } else {
+            assert!(syncs.len() >= 5, "{job}: {syncs:?}");
+        }
+    }
+}

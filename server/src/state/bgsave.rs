@@ -198,6 +198,7 @@ pub fn bgsave_start(st: &mut State) {
                 dirty_before,
                 child,
             });
+            crate::state::aof::sync_policy(st);
             info!("Background saving started");
         }
         Err(e) => {
@@ -228,6 +229,7 @@ pub fn bgsave_start_replicas(st: &mut State, ids: Vec<u64>) -> bool {
                 dirty_before,
                 child,
             });
+            crate::state::aof::sync_policy(st);
             true
         }
         Err(e) => {
@@ -326,6 +328,7 @@ pub fn snapshot_start(st: &mut State, tmp: PathBuf, target: Target) -> io::Resul
 pub fn abort_bgsave(st: &mut State) {
     if let Some(r) = st.rdb.running.take() {
         r.child.kill(st);
+        crate::state::aof::sync_policy(st);
     }
 }
 
@@ -463,6 +466,7 @@ fn bgsave_done(
     let Some(r) = st.rdb.running.take() else {
         return AfterDone::default();
     };
+    crate::state::aof::sync_policy(st);
     let res = res.and_then(|()| std::fs::rename(tmp, path));
     st.rdb.last_bgsave_time_s = r.started.elapsed().as_secs() as i64;
     let ok = res.is_ok();
@@ -740,6 +744,7 @@ fn replicas_done(st: &mut State, res: io::Result<()>) -> AfterDone {
     if st.rdb.running.take().is_none() {
         return AfterDone::default();
     }
+    crate::state::aof::sync_policy(st);
     let ok = res.is_ok();
     if ok {
         info!("Background RDB transfer terminated with success");

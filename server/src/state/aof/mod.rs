@@ -73,6 +73,8 @@ pub struct Aof {
     pub written: u64,
     /// The logical offset fsynced by `make_durable` (`always`).
     pub synced: u64,
+    /// No fsync now: no-appendfsync-on-rewrite while a snapshot runs.
+    hold_fsync: bool,
     /// The file being appended to.
     pub file: Option<Arc<File>>,
     /// The last write(2) failed: with its error, as strerror words it.
@@ -240,7 +242,7 @@ impl Aof {
         if self.written < offset {
             self.flush_buf();
         }
-        if self.policy != Fsync::Always || self.synced >= offset {
+        if self.policy != Fsync::Always || self.synced >= offset || self.hold_fsync {
             return;
         }
         let (Some(f), Some(io)) = (&self.file, &self.io) else {
@@ -350,11 +352,14 @@ pub async fn wait_durable(shared: &crate::state::Shared, d: Durable) {
     shared.lock_eventually().await.aof.make_durable(d.offset);
 }
 
-/// Hands the fsync policy to the fsync thread (no-appendfsync-on-rewrite
-/// holds fsyncs back while a rewrite runs).
-pub fn sync_policy(st: &State) {
+/// Hands the fsync policy to the fsync thread and `make_durable`:
+/// no-appendfsync-on-rewrite holds fsyncs back while the snapshot engine
+/// runs (an AOF rewrite or a BGSAVE: Redis's active child), called when
+/// either starts or ends.
+pub fn sync_policy(st: &mut State) {
+    let hold = crate::state::persist::child_active(st) && st.cfg.no_appendfsync_on_rewrite;
+    st.aof.hold_fsync = hold;
     if let Some(io) = &st.aof.io {
-        let hold = st.aof.rewrite.is_some() && st.cfg.no_appendfsync_on_rewrite;
         io.set_policy(st.aof.policy, hold);
     }
 }
