@@ -24,8 +24,9 @@ impl Cluster {
             me.flags &= !(flag::MASTER | flag::MIGRATE_TO);
             me.flags |= flag::REPLICA;
         }
-        me.master = Some(name);
+        let old = me.master.replace(name);
         self.nodes[m].flags |= flag::MIGRATE_TO;
+        self.replica_left(old);
         self.migrating.clear();
         self.importing.clear();
         let n = &self.nodes[m];

@@ -470,7 +470,20 @@ impl Cluster {
         for l in links {
             self.free_link(l);
         }
-        self.nodes.remove(i);
+        let master = self.nodes.remove(i).master;
+        self.replica_left(master);
+    }
+
+    /// A replica left master `old` (it follows another, was promoted or
+    /// forgotten): a master left with none is no longer one a replica may
+    /// migrate to, as Redis drops the flag with a master's last replica
+    /// (a replica that fails stays listed, so its master stays a target).
+    pub fn replica_left(&mut self, old: Option<Name>) {
+        if let Some(m) = old.and_then(|o| self.index_of(&o)) {
+            if self.replicas_of(m).next().is_none() {
+                self.nodes[m].flags &= !flag::MIGRATE_TO;
+            }
+        }
     }
 
     /// Closes a link; its node will get a new one from the cron.
@@ -560,7 +573,8 @@ impl Cluster {
         }
         n.flags &= !flag::REPLICA;
         n.flags |= flag::MASTER;
-        n.master = None;
+        let old = n.master.take();
+        self.replica_left(old);
         out.save = true;
         out.update_state = true;
     }

@@ -321,9 +321,10 @@ impl Cluster {
                 .index_of(&h.replica_of)
                 .filter(|_| self.nodes[s].master != Some(h.replica_of))
             {
-                self.nodes[s].master = Some(h.replica_of);
+                let old = self.nodes[s].master.replace(h.replica_of);
                 // A master that has had a replica may have one migrate to it.
                 self.nodes[m].flags |= flag::MIGRATE_TO;
+                self.replica_left(old);
                 out.save = true;
             }
         }
