@@ -190,3 +190,65 @@ fn migration_barrier_decides_whether_a_replica_moves_to_an_orphan() {
         }
     }
 }
+
+/// `cluster-announce-tls-port` under `tls-cluster yes`: the TLS port the
+/// node announces, which `nodes.conf` keeps (and TLS clients are told),
+/// beside `cluster-announce-port`, the plain one plain-text clients see.
+#[test]
+fn announced_tls_port_is_kept_beside_the_plain_one() {
+    let certs = TempDir::new("announce-tls");
+    make_ca(certs.path(), "ca");
+    let f = |n: &str| certs.path().join(n).to_string_lossy().into_owned();
+    let tls_port = free_port().to_string();
+    let (s, _) = cluster_node(&[
+        ("tls-port", &tls_port),
+        ("tls-cert-file", &f("ca-server.crt")),
+        ("tls-key-file", &f("ca-server.key")),
+        ("tls-client-cert-file", &f("ca-client.crt")),
+        ("tls-client-key-file", &f("ca-client.key")),
+        ("tls-ca-cert-file", &f("ca.crt")),
+        ("tls-cluster", "yes"),
+        ("cluster-announce-tls-port", "7443"),
+        ("cluster-announce-port", "7001"),
+        ("cluster-announce-bus-port", "17001"),
+    ]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "100"]), ok());
+    let id = text(&c.cmd(&["CLUSTER", "MYID"]));
+    let me = format!("{id} :7001@17001 myself,master");
+    assert!(
+        nodes_line(&s, &id).starts_with(&me),
+        "{}",
+        nodes_line(&s, &id)
+    );
+    let Frame::Array(slots) = c.cmd(&["CLUSTER", "SLOTS"]) else {
+        panic!("CLUSTER SLOTS")
+    };
+    assert_eq!(
+        slots[0],
+        Frame::Array(vec![
+            int(0),
+            int(100),
+            Frame::Array(vec![bulk(""), int(7001), bulk(&id), Frame::Array(vec![])])
+        ])
+    );
+    let tls_me = format!("{id} :7443@17001 myself,master");
+    let conf = s.dir.join("nodes.conf");
+    until("nodes.conf to keep the TLS port", || {
+        std::fs::read_to_string(&conf).is_ok_and(|t| t.contains(&tls_me))
+    });
+    let tls_cli = s.cli_out(&[
+        "--tls",
+        "--cacert",
+        &f("ca.crt"),
+        "--cert",
+        &f("ca-client.crt"),
+        "--key",
+        &f("ca-client.key"),
+        "-p",
+        &tls_port,
+        "CLUSTER",
+        "NODES",
+    ]);
+    assert!(tls_cli.starts_with(&tls_me), "{tls_cli}");
+}
