@@ -854,6 +854,22 @@ mod tests {
             .filter(|n| !doc.contains(&format!("| `{n}` |")))
             .collect();
         assert!(missing.is_empty(), "not in docs/OPTIONS.md: {missing:?}");
+        // Every implemented option names the test that sees it work, and
+        // the counts line says what the rows say.
+        let mut counts = std::collections::BTreeMap::new();
+        for row in doc.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            *counts.entry(cells[2]).or_insert(0) += 1;
+            if cells[2] == "implemented" {
+                assert!(cells[3].contains("observed: "), "no observing test: {row}");
+            }
+        }
+        let line = counts
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert!(doc.contains(&format!("Counts: {line}.")), "Counts: {line}.");
     }
 
     use super::*;
