@@ -471,3 +471,18 @@ fn no_appendfsync_on_rewrite_holds_fsyncs_while_a_snapshot_runs() {
         }
     }
 }
+
+/// `maxmemory` set below what is in use: the log says so, as Redis's does.
+#[test]
+fn maxmemory_below_the_usage_is_logged() {
+    let s = Server::start(&[("enable-debug-command", "yes")]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "10000"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "100000"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
+    wait_for("the warning in the log", || {
+        s.log().contains(
+            " # WARNING: the new maxmemory value set via CONFIG SET (100000) is smaller than the current memory usage (",
+        )
+    });
+}

@@ -168,6 +168,10 @@ fn set(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // dataset's memory.
     drop(backup);
     if opts.iter().any(|(o, _, _)| o.name == "maxmemory") {
+        let (max, used) = (c.st.cfg.maxmemory, crate::state::evict::used_memory());
+        if max > 0 && max < used {
+            tracing::warn!("WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.");
+        }
         c.st.start_eviction_proc();
     }
     crate::core::proctitle::set(&c.st.cfg);
