@@ -445,14 +445,29 @@ impl Quicklist {
         node.len() > 1 && !self.fits(node.lp_bytes(), node.len())
     }
 
+    /// Opens a node holding `v` at the tail (`back`) or the head. Most
+    /// lists are one node: the first gets a deque of room for exactly one
+    /// (16 bytes; the deque's own first growth reserves 4, a 64-byte
+    /// block, 48 bytes per small list), later ones grow it as usual.
+    fn new_end_node(&mut self, v: LpVal, back: bool) {
+        let mut n = Listpack::new();
+        n.push_back_val(v);
+        if self.nodes.capacity() == 0 {
+            self.nodes.reserve_exact(1);
+        }
+        if back {
+            self.nodes.push_back(Node::Raw(n));
+        } else {
+            self.nodes.push_front(Node::Raw(n));
+        }
+    }
+
     pub fn push_back(&mut self, b: &[u8]) {
         let v = LpVal::from_bytes(b);
         match self.nodes.len() {
             n if n > 0 && self.allows_insert(n - 1, b.len()) => self.lp_mut(n - 1).push_back_val(v),
             _ => {
-                let mut n = Listpack::new();
-                n.push_back_val(v);
-                self.nodes.push_back(Node::Raw(n));
+                self.new_end_node(v, true);
             }
         }
         self.len += 1;
@@ -464,9 +479,7 @@ impl Quicklist {
         if !self.nodes.is_empty() && self.allows_insert(0, b.len()) {
             self.lp_mut(0).insert_at(0, v)
         } else {
-            let mut n = Listpack::new();
-            n.push_back_val(v);
-            self.nodes.push_front(Node::Raw(n));
+            self.new_end_node(v, false);
         }
         self.len += 1;
         self.settle(0, 0);
@@ -650,9 +663,7 @@ impl Quicklist {
                 return ni + 1;
             }
             if at_tail && ni + 1 == self.nodes.len() {
-                let mut n = Listpack::new();
-                n.push_back_val(v);
-                self.nodes.push_back(Node::Raw(n));
+                self.new_end_node(v, true);
                 return ni + 1;
             }
             if at_head && ni > 0 && self.allows_insert(ni - 1, b.len()) {
@@ -660,9 +671,7 @@ impl Quicklist {
                 return ni - 1;
             }
             if at_head && ni == 0 {
-                let mut n = Listpack::new();
-                n.push_back_val(v);
-                self.nodes.push_front(Node::Raw(n));
+                self.new_end_node(v, false);
                 return 0;
             }
         }
@@ -989,6 +998,28 @@ mod tests {
         assert_eq!(q.node_count(), 2);
     }
 
+    #[test]
+    fn a_one_node_list_holds_one_node_handle() {
+        let handle = std::mem::size_of::<Node>();
+        for back in [true, false] {
+            let mut q = Quicklist::new(-2);
+            for i in 0..10 {
+                let e = format!("element-{i}");
+                if back {
+                    q.push_back(e.as_bytes());
+                } else {
+                    q.push_front(e.as_bytes());
+                }
+            }
+            assert_eq!(q.node_count(), 1);
+            assert_eq!(q.heap_size(), q.nodes[0].heap_size() + handle);
+        }
+        let mut q = Quicklist::new(1);
+        q.push_back(b"a");
+        q.push_back(b"b");
+        assert_eq!(q.node_count(), 2);
+        assert!(q.nodes.capacity() >= 2);
+    }
     /// Node counts and sizes as `DEBUG OBJECT` reports them on Redis 7.0.15
     /// for the same pushes (ql_nodes, ql_uncompressed_size).
     #[test]

@@ -13,8 +13,10 @@
 //! 16-byte enums whose small form is an exact-size `Box<[u8]>` (listpack or
 //! intset) and whose large form a box — so a small hash, set or sorted set
 //! costs the node plus one allocation of exactly its bytes, as in Redis
-//! (dict entry + robj + listpack). The rare growable string (`Raw`) and
-//! the quicklist and the stream are boxed.
+//! (dict entry + robj + listpack), rounded up to the allocator's class
+//! (16-byte steps to 64 bytes, then 80, 96, 112, 128, …, as jemalloc's).
+//! The rare growable string (`Raw`) and the quicklist and the stream are
+//! boxed.
 
 use crate::num::parse_i64;
 use crate::{CBytes, Hash, Quicklist, Set, SortedSet, Stream};
