@@ -14,7 +14,8 @@
 //! intset) and whose large form a box — so a small hash, set or sorted set
 //! costs the node plus one allocation of exactly its bytes, as in Redis
 //! (dict entry + robj + listpack), rounded up to the allocator's class
-//! (16-byte steps to 64 bytes, then 80, 96, 112, 128, …, as jemalloc's).
+//! (8-byte steps to 64 bytes, then 80, 96, 112, 128, …; see the storage
+//! section of docs/ARCHITECTURE.md).
 //! The rare growable string (`Raw`) and the quicklist and the stream are
 //! boxed.
 
