@@ -27,6 +27,9 @@ use std::time::Instant;
 use storage::CBytes;
 
 extern "C" {
+    fn mi_malloc(size: usize) -> *mut c_void;
+    fn mi_zalloc(size: usize) -> *mut c_void;
+    fn mi_realloc(p: *mut c_void, size: usize) -> *mut c_void;
     fn mi_usable_size(p: *const c_void) -> usize;
     fn mi_collect(force: bool);
     fn mi_process_info(
@@ -48,6 +51,14 @@ extern "C" {
 
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
+/// Alignment every mimalloc block has (its `MI_MAX_ALIGN_SIZE`, set in
+/// `.cargo/config.toml`). Layouts up to it take plain `mi_malloc`: the
+/// aligned entry points fall back, whenever the size class has no free
+/// block at hand, to allocating size + alignment - 1 unless the class is a
+/// power of two, so a 48-byte `Box<Quicklist>` often took a 64-byte block
+/// (100,000 lists of 10 elements: 275 -> 267 bytes per key).
+const PLAIN_ALIGN: usize = 8;
+
 /// mimalloc, counting the usable size of every live block.
 pub struct CountingAlloc;
 
@@ -57,7 +68,11 @@ pub struct CountingAlloc;
 unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = mimalloc::MiMalloc.alloc(layout);
+        let p = if layout.align() <= PLAIN_ALIGN {
+            mi_malloc(layout.size()) as *mut u8
+        } else {
+            mimalloc::MiMalloc.alloc(layout)
+        };
         if !p.is_null() {
             ALLOCATED.fetch_add(mi_usable_size(p as *const c_void), Relaxed);
         }
@@ -65,7 +80,11 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = mimalloc::MiMalloc.alloc_zeroed(layout);
+        let p = if layout.align() <= PLAIN_ALIGN {
+            mi_zalloc(layout.size()) as *mut u8
+        } else {
+            mimalloc::MiMalloc.alloc_zeroed(layout)
+        };
         if !p.is_null() {
             ALLOCATED.fetch_add(mi_usable_size(p as *const c_void), Relaxed);
         }
@@ -79,7 +98,11 @@ unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let old = mi_usable_size(p as *const c_void);
-        let q = mimalloc::MiMalloc.realloc(p, layout, new_size);
+        let q = if layout.align() <= PLAIN_ALIGN {
+            mi_realloc(p as *mut c_void, new_size) as *mut u8
+        } else {
+            mimalloc::MiMalloc.realloc(p, layout, new_size)
+        };
         if !q.is_null() {
             let new = mi_usable_size(q as *const c_void);
             if new >= old {
