@@ -609,6 +609,20 @@ impl Drop for TempDir {
 }
 
 /// Polls `f` until it holds; fails the test after 20 s, naming `what`.
+/// `bin` in cluster mode (a 2 s node timeout, no save points) with `extra`,
+/// and the free bus port it listens on (for CLUSTER MEET).
+pub fn cluster_node(bin: &Path, extra: &[(&str, &str)]) -> (Server, String) {
+    let cport = free_port().to_string();
+    let mut opts = vec![
+        ("cluster-enabled", "yes"),
+        ("cluster-node-timeout", "2000"),
+        ("cluster-port", &cport),
+        ("save", ""),
+    ];
+    opts.extend_from_slice(extra);
+    (Server::start_bin(bin, &opts), cport)
+}
+
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !f() {

@@ -14,15 +14,7 @@ fn node(bin: &Path) -> Server {
 }
 
 fn node_with(bin: &Path, extra: &[(&str, &str)]) -> Server {
-    let cport = free_port().to_string();
-    let mut opts = vec![
-        ("cluster-enabled", "yes"),
-        ("cluster-node-timeout", "2000"),
-        ("cluster-port", &cport),
-        ("save", ""),
-    ];
-    opts.extend_from_slice(extra);
-    Server::start_bin(bin, &opts)
+    cluster_node(bin, extra).0
 }
 
 fn cluster_port(s: &Server) -> String {

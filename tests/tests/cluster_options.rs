@@ -8,16 +8,8 @@ use cinnabar_tests::*;
 use protocol::Frame;
 use std::time::{Duration, Instant};
 
-fn cluster_node(extra: &[(&str, &str)]) -> (Server, String) {
-    let cport = free_port().to_string();
-    let mut opts = vec![
-        ("cluster-enabled", "yes"),
-        ("cluster-node-timeout", "2000"),
-        ("cluster-port", &cport),
-        ("save", ""),
-    ];
-    opts.extend_from_slice(extra);
-    (Server::start(&opts), cport)
+fn node(extra: &[(&str, &str)]) -> (Server, String) {
+    cluster_node(&server_bin(), extra)
 }
 
 fn until(what: &str, mut done: impl FnMut() -> bool) {
@@ -43,7 +35,7 @@ fn nodes_line(s: &Server, id: &str) -> String {
 /// it there: the announced ports are nobody's).
 #[test]
 fn announced_addresses_are_what_nodes_and_clients_see() {
-    let (a, _) = cluster_node(&[
+    let (a, _) = node(&[
         ("cluster-announce-ip", "127.0.0.2"),
         ("cluster-announce-port", "7001"),
         ("cluster-announce-bus-port", "17001"),
@@ -81,7 +73,7 @@ fn announced_addresses_are_what_nodes_and_clients_see() {
     }
 
     // A peer that meets it at its real address learns the announced one.
-    let (b, _) = cluster_node(&[]);
+    let (b, _) = node(&[]);
     let a_cport = match c.cmd(&["CONFIG", "GET", "cluster-port"]) {
         Frame::Array(v) => text(&v[1]),
         f => panic!("{f:?}"),
@@ -127,7 +119,7 @@ fn replicas_of(s: &Server, id: &str) -> Vec<String> {
 fn migration_barrier_decides_whether_a_replica_moves_to_an_orphan() {
     for (barrier, dies, moves) in [("1", true, true), ("2", true, false), ("1", false, false)] {
         let mut nodes: Vec<(Server, String)> = (0..5)
-            .map(|_| cluster_node(&[("cluster-migration-barrier", barrier)]))
+            .map(|_| node(&[("cluster-migration-barrier", barrier)]))
             .collect();
         let ids: Vec<String> = nodes.iter().map(|(s, _)| myid(s)).collect();
         let cmd = |s: &Server, args: &[&str]| assert_eq!(s.raw().cmd(args), ok(), "{args:?}");
@@ -200,7 +192,7 @@ fn announced_tls_port_is_kept_beside_the_plain_one() {
     make_ca(certs.path(), "ca");
     let f = |n: &str| certs.path().join(n).to_string_lossy().into_owned();
     let tls_port = free_port().to_string();
-    let (s, _) = cluster_node(&[
+    let (s, _) = node(&[
         ("tls-port", &tls_port),
         ("tls-cert-file", &f("ca-server.crt")),
         ("tls-key-file", &f("ca-server.key")),
