@@ -788,11 +788,15 @@ impl Repl {
     }
 
     /// Online replicas heard from within `max_lag` seconds
-    /// (`min-replicas-max-lag`).
+    /// (`min-replicas-max-lag`). One that has its diskless RDB and has not
+    /// acknowledged it yet counts, as in Redis, where it is online already
+    /// (a write right after the sync must not get -NOREPLICAS).
     pub fn good_replicas(&self, now_s: i64, max_lag: i64) -> i64 {
         self.replicas
             .iter()
-            .filter(|r| matches!(r.link, Link::Online) && now_s - r.ack_time_s <= max_lag)
+            .filter(|r| {
+                matches!(r.link, Link::WaitAck | Link::Online) && now_s - r.ack_time_s <= max_lag
+            })
             .count() as i64
     }
 

@@ -191,6 +191,7 @@ impl State {
                     r.port
                 );
                 r.link = crate::state::repl::Link::WaitAck;
+                r.ack_time_s = now_ms() / 1000;
                 if r.rdb_only {
                     if let Some(cl) = self.clients.get_mut(&r.id) {
                         cl.close_after_reply = true;
