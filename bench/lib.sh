@@ -100,6 +100,12 @@ stop() {
   PIDS=("${keep[@]:-}")
 }
 
+# server_cpu PORT: the server's CPU time so far in µs (user + system, INFO cpu).
+server_cpu() { redis-cli -p "$1" INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.0f", s * 1e6 }'; }
+
+# calls PORT CMD: the calls of CMD so far (INFO commandstats; 0 before any).
+calls() { redis-cli -p "$1" INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$2" '$1 == c { n = $3 } END { print n + 0 }'; }
+
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # ratio A B: A/B with 3 decimals, or n/a.

@@ -53,6 +53,12 @@ impl Deref for CBytes {
     }
 }
 
+impl AsRef<[u8]> for CBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
 impl Borrow<[u8]> for CBytes {
     fn borrow(&self) -> &[u8] {
         self.as_slice()

@@ -250,7 +250,7 @@ impl Slots {
             Which::Keys => t.keys.random(rng).map(|(k, _)| k),
             Which::Expires => t.expires.random(rng).map(|(k, _)| k),
         };
-        k.cloned()
+        k.map(CBytes::new)
     }
 
     /// A slot picked with probability proportional to its count.
@@ -496,7 +496,7 @@ impl<'a> Keys<'a> {
     }
 
     /// Every key with its value (slot by slot when slotted).
-    pub fn iter(&self) -> impl Iterator<Item = (&'a CBytes, &'a Value)> + 'a {
+    pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], &'a Value)> + 'a {
         self.0.tables().flat_map(|t| t.keys.iter())
     }
 
@@ -511,7 +511,7 @@ impl<'a> Keys<'a> {
     /// next slot with keys at table cursor 0, and past the last slot it is
     /// 0. Each slot's walk thus has its table's guarantee, and a slot left
     /// behind cannot gain a key that was present all along.
-    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&CBytes, &Value)) -> u64 {
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &Value)) -> u64 {
         self.0
             .scan(cursor, Which::Keys, |t, c| t.keys.scan(c, &mut f))
     }
@@ -519,6 +519,11 @@ impl<'a> Keys<'a> {
     /// Buckets of every table, for memory accounting.
     pub fn buckets(&self) -> usize {
         self.0.tables().map(|t| t.keys.buckets()).sum()
+    }
+
+    /// Bytes of the tables' buckets and nodes, keys included.
+    pub fn table_bytes(&self) -> usize {
+        self.0.tables().map(|t| t.keys.table_bytes()).sum()
     }
 
     /// The shape of the main table and, while a rehash runs, its target's
@@ -673,6 +678,11 @@ impl Db {
     /// Buckets of the TTL tables, for memory accounting.
     pub fn expires_buckets(&self) -> usize {
         self.layout.tables().map(|t| t.expires.buckets()).sum()
+    }
+
+    /// As [`Keys::table_bytes`], for the TTL tables.
+    pub fn expires_table_bytes(&self) -> usize {
+        self.layout.tables().map(|t| t.expires.table_bytes()).sum()
     }
 
     /// The TTL tables' shape (DEBUG HTSTATS), as [`Keys::stats`].
@@ -906,7 +916,7 @@ impl Db {
     /// one table.
     pub fn random_key<R: rand::Rng>(&self, rng: &mut R) -> Option<CBytes> {
         match &self.layout {
-            Layout::Single(t) => t.keys.random(rng).map(|(k, _)| k.clone()),
+            Layout::Single(t) => t.keys.random(rng).map(|(k, _)| CBytes::new(k)),
             Layout::Slotted(s) => s.random_key(Which::Keys, rng),
         }
     }
@@ -914,7 +924,7 @@ impl Db {
     /// A random key with a TTL (volatile-random eviction), or `None`.
     pub fn random_volatile_key<R: rand::Rng>(&self, rng: &mut R) -> Option<CBytes> {
         match &self.layout {
-            Layout::Single(t) => t.expires.random(rng).map(|(k, _)| k.clone()),
+            Layout::Single(t) => t.expires.random(rng).map(|(k, _)| CBytes::new(k)),
             Layout::Slotted(s) => s.random_key(Which::Expires, rng),
         }
     }
@@ -974,12 +984,12 @@ impl Db {
     /// Up to `max` keys of `slot` (CLUSTER GETKEYSINSLOT, slot migration),
     /// walking only that slot's table when slotted.
     pub fn slot_keys(&self, slot: usize, max: usize) -> Vec<CBytes> {
-        self.slot_walk(slot).take(max).cloned().collect()
+        self.slot_walk(slot).take(max).map(CBytes::new).collect()
     }
 
     /// The keys of `slot`: its own table slotted, every key filtered by its
     /// hash standalone.
-    fn slot_walk(&self, slot: usize) -> impl Iterator<Item = &CBytes> + '_ {
+    fn slot_walk(&self, slot: usize) -> impl Iterator<Item = &[u8]> + '_ {
         let (t, filter) = match &self.layout {
             Layout::Single(t) => (Some(t), true),
             Layout::Slotted(s) => (s.tables[slot].as_deref().map(|s| &s.t), false),
@@ -996,7 +1006,7 @@ impl Db {
     /// deletion. Slotted, the slot's tables go at once.
     pub fn clear_slot(&mut self, slot: usize) -> usize {
         let Layout::Slotted(s) = &mut self.layout else {
-            let keys: Vec<CBytes> = self.slot_walk(slot).cloned().collect();
+            let keys: Vec<CBytes> = self.slot_walk(slot).map(CBytes::new).collect();
             for k in &keys {
                 self.remove(k);
             }
@@ -1142,7 +1152,7 @@ impl Db {
                     t.expires.scan(c, |k, &t| {
                         seen += 1;
                         if t < now_ms {
-                            dead.push(k.clone());
+                            dead.push(CBytes::new(k));
                         } else {
                             ttl_sum += t - now_ms;
                             ttl_n += 1;
@@ -1195,7 +1205,7 @@ impl Db {
         n: usize,
         volatile: bool,
         rng: &mut R,
-        mut f: impl FnMut(&CBytes, EvictSample),
+        mut f: impl FnMut(&[u8], EvictSample),
     ) {
         let now = self.access_clock();
         let lfu = self.lfu;
@@ -1284,7 +1294,7 @@ fn sample_tables<R: rand::Rng>(
     rng: &mut R,
     now: u32,
     lfu: Lfu,
-    f: &mut impl FnMut(&CBytes, EvictSample),
+    f: &mut impl FnMut(&[u8], EvictSample),
 ) {
     let sample = |a: &Access, expire: Option<i64>| EvictSample {
         idle_ms: elapsed_s(now, a.clock()) as u64 * 1000,

@@ -149,11 +149,11 @@ fn standalone_scan_cursor_is_the_tables_own() {
     loop {
         let mut a = Vec::new();
         let mut b = Vec::new();
-        let next = d.keys().scan(cursor, |k, _| a.push(k.clone()));
+        let next = d.keys().scan(cursor, |k, _| a.push(k.to_vec()));
         let Layout::Single(t) = &d.layout else {
             unreachable!()
         };
-        assert_eq!(t.keys.scan(cursor, |k, _| b.push(k.clone())), next);
+        assert_eq!(t.keys.scan(cursor, |k, _| b.push(k.to_vec())), next);
         assert_eq!(a, b);
         n += a.len();
         cursor = next;
@@ -191,7 +191,7 @@ fn slotted_scan_returns_every_key_present_throughout() {
             let mut all = Vec::new();
             let mut c = 0;
             loop {
-                c = d.keys().scan(c, |k, _| all.push(k.clone()));
+                c = d.keys().scan(c, |k, _| all.push(k.to_vec()));
                 if c == 0 {
                     break;
                 }
@@ -699,7 +699,7 @@ fn both_layouts_match_a_model_under_random_operations() {
                     }
                     let volatile = r.gen_bool(0.5);
                     d.sample_for_eviction(5, volatile, &mut r, |k, s| {
-                        let e = &m[&**k];
+                        let e = &m[k];
                         assert_eq!(s.expire, e.1);
                         assert!(!volatile || e.1.is_some());
                     });

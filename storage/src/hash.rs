@@ -77,13 +77,7 @@ impl Hash {
     pub fn heap_size(&self) -> usize {
         match self {
             Hash::Listpack(lp) => lp.heap_size(),
-            Hash::Table(d) => {
-                d.buckets() * 8
-                    + d.len() * 56
-                    + d.iter()
-                        .map(|(k, v)| k.heap_size() + v.heap_size())
-                        .sum::<usize>()
-            }
+            Hash::Table(d) => d.table_bytes() + d.iter().map(|(_, v)| v.heap_size()).sum::<usize>(),
         }
     }
 

@@ -72,9 +72,7 @@ impl Set {
     pub fn heap_size(&self) -> usize {
         match self {
             Set::Intset(s) => s.heap_size(),
-            Set::Table(d) => {
-                d.buckets() * 8 + d.len() * 40 + d.iter().map(|(k, _)| k.heap_size()).sum::<usize>()
-            }
+            Set::Table(d) => d.table_bytes(),
         }
     }
 

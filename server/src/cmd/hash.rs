@@ -410,7 +410,7 @@ fn hscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let mut found: Vec<CBytes> = Vec::new();
             loop {
                 cur = d.scan(cur, |f, v| {
-                    found.push(f.clone());
+                    found.push(CBytes::new(f));
                     found.push(v.clone());
                 });
                 budget -= 1;

@@ -405,7 +405,7 @@ fn keys(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     let d = &c.st.shard.dbs[c.cl.db];
     let now = c.now;
     // Expired keys are skipped, not deleted: KEYS only reads.
-    let found: Vec<&CBytes> = d
+    let found: Vec<&[u8]> = d
         .keys()
         .iter()
         .map(|(k, _)| k)
@@ -434,7 +434,7 @@ fn scan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
     // still answers quickly (maybe with nothing).
     let mut budget = count.saturating_mul(10);
     loop {
-        cur = d.keys().scan(cur, |k, _| found.push(k.clone()));
+        cur = d.keys().scan(cur, |k, _| found.push(CBytes::new(k)));
         if cur == 0 || budget == 0 || found.len() >= count {
             break;
         }
@@ -488,9 +488,9 @@ fn randomkey(c: &mut Ctx, _: &[Bytes]) -> CmdResult {
         .keys()
         .iter()
         .find(|(k, _)| !d.is_expired(k, c.now))
-        .map(|(k, _)| k.clone());
+        .map(|(k, _)| k);
     match live {
-        Some(k) => c.out.bulk(&k),
+        Some(k) => c.out.bulk(k),
         None => c.out.null(),
     }
     Ok(())

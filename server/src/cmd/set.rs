@@ -563,7 +563,7 @@ fn sscan(c: &mut Ctx, a: &[Bytes]) -> CmdResult {
             let mut cur = cursor;
             let mut found: Vec<CBytes> = Vec::new();
             loop {
-                cur = d.scan(cur, |m, _| found.push(m.clone()));
+                cur = d.scan(cur, |m, _| found.push(CBytes::new(m)));
                 budget -= 1;
                 if cur == 0 || budget == 0 || found.len() >= o.count {
                     break;

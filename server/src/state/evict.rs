@@ -569,13 +569,13 @@ impl State {
 
 /// Inserts a candidate into the pool kept sorted by ascending score; when
 /// full, a candidate worse than all is dropped, else the worst makes room.
-fn pool_insert(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &CBytes) {
+fn pool_insert(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &[u8]) {
     let pos = pool.partition_point(|c| c.score < score);
     let full = pool.len() == POOL_SIZE;
-    if (full && pos == 0) || pool.iter().any(|c| c.db == db && c.key == *key) {
+    if (full && pos == 0) || pool.iter().any(|c| c.db == db && *c.key == *key) {
         return;
     }
-    let key = key.clone();
+    let key = CBytes::new(key);
     if full {
         pool.remove(0);
         pool.insert(pos - 1, Candidate { score, db, key });

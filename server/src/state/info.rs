@@ -568,8 +568,8 @@ pub struct MemSummary {
     pub dbs: Vec<(usize, u64, u64)>,
 }
 
-/// Bytes of the keyspace structures themselves: one 64-byte node per key,
-/// 48 per TTL, 8 per bucket.
+/// Bytes of the keyspace structures themselves: the tables' nodes (a key's
+/// bytes are in its node) and buckets.
 pub fn summary(st: &mut State) -> MemSummary {
     let used = crate::state::evict::used_memory();
     let rss = crate::core::os::rss_bytes();
@@ -582,8 +582,8 @@ pub fn summary(st: &mut State) -> MemSummary {
             continue;
         }
         keys += d.len() as u64;
-        let main = d.len() as u64 * 64 + d.keys().buckets() as u64 * 8;
-        let exp = d.expires_len() as u64 * 48 + d.expires_buckets() as u64 * 8;
+        let main = d.keys().table_bytes() as u64;
+        let exp = d.expires_table_bytes() as u64;
         dbs.push((i, main, exp));
     }
     let clients: u64 = st

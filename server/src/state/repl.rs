@@ -876,7 +876,7 @@ pub fn expire_own_keys(st: &mut State, now: i64) {
     let mut rng = rand::thread_rng();
     let mut cycles = 0u32;
     while let Some((key, &dbs)) = st.shard.replica_keys_with_expire.random(&mut rng) {
-        let key = key.clone();
+        let key = key.to_vec();
         let mut keep = 0u64;
         for db in (0..st.shard.dbs.len().min(64)).filter(|d| dbs >> d & 1 == 1) {
             if let Some(v) = st.shard.dbs[db].expire_if_needed(&key, now) {
