@@ -343,6 +343,9 @@ impl State {
         }
         put_frame(&mut cl.pending, f, cl.resp3);
         close_if_over_limit(cl, &self.tun.obuf_limits, 0);
+        if let Some(ids) = &mut self.memory.round_output {
+            ids.push(id);
+        }
         cl.wake.notify_one();
         self.woken += 1;
     }
