@@ -851,7 +851,7 @@ impl Db {
                 Some(old)
             }
             None => {
-                keys.insert_new_guarded(CBytes::new(key), val, Access::new(now, self.epoch));
+                keys.insert_new_guarded(key, val, Access::new(now, self.epoch));
                 self.layout.count(slot, 1, 0);
                 None
             }
@@ -865,7 +865,7 @@ impl Db {
         self.layout
             .entry(slot)
             .keys
-            .insert_new_guarded(CBytes::new(key), val, a);
+            .insert_new_guarded(key, val, a);
         self.layout.count(slot, 1, 0);
     }
 
@@ -905,7 +905,7 @@ impl Db {
         let slot = self.layout.slot_of(&key);
         let t = self.layout.entry(slot);
         if let Some(at) = expire {
-            t.expires.insert_new_guarded(key.clone(), at, ());
+            t.expires.insert_new_guarded(&key, at, ());
         }
         t.keys.insert_new_guarded(key, val, access);
         self.layout.count(slot, 1, expire.is_some() as i64);
@@ -945,7 +945,7 @@ impl Db {
         match t.expires.get_mut(key) {
             Some(t) => *t = at_ms,
             None => {
-                t.expires.insert_new_guarded(CBytes::new(key), at_ms, ());
+                t.expires.insert_new_guarded(key, at_ms, ());
                 self.layout.count(slot, 0, 1);
             }
         }

@@ -160,7 +160,7 @@ impl Hash {
                     true
                 }
             },
-            Hash::Table(d) => d.insert(CBytes::new(field), CBytes::new(value)).is_none(),
+            Hash::Table(d) => d.insert(field, CBytes::new(value)).is_none(),
         };
         if let Hash::Listpack(lp) = self {
             if lp.len() / 2 > lim.max_listpack_entries {

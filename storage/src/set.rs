@@ -19,7 +19,7 @@
 use crate::intset::Intset;
 use crate::listpack::LpVal;
 use crate::num::parse_i64;
-use crate::{CBytes, Dict};
+use crate::Dict;
 
 #[derive(Clone)]
 pub enum Set {
@@ -83,7 +83,7 @@ impl Set {
         let mut d = Dict::new();
         let mut buf = itoa::Buffer::new();
         for v in s.iter() {
-            d.insert_new(CBytes::new(buf.format(v).as_bytes()), ());
+            d.insert_new(buf.format(v).as_bytes(), ());
         }
         *self = Set::Table(Box::new(d));
     }
@@ -109,7 +109,7 @@ impl Set {
                 if d.contains_key(member) {
                     false
                 } else {
-                    d.insert_new(CBytes::new(member), ());
+                    d.insert_new(member, ());
                     true
                 }
             }
