@@ -116,6 +116,17 @@ rps() {
     awk -F'"' -v pre="$prefix" 'NR > 1 && $4 != "" && !done && index($2, pre) == 1 { print $4; done = 1 }'
 }
 
+# rps_cpu PORT PIPELINE LINE-PREFIX ARGS...: "requests/s cpu_us" with the
+# server's CPU time per command it processed during the run (INFO cpu over
+# total_commands_processed; LRANGE_100's fill included).
+rps_cpu() {
+  local cpu0 n0 r cpu1 n1
+  cpu0=$(server_cpu "$1") n0=$(redis-cli -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" { print $2 }')
+  r=$(rps "$@")
+  cpu1=$(server_cpu "$1") n1=$(redis-cli -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" { print $2 }')
+  awk -v r="$r" -v c=$((cpu1 - cpu0)) -v n=$((n1 - n0)) 'BEGIN { printf "%s %.2f\n", r, (n > 1 ? c / (n - 1) : 0) }'
+}
+
 # only LABEL: whether ONLY (space-separated label prefixes) selects it.
 only() {
   local w
@@ -135,7 +146,7 @@ fresh_group() {
 }
 
 throughput() {
-  local C R C_PID R_PID p label prefix cmd probe c r rat note port i args cs rs
+  local C R C_PID R_PID p label prefix cmd probe c r rat note port i args cs rs cu ru x u c_us r_us
   start cinnabar "$CINNABAR_BIN"; C=$START_PORT; C_PID=$START_PID
   start redis "$REDIS_BIN"; R=$START_PORT; R_PID=$START_PID
   for port in "$C" "$R"; do
@@ -145,7 +156,7 @@ throughput() {
   : >"$RESULTS"
   echo
   echo "throughput: redis-benchmark -c $CLIENTS -n $N -r 100000"
-  printf '%-30s %3s %12s %12s %8s\n' test P cinnabar redis ratio
+  printf '%-30s %3s %12s %12s %8s %8s %8s %7s\n' test P cinnabar redis ratio "cpu µs" "redis µs" ratio
   # The commands hold `*` (XADD's ID), split into words unglobbed.
   set -f
   for p in 1 16; do
@@ -156,16 +167,21 @@ throughput() {
       [ "$prefix" = "-" ] && args=("") || args=("$prefix" -t)
       # shellcheck disable=SC2206 # the command line splits into words
       args+=($cmd)
-      cs=() rs=()
+      cs=() rs=() cu=() ru=()
       for ((i = 0; i < REPEAT; i++)); do
         [ "$probe" = XREADGROUP ] && fresh_group "$C" && fresh_group "$R"
-        [ -z "$note" ] && cs+=("$(rps "$C" "$p" "${args[@]}")")
-        rs+=("$(rps "$R" "$p" "${args[@]}")")
+        if [ -z "$note" ]; then
+          read -r x u < <(rps_cpu "$C" "$p" "${args[@]}") && cs+=("$x") cu+=("$u")
+        fi
+        read -r x u < <(rps_cpu "$R" "$p" "${args[@]}") && rs+=("$x") ru+=("$u")
       done
       c=$([ -z "$note" ] && median "${cs[@]}" || true)
       r=$(median "${rs[@]}")
       rat=$(ratio "$c" "$r")
-      printf '%-30s %3s %12s %12s %8s%s\n' "$label" "$p" "${c:-n/a}" "${r:-n/a}" "$rat" "$note"
+      c_us=$([ -z "$note" ] && median "${cu[@]}" || true)
+      r_us=$(median "${ru[@]}")
+      printf '%-30s %3s %12s %12s %8s %8s %8s %7s%s\n' "$label" "$p" "${c:-n/a}" "${r:-n/a}" "$rat" \
+        "${c_us:-n/a}" "$r_us" "$(ratio "$c_us" "$r_us")" "$note"
       [ "$rat" != n/a ] && echo "$p $rat" >>"$RESULTS"
     done <<'EOF'
 LPUSH|LPUSH|lpush|LPUSH
