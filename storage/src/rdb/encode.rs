@@ -101,7 +101,7 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, opts: &SaveOpts) {
                 match n {
                     SavedNode::Plain(e) => {
                         put_len(out, QL_PLAIN);
-                        put_string(out, &e.to_vec(), cz);
+                        put_string(out, e.bytes(&mut itoa::Buffer::new()), cz);
                     }
                     SavedNode::Lzf(c, sz) => {
                         put_len(out, QL_PACKED);
