@@ -616,9 +616,9 @@ unsafe fn push_strings(l: *mut lua_State, v: &[Bytes]) {
 }
 
 /// Sets or clears a global without its metatable (`_G` is read-only to
-/// scripts).
-unsafe fn set_global(l: *mut lua_State, name: &[u8], v: Option<&[Bytes]>) {
-    push_bytes(l, name);
+/// scripts); its name is [`entry`]'s upvalue `name`.
+unsafe fn set_global(l: *mut lua_State, name: c_int, v: Option<&[Bytes]>) {
+    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(name));
     match v {
         Some(v) => push_strings(l, v),
         None => ffi::lua_pushnil(l),
@@ -685,7 +685,7 @@ impl Runner {
             name,
             resp3,
             out,
-            result: Err("ERR unknown error".into()),
+            result: None,
         };
         let top = ffi::lua_gettop(l);
         if ffi::lua_checkstack(l, 2) == 0 {
@@ -700,10 +700,10 @@ impl Runner {
                 ffi::LUA_TSTRING => String::from_utf8_lossy(str_at(l, -1)).into_owned(),
                 _ => "unknown error".into(),
             };
-            p.result = Err(format!("ERR {msg}").into());
+            p.result = Some(Err(format!("ERR {msg}").into()));
         }
         ffi::lua_settop(l, top);
-        p.result
+        p.result.unwrap_or_else(|| Err("ERR unknown error".into()))
     }
 }
 
@@ -712,16 +712,34 @@ struct Params<'a> {
     name: &'a str,
     resp3: &'a AtomicBool,
     out: &'a mut ReplyBuf,
-    result: Result<(), RunError>,
+    /// Set by the run; `None` only if it never got to say.
+    result: Option<Result<(), RunError>>,
+}
+
+/// [`entry`]'s upvalues: the names of the globals it sets, interned once
+/// rather than hashed on every run.
+const KEYS_NAME: c_int = 1;
+const ARGV_NAME: c_int = 2;
+
+/// Creates [`entry`] with its upvalues.
+pub(crate) fn create_entry(lua: &mlua::Lua) -> mlua::Result<mlua::Function> {
+    // SAFETY: pushes one closure with balanced stack calls.
+    unsafe {
+        lua.exec_raw((), |l| {
+            push_bytes(l, b"KEYS");
+            push_bytes(l, b"ARGV");
+            ffi::lua_pushcclosure(l, entry, 2);
+        })
+    }
 }
 
 /// The C function a run goes through (its one argument: `Params`).
-pub(crate) unsafe extern "C-unwind" fn entry(l: *mut lua_State) -> c_int {
+unsafe extern "C-unwind" fn entry(l: *mut lua_State) -> c_int {
     let p = &mut *(ffi::lua_touserdata(l, 1) as *mut Params);
     ffi::lua_settop(l, 0);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_body(l, p)));
     if r.is_err() {
-        p.result = Err("ERR internal error running the script".into());
+        p.result = Some(Err("ERR internal error running the script".into()));
     }
     0
 }
@@ -729,7 +747,7 @@ pub(crate) unsafe extern "C-unwind" fn entry(l: *mut lua_State) -> c_int {
 unsafe fn run_body(l: *mut lua_State, p: &mut Params) {
     let c = p.c;
     if ffi::lua_checkstack(l, 8) == 0 {
-        p.result = Err("ERR reached lua stack limit".into());
+        p.result = Some(Err("ERR reached lua stack limit".into()));
         return;
     }
     ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, c.handler);
@@ -739,21 +757,21 @@ unsafe fn run_body(l: *mut lua_State, p: &mut Params) {
         push_strings(l, c.argv);
         2
     } else {
-        set_global(l, b"KEYS", Some(c.keys));
-        set_global(l, b"ARGV", Some(c.argv));
+        set_global(l, KEYS_NAME, Some(c.keys));
+        set_global(l, ARGV_NAME, Some(c.argv));
         0
     };
     let status = ffi::lua_pcall(l, nargs, 1, 1);
     if !c.as_params {
-        set_global(l, b"KEYS", None);
-        set_global(l, b"ARGV", None);
+        set_global(l, KEYS_NAME, None);
+        set_global(l, ARGV_NAME, None);
     }
-    p.result = if status == 0 {
+    p.result = Some(if status == 0 {
         write_value(l, 2, p.out, p.resp3.load(Relaxed), 0);
         Ok(())
     } else {
         Err(error_text(l, 2, p.name))
-    };
+    });
 }
 
 /// `msg script: name, on source:line.` from the handler's error table at

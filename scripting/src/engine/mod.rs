@@ -142,7 +142,9 @@ pub struct Engine {
     runner: crate::raw::Runner,
     pub run: Arc<RunFlags>,
     resp3: Arc<AtomicBool>,
-    scripts: HashMap<String, Script>,
+    /// By SHA1 (ahash: EVALSHA looks its script up twice a call, and
+    /// SipHash over 40 bytes cost more than the rest of the lookup).
+    scripts: ahash::AHashMap<String, Script>,
     /// Runs so far, for the periodic GC step.
     runs: u32,
     pub libraries: BTreeMap<String, Library>,
@@ -182,9 +184,7 @@ impl Engine {
         full.raw_set("call", crate::raw::create_call(&lua, true, &resp3)?)?;
         full.raw_set("pcall", crate::raw::create_call(&lua, false, &resp3)?)?;
         let handler = lua.create_registry_value(api.raw_get::<Function>("handler")?)?;
-        // SAFETY: `entry` is a C function that follows the run protocol.
-        let entry =
-            lua.create_registry_value(unsafe { lua.create_c_function(crate::raw::entry)? })?;
+        let entry = lua.create_registry_value(crate::raw::create_entry(&lua)?)?;
         let runner = crate::raw::Runner::new(&lua, &entry)?;
         set_run_hook(&lua, run.clone());
         // SAFETY: C functions that follow the Lua protocol.
@@ -203,7 +203,7 @@ impl Engine {
             runner,
             run,
             resp3,
-            scripts: HashMap::new(),
+            scripts: ahash::AHashMap::new(),
             runs: 0,
             libraries: BTreeMap::new(),
             functions: HashMap::new(),

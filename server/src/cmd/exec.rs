@@ -13,6 +13,19 @@ pub fn execute(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &[Byte
     execute_req(st, cl, out, Req::Borrowed(args));
 }
 
+/// As `execute`, for a request whose command the caller has looked up
+/// already (a script's call, checked before it runs): the table is not
+/// searched twice.
+pub fn execute_resolved(
+    st: &mut State,
+    cl: &mut Client,
+    out: &mut ReplyBuf,
+    cmd: &'static Command,
+    args: &[Bytes],
+) {
+    execute_req(st, cl, out, Req::Resolved(args, cmd));
+}
+
 /// As `execute`, for a request the caller gives up: MULTI queues it
 /// without copying (the arguments are left empty then).
 pub fn execute_owned(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: &mut Vec<Bytes>) {
@@ -21,6 +34,7 @@ pub fn execute_owned(st: &mut State, cl: &mut Client, out: &mut ReplyBuf, args: 
 
 enum Req<'a> {
     Borrowed(&'a [Bytes]),
+    Resolved(&'a [Bytes], &'static Command),
     Owned(&'a mut Vec<Bytes>),
 }
 
@@ -119,11 +133,12 @@ fn dispatch(
     mut req: Req,
     tracked: bool,
 ) -> Option<&'static Command> {
-    let args: &[Bytes] = match &req {
-        Req::Borrowed(a) => a,
-        Req::Owned(v) => v,
+    let (args, known): (&[Bytes], _) = match &req {
+        Req::Borrowed(a) => (a, None),
+        Req::Resolved(a, c) => (a, Some(*c)),
+        Req::Owned(v) => (v, None),
     };
-    let cmd = gate::admit(st, cl, out, args);
+    let cmd = gate::admit(st, cl, out, args, known);
     // Invalidations the checks caused (table limit, evictions) come
     // before the reply, as in Redis.
     if tracked {
@@ -137,7 +152,7 @@ fn dispatch(
         if !gate::runs_in_multi(cmd.name) {
             cl.last_cmd = cmd.name;
             queue.push(match &mut req {
-                Req::Borrowed(a) => a.to_vec(),
+                Req::Borrowed(a) | Req::Resolved(a, _) => a.to_vec(),
                 Req::Owned(v) => std::mem::take(*v),
             });
             out.simple("QUEUED");

@@ -18,14 +18,16 @@ use bytes::Bytes;
 use protocol::ReplyBuf;
 
 /// The command to run (or queue) for `args`, or `None` once the refusal
-/// has been answered.
+/// has been answered. `known`: the command `args` name, when the caller
+/// has looked it up already.
 pub(super) fn admit(
     st: &mut State,
     cl: &mut Client,
     out: &mut ReplyBuf,
     args: &[Bytes],
+    known: Option<&'static Command>,
 ) -> Option<&'static Command> {
-    match check(st, cl, args) {
+    match check(st, cl, args, known) {
         Ok(c) => Some(c),
         Err((cmd, e)) => {
             // CLIENT LIST's `cmd`: the command looked up, NULL if unknown.
@@ -67,8 +69,12 @@ fn check(
     st: &mut State,
     cl: &mut Client,
     args: &[Bytes],
+    known: Option<&'static Command>,
 ) -> Result<&'static Command, (Option<&'static Command>, Error)> {
-    let cmd = resolve(args).map_err(|e| (None, e))?;
+    let cmd = match known {
+        Some(c) => c,
+        None => resolve(args).map_err(|e| (None, e))?,
+    };
     if !cmd.arity_ok(args.len()) {
         return Err((Some(cmd), Error::Arity(cmd.name.into())));
     }

@@ -65,7 +65,7 @@ pub mod transaction;
 pub mod zset;
 
 pub use ctx::{clamp_range, int_arg, norm_range, rand_count, timeout_arg, Ctx};
-pub use exec::{check_source_reply, execute, execute_owned};
+pub use exec::{check_source_reply, execute, execute_owned, execute_resolved};
 pub use table::*;
 // The families test their keywords with it; core's key rules need it too.
 pub use crate::core::command::is;

@@ -14,7 +14,7 @@
 use super::busy::{serve_busy, write_function_stats, NOTBUSY};
 use super::flags::*;
 use super::help::help_reply;
-use super::{execute, int_arg, is, resolve, Command, Ctx, Handler};
+use super::{execute_resolved, int_arg, is, resolve, Command, Ctx, Handler};
 use crate::core::error::{CmdResult, Error};
 use crate::state::script_flags::{out_of_memory, refuse_by_flags, OOM};
 use crate::state::{Client, LuaDebug, State};
@@ -114,27 +114,30 @@ struct ScriptHost<'a> {
     cluster: Option<super::redirect::ScriptSlot>,
 }
 
+/// Why a script's call is refused, with its command when known.
+type Refusal = (Option<&'static Command>, &'static str);
+
 impl ScriptHost<'_> {
-    /// Why a script may not run this command, if it may not.
-    /// Why the script may not run `args`, with the command when known.
-    fn refuse(&mut self, args: &[Bytes]) -> Option<(Option<&'static Command>, &'static str)> {
+    /// The command `args` name if the script may run it; else why not,
+    /// with the command when known.
+    fn admit(&mut self, args: &[Bytes]) -> Result<&'static Command, Refusal> {
         const ARGS: &str = "ERR Wrong number of args calling Redis command from script";
         let cmd = match resolve(args) {
             Ok(c) => c,
-            Err(Error::Arity(_)) => return Some((super::lookup(&args[0]), ARGS)),
-            Err(_) => return Some((None, "ERR Unknown Redis command called from script")),
+            Err(Error::Arity(_)) => return Err((super::lookup(&args[0]), ARGS)),
+            Err(_) => return Err((None, "ERR Unknown Redis command called from script")),
         };
         if !cmd.arity_ok(args.len()) {
-            return Some((Some(cmd), ARGS));
+            return Err((Some(cmd), ARGS));
         }
         if cmd.has(NOSCRIPT) && !self.st.scripts_may_call_any {
-            return Some((
+            return Err((
                 Some(cmd),
                 "ERR This Redis command is not allowed from script",
             ));
         }
         if !cmd.has(STALE) && self.st.serving_stale_refused() {
-            return Some((
+            return Err((
                 Some(cmd),
                 "ERR Can not execute the command on a stale replica",
             ));
@@ -142,12 +145,12 @@ impl ScriptHost<'_> {
         if !self.caller.is_empty() {
             if let Some(e) = super::perm::script_refusal(self.st, &self.cl, cmd, args, &self.caller)
             {
-                return Some((Some(cmd), e));
+                return Err((Some(cmd), e));
             }
         }
         // PUBLISH and the like replicate: no more allowed than a write.
         if self.read_only && (cmd.has(WRITE) || crate::core::command::may_replicate(cmd.name)) {
-            return Some((
+            return Err((
                 Some(cmd),
                 "ERR Write commands are not allowed from read-only scripts.",
             ));
@@ -156,22 +159,26 @@ impl ScriptHost<'_> {
         // meanwhile, as in Redis: refusing then would leave it half done.
         let wrote = self.run.wrote.load(Relaxed);
         if cmd.has(WRITE) && self.replica_refuses {
-            return Some((
+            return Err((
                 Some(cmd),
                 "READONLY You can't write against a read only replica.",
             ));
         }
         if cmd.has(WRITE) && !wrote && super::gate::too_few_replicas(self.st) {
-            return Some((Some(cmd), super::gate::NOREPLICAS));
+            return Err((Some(cmd), super::gate::NOREPLICAS));
         }
         if self.oom_refuses && cmd.has(DENYOOM) && !wrote {
-            return Some((Some(cmd), OOM));
+            return Err((Some(cmd), OOM));
         }
         if cmd.has(WRITE) {
             self.run.wrote.store(true, Relaxed);
         }
-        let rule = self.cluster.as_mut()?;
-        super::redirect::script_refusal(self.st, &self.cl, cmd, args, rule).map(|e| (Some(cmd), e))
+        if let Some(rule) = self.cluster.as_mut() {
+            if let Some(e) = super::redirect::script_refusal(self.st, &self.cl, cmd, args, rule) {
+                return Err((Some(cmd), e));
+            }
+        }
+        Ok(cmd)
     }
 }
 
@@ -179,18 +186,18 @@ impl Host for ScriptHost<'_> {
     fn call(&mut self, args: &[Bytes], resp3: bool) -> &[u8] {
         self.out.buf.clear();
         self.out.resp3 = resp3;
-        let refusal = self.refuse(args);
-        self.refused = refusal.is_some();
-        match refusal {
+        let admitted = self.admit(args);
+        self.refused = admitted.is_err();
+        match admitted {
             // Counted as Redis counts a client's rejected command.
-            Some((cmd, e)) => {
+            Err((cmd, e)) => {
                 if let Some(cmd) = cmd {
                     self.st.stats.cmd_mut(cmd.slot).rejected += 1;
                 }
                 self.st.count_error(e);
                 self.out.error(e);
             }
-            None => {
+            Ok(cmd) => {
                 self.cl.resp3 = resp3;
                 // Time the command alone, not the Lua that ran before it;
                 // its wall clock reads the run's start.
@@ -199,7 +206,7 @@ impl Host for ScriptHost<'_> {
                 self.st.set_clock(self.start_ms);
                 let skip = self.run.repl_skip.load(Relaxed);
                 self.st.prop.set_targets(skip & 1 == 0, skip & 2 == 0);
-                execute(self.st, &mut self.cl, &mut self.out, args);
+                execute_resolved(self.st, &mut self.cl, &mut self.out, cmd, args);
                 self.st.prop.set_targets(true, true);
                 self.st.clock_base = clock;
             }
@@ -408,6 +415,18 @@ impl DebugIo for SocketIo {
     }
 }
 
+/// EVALSHA's digest as the cache keys it, lower-cased into `buf`: what
+/// is not 40 ASCII bytes names no script. (Without a String per call.)
+fn sha_key<'b>(arg: &[u8], buf: &'b mut [u8; 40]) -> Option<&'b str> {
+    if arg.len() != buf.len() || !arg.is_ascii() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(arg) {
+        *d = s.to_ascii_lowercase();
+    }
+    std::str::from_utf8(buf).ok()
+}
+
 fn eval_run(
     c: &mut Ctx,
     a: &[Bytes],
@@ -418,10 +437,12 @@ fn eval_run(
     let (keys, argv) = split_keys(a)?;
     let mut eng = engine(c.st)?;
     let res = (|| {
+        let mut lower = [0u8; 40];
+        let loaded;
         let (sha, fl) = if by_sha {
-            let sha = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
-            match eng.script_flags(&sha) {
-                Some(fl) => (sha, fl),
+            let found = sha_key(&a[1], &mut lower).and_then(|s| Some((s, eng.script_flags(s)?)));
+            match found {
+                Some(f) => f,
                 None => {
                     return Err(Error::other(
                         "NOSCRIPT No matching script. Please use EVAL.",
@@ -429,7 +450,8 @@ fn eval_run(
                 }
             }
         } else {
-            eng.load_script(&a[1]).map_err(Error::Other)?
+            loaded = eng.load_script(&a[1]).map_err(Error::Other)?;
+            (loaded.0.as_str(), loaded.1)
         };
         refuse_by_flags(c.st, fl)?;
         let compat = fl & sflags::EVAL_COMPAT != 0;
@@ -440,7 +462,7 @@ fn eval_run(
         run(
             c,
             &mut eng,
-            Target::Script(&sha),
+            Target::Script(sha),
             keys,
             argv,
             ro || no_writes,
