@@ -5,6 +5,7 @@
 //! storage: `redis.call` goes through a [`Host`] callback into the server's
 //! dispatcher, so scripts see exactly the command semantics clients see.
 
+mod alloc;
 pub mod engine;
 mod host;
 mod ldb;
@@ -12,6 +13,7 @@ pub mod libs;
 mod raw;
 mod textload;
 
+pub use alloc::{use_allocator, LuaAlloc};
 pub use engine::{
     flags, sha1_hex, Engine, FunctionCall, Host, Library, RunError, RunFlags, KILLED,
 };

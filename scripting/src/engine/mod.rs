@@ -150,6 +150,17 @@ pub struct Engine {
     pub libraries: BTreeMap<String, Library>,
     /// By name in lower case: function names are case-insensitive.
     pub functions: HashMap<String, FunctionDef>,
+    /// mlua's allocator, when the server's replaced it.
+    swapped: Option<crate::alloc::Swapped>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(s) = &self.swapped {
+            // SAFETY: the state lives until `lua` drops, after this.
+            unsafe { s.restore() };
+        }
+    }
 }
 
 fn now_ms() -> i64 {
@@ -186,6 +197,8 @@ impl Engine {
         let handler = lua.create_registry_value(api.raw_get::<Function>("handler")?)?;
         let entry = lua.create_registry_value(crate::raw::create_entry(&lua)?)?;
         let runner = crate::raw::Runner::new(&lua, &entry)?;
+        // SAFETY: the runner's state is the main state, not running.
+        let swapped = unsafe { crate::alloc::install(runner.state()) };
         set_run_hook(&lua, run.clone());
         // SAFETY: C functions that follow the Lua protocol.
         unsafe {
@@ -207,6 +220,7 @@ impl Engine {
             runs: 0,
             libraries: BTreeMap::new(),
             functions: HashMap::new(),
+            swapped,
         })
     }
 

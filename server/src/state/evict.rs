@@ -30,6 +30,7 @@ extern "C" {
     fn mi_malloc(size: usize) -> *mut c_void;
     fn mi_zalloc(size: usize) -> *mut c_void;
     fn mi_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn mi_free(p: *mut c_void);
     fn mi_usable_size(p: *const c_void) -> usize;
     fn mi_collect(force: bool);
     fn mi_process_info(
@@ -163,10 +164,52 @@ const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 /// below). A page reused within the delay is not purged at all.
 const PURGE_DELAY_MS: std::ffi::c_long = 100;
 
-/// Sets the allocator's options; first thing in `main`.
+/// Sets the allocator's options, and makes it the Lua interpreter's
+/// allocator; first thing in `main`, once [`CountingAlloc`] is the global
+/// allocator.
 pub fn init_allocator() {
     // SAFETY: an option index and value; mimalloc reads options at use.
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
+    // SAFETY: `lua_alloc` frees and resizes any mimalloc block, so any
+    // block of the global allocator; that frees any of its blocks.
+    unsafe { scripting::use_allocator(lua_alloc) }
+}
+
+/// The Lua interpreter's allocator: plain mimalloc (Lua needs 8-byte
+/// alignment, what every block has), counted as [`CountingAlloc`] counts
+/// (the interpreter's share is taken out of `used_memory` by
+/// [`set_vm_memory`]).
+unsafe extern "C-unwind" fn lua_alloc(
+    _: *mut c_void,
+    p: *mut c_void,
+    _osize: usize,
+    nsize: usize,
+) -> *mut c_void {
+    if nsize == 0 {
+        if !p.is_null() {
+            ALLOCATED.fetch_sub(mi_usable_size(p), Relaxed);
+            mi_free(p);
+        }
+        return std::ptr::null_mut();
+    }
+    if p.is_null() {
+        let q = mi_malloc(nsize);
+        if !q.is_null() {
+            ALLOCATED.fetch_add(mi_usable_size(q), Relaxed);
+        }
+        return q;
+    }
+    let old = mi_usable_size(p);
+    let q = mi_realloc(p, nsize);
+    if !q.is_null() {
+        let new = mi_usable_size(q);
+        if new >= old {
+            ALLOCATED.fetch_add(new - old, Relaxed);
+        } else {
+            ALLOCATED.fetch_sub(old - new, Relaxed);
+        }
+    }
+    q
 }
 
 /// MEMORY PURGE: returns freed pages to the OS.
