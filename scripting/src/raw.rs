@@ -12,7 +12,7 @@
 //! (as in `libs`).
 
 use crate::host::{with_host, RunError};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use mlua::ffi::{self, lua_State};
 use protocol::{format_double, ReplyBuf};
 use std::os::raw::{c_char, c_int, c_void};
@@ -205,12 +205,20 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
         );
         return Outcome::Error;
     }
-    let mut total = 0usize;
+    // Each argument its own copy: slices of one buffer cost a shared
+    // header and two atomic counts apiece, more than an allocation.
+    let mut argv = ARGV.take();
     for i in 1..=n {
         match ffi::lua_type(l, i) {
-            ffi::LUA_TSTRING => total += str_at(l, i).len(),
-            ffi::LUA_TNUMBER => total += 32,
+            ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(str_at(l, i))),
+            ffi::LUA_TNUMBER => {
+                let mut b = Vec::with_capacity(24);
+                put_number(&mut b, ffi::lua_tonumber(l, i));
+                argv.push(Bytes::from(b));
+            }
             _ => {
+                argv.clear();
+                ARGV.set(argv);
                 crate::ldb::log_call_error(
                     b"Lua redis lib command arguments must be strings or integers",
                 );
@@ -223,19 +231,6 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
             }
         }
     }
-    // One allocation holds every argument, as the connection's parser
-    // slices its read buffer.
-    let mut buf = BytesMut::with_capacity(total);
-    let mut argv = ARGV.take();
-    for i in 1..=n {
-        if ffi::lua_type(l, i) == ffi::LUA_TSTRING {
-            buf.put_slice(str_at(l, i));
-        } else {
-            put_number(&mut buf, ffi::lua_tonumber(l, i));
-        }
-        argv.push(buf.split().freeze());
-    }
-    drop(buf);
     // The arguments are copied: their slots hold the reply, so a call may
     // take as many arguments as the stack holds.
     ffi::lua_settop(l, 0);
@@ -279,7 +274,7 @@ unsafe fn call_body(l: *mut lua_State) -> Outcome {
 }
 
 /// A number argument as Redis formats it (`%.17g`).
-fn put_number(buf: &mut BytesMut, n: f64) {
+fn put_number(buf: &mut Vec<u8>, n: f64) {
     if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
         buf.put_slice(itoa::Buffer::new().format(n as i64).as_bytes());
     } else if n.is_nan() {
@@ -301,8 +296,32 @@ fn line(buf: &[u8], pos: usize) -> Option<(&[u8], usize)> {
     Some((&rest[..end], pos + 1 + end + 2))
 }
 
+/// The integer `line` spells, as `str::parse` reads one (an optional sign,
+/// then digits, in range), without its UTF-8 pass: every reply's length
+/// goes through here.
 fn int(line: &[u8]) -> Option<i64> {
-    std::str::from_utf8(line).ok()?.parse().ok()
+    let (neg, digits) = match line {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        rest => (false, rest),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    // Accumulated negative, so that i64::MIN fits.
+    let mut v: i64 = 0;
+    for &c in digits {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(d as i64)?;
+    }
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
 }
 
 /// Pushes the reply at `buf[pos..]` as Lua sees it (Redis's RESP2/RESP3 →
@@ -811,4 +830,30 @@ unsafe fn is_counted(l: *mut lua_State, t: c_int) -> bool {
     let counted = ffi::lua_toboolean(l, -1) != 0;
     ffi::lua_pop(l, 1);
     counted
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn int_reads_as_parse() {
+        for s in [
+            "0",
+            "-0",
+            "+7",
+            "42",
+            "-42",
+            "",
+            "-",
+            "+",
+            "1a",
+            " 1",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "00012",
+        ] {
+            assert_eq!(super::int(s.as_bytes()), s.parse::<i64>().ok(), "{s:?}");
+        }
+    }
 }
