@@ -188,6 +188,14 @@ impl Parser<'_> {
             index,
         };
         loop {
+            // The plain run up to the next quote, backslash or NUL, at once.
+            let rest = self.data.get(self.pos..).unwrap_or(&[]);
+            let run = rest
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b == 0)
+                .unwrap_or(rest.len());
+            self.buf.extend_from_slice(&rest[..run]);
+            self.pos += run;
             let c = self.at(self.pos);
             match c {
                 b'"' => break,

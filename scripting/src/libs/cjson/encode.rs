@@ -57,32 +57,47 @@ fn append_number(cfg: &Config, out: &mut Vec<u8>, n: f64) -> LResult<()> {
     Ok(())
 }
 
+/// What each byte becomes in a JSON string: 0 kept, else the letter after
+/// the backslash (`u` for `\u00XX`). A table: the match it replaces took
+/// several compares a byte.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 32 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[127] = b'u';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[8] = b'b';
+    t[9] = b't';
+    t[10] = b'n';
+    t[12] = b'f';
+    t[13] = b'r';
+    t
+};
+
 fn append_string(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
     out.push(b'"');
     let mut start = 0;
     for (i, &c) in s.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'/' => b"\\/",
-            8 => b"\\b",
-            9 => b"\\t",
-            10 => b"\\n",
-            12 => b"\\f",
-            13 => b"\\r",
-            0..=31 | 127 => &[],
-            _ => continue,
-        };
+        let esc = ESCAPE[usize::from(c)];
+        if esc == 0 {
+            continue;
+        }
         out.extend_from_slice(&s[start..i]);
         start = i + 1;
-        if esc.is_empty() {
+        if esc == b'u' {
             out.extend_from_slice(b"\\u00");
             out.push(HEX[usize::from(c >> 4)]);
             out.push(HEX[usize::from(c & 15)]);
         } else {
-            out.extend_from_slice(esc);
+            out.push(b'\\');
+            out.push(esc);
         }
     }
     out.extend_from_slice(&s[start..]);
