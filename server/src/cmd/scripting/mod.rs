@@ -11,6 +11,8 @@
 //! worker with `block_in_place` cost 40% of EVAL's time in thread
 //! hand-offs.)
 
+mod socket;
+
 use super::busy::{serve_busy, write_function_stats, NOTBUSY};
 use super::flags::*;
 use super::help::help_reply;
@@ -20,7 +22,7 @@ use crate::state::script_flags::{out_of_memory, refuse_by_flags, OOM};
 use crate::state::{Client, LuaDebug, State};
 use bytes::Bytes;
 use protocol::ReplyBuf;
-use scripting::{flags as sflags, DebugIo, Debugger, Engine, FunctionCall, Host, RunFlags};
+use scripting::{flags as sflags, Debugger, Engine, FunctionCall, Host, RunFlags};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -344,75 +346,13 @@ fn eval_generic(c: &mut Ctx, a: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
 /// ends with `<endsession>`, the reply, and the connection closed.
 fn eval_debugged(c: &mut Ctx, a: &[Bytes], ro: bool) -> CmdResult {
     tracing::info!("Redis synchronous debugging eval session started");
-    let io = Box::new(SocketIo(c.cl.fd));
+    let io = Box::new(socket::SocketIo(c.cl.fd));
     let mut dbg = Debugger::new(io, &a[1], c.st.cfg.busy_reply_threshold);
     let res = eval_run(c, a, false, ro, Some(&mut dbg));
     dbg.end();
     tracing::info!("Redis synchronous debugging eval session ended");
     c.cl.close_after_reply = true;
     res
-}
-
-/// The debugging client's socket, used blocking by the session: its
-/// connection task is inside this very command meanwhile. Writes give up
-/// after 5 s, as Redis's send timeout.
-struct SocketIo(i32);
-
-impl SocketIo {
-    /// Waits for `events`; false on error or after `ms` (-1: no limit).
-    fn wait(&self, events: i16, ms: i32) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.0,
-            events,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the call.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        n > 0
-            || (n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted)
-    }
-}
-
-fn retry(e: std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-    )
-}
-
-impl DebugIo for SocketIo {
-    fn read(&mut self, buf: &mut [u8]) -> usize {
-        loop {
-            // SAFETY: reads into `buf`, within its length.
-            let n = unsafe { libc::read(self.0, buf.as_mut_ptr().cast(), buf.len()) };
-            if n >= 0 {
-                return n as usize;
-            }
-            if !retry(std::io::Error::last_os_error()) || !self.wait(libc::POLLIN, -1) {
-                return 0;
-            }
-        }
-    }
-
-    fn write(&mut self, mut b: &[u8]) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !b.is_empty() {
-            // SAFETY: sends from `b`, within its length.
-            let n = unsafe { libc::send(self.0, b.as_ptr().cast(), b.len(), libc::MSG_NOSIGNAL) };
-            if n > 0 {
-                b = &b[n as usize..];
-                continue;
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if n == 0
-                || !retry(std::io::Error::last_os_error())
-                || left.is_zero()
-                || !self.wait(libc::POLLOUT, left.as_millis().max(1) as i32)
-            {
-                return;
-            }
-        }
-    }
 }
 
 /// EVALSHA's digest as the cache keys it, lower-cased into `buf`: what
