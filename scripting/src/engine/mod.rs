@@ -205,8 +205,6 @@ impl Engine {
         let handler = lua.create_registry_value(api.raw_get::<Function>("handler")?)?;
         let entry = lua.create_registry_value(crate::raw::create_entry(&lua)?)?;
         let runner = crate::raw::Runner::new(&lua, &entry)?;
-        // SAFETY: the runner's state is the main state, not running.
-        let swapped = unsafe { crate::alloc::install(runner.state()) };
         set_run_hook(&lua, run.clone());
         // SAFETY: C functions that follow the Lua protocol.
         unsafe {
@@ -216,6 +214,9 @@ impl Engine {
                 lua.create_c_function(crate::ldb::redis_breakpoint)?,
             )?;
         }
+        // Last, so that an engine that fails to build closes with mlua's.
+        // SAFETY: the runner's state is the main state, not running.
+        let swapped = unsafe { crate::alloc::install(runner.state()) };
         Ok(Engine {
             lua,
             api,
