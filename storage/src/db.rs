@@ -862,10 +862,7 @@ impl Db {
     pub fn add(&mut self, key: &[u8], val: Value) {
         let a = Access::new(self.access_clock(), self.epoch);
         let slot = self.layout.slot_of(key);
-        self.layout
-            .entry(slot)
-            .keys
-            .insert_new_guarded(key, val, a);
+        self.layout.entry(slot).keys.insert_new_guarded(key, val, a);
         self.layout.count(slot, 1, 0);
     }
 
