@@ -32,8 +32,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 /// store) keeps `Db` `Sync` while reads can refresh the clock through `&self`.
 ///
 /// `saved` is the epoch of the last snapshot this entry was written to (see
-/// [`crate::snapshot`]); it uses the 4 bytes of padding the node had, so
-/// the node stays 64 bytes.
+/// [`crate::snapshot`]); it took 4 bytes of padding the node had.
 #[derive(Default, Debug)]
 pub struct Access(AtomicU32, u32);
 

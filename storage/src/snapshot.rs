@@ -2,7 +2,7 @@
 //! copy: "serialize before overwrite".
 //!
 //! A snapshot has an epoch `E`. Every keyspace entry records (in its dict
-//! node, next to the access clock — the node stays 64 bytes) the epoch at
+//! node, next to the access clock) the epoch at
 //! which it was last written to a snapshot. Starting a snapshot raises the
 //! database's epoch to `E` (O(1)); from then on:
 //!

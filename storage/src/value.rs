@@ -5,8 +5,8 @@
 //! do not match on the encoding.
 //!
 //! Layout (checked by the `handles_stay_small` test): `Value` is 24 bytes,
-//! so a keyspace dict node (key 24 + value 24 + next 8 + access clock 4)
-//! fits a 64-byte allocation. `StrValue` is the largest variant: a
+//! so a keyspace dict node (next 8 + value 24 + access clock 8, then the
+//! key: see `dict/node.rs`) fits 48 bytes with a key of up to 7 bytes. `StrValue` is the largest variant: a
 //! `CBytes` (inline up to 22 bytes), whose tag byte leaves room for the
 //! enum tags; everything else is at most 16 bytes and sits after it. The
 //! compact encodings are held directly — `Hash`, `Set` and `SortedSet` are
