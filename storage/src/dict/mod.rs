@@ -23,10 +23,6 @@ use crate::CBytes;
 mod node;
 use node::{Link, NodeBox};
 
-// An entry's `meta` is per-entry metadata chosen by the dict's user; it is
-// `()` (zero bytes) unless asked for, so only the main keyspace pays for
-// its access clock (see `db::Access`).
-
 /// Buckets `sample` loads ahead of the one it reads.
 const AHEAD: usize = 4;
 
@@ -86,6 +82,9 @@ impl<V, M> Table<V, M> {
     }
 }
 
+/// Keys to values `V`, each entry with metadata `M` chosen by the dict's
+/// user: `()` (zero bytes) unless asked for, so only the main keyspace
+/// pays for its access clock (see `db::Access`).
 pub struct Dict<V, M = ()> {
     t: [Table<V, M>; 2],
     rehash_idx: Option<usize>,
