@@ -868,28 +868,29 @@ impl Db {
     /// Takes `key` out with its access clock and expiry time (RENAME, MOVE,
     /// SWAPDB-like moves keep both, as Redis moves the object).
     pub fn take_entry(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
-        self.take_key(key)
+        let (v, a, exp) = self.take_key(key)?;
+        Some((CBytes::new(key), v, a, exp))
     }
 
     // Inlined into both `take_entry` and `remove`, so that `remove` drops
     // the parts it does not return in place rather than moving them out.
     #[inline(always)]
-    fn take_key(&mut self, key: &[u8]) -> Option<(CBytes, Value, Access, Option<i64>)> {
+    fn take_key(&mut self, key: &[u8]) -> Option<(Value, Access, Option<i64>)> {
         let (slot, Tables { keys, expires }) = self.layout.locate_mut(key)?;
-        let (k, v, mut a) = keys.remove_meta(key)?;
+        let (v, mut a) = keys.remove_meta(key)?;
         // A removed entry (its TTL still in `expires`) goes to the running
         // snapshot first if it is not there yet.
         if self.snap.is_some() {
             let now = access_clock_at(self.clock_ms);
-            pre_write(&mut self.snap, expires, now, self.lfu, &k, &v, &mut a);
+            pre_write(&mut self.snap, expires, now, self.lfu, key, &v, &mut a);
         }
         let exp = if expires.is_empty() {
             None
         } else {
-            expires.remove(key).map(|(_, t)| t)
+            expires.remove(key)
         };
         self.layout.count(slot, -1, -(exp.is_some() as i64));
-        Some((k, v, a, exp))
+        Some((v, a, exp))
     }
 
     /// Puts an entry from [`Db::take_entry`] under `key`, which must be
@@ -926,7 +927,7 @@ impl Db {
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
-        self.take_key(key).map(|(_, v, _, _)| v)
+        self.take_key(key).map(|(v, _, _)| v)
     }
 
     /// Sets the expiry of an existing key.

@@ -30,7 +30,6 @@ extern "C" {
     fn mi_malloc(size: usize) -> *mut c_void;
     fn mi_zalloc(size: usize) -> *mut c_void;
     fn mi_realloc(p: *mut c_void, size: usize) -> *mut c_void;
-    fn mi_free(p: *mut c_void);
     fn mi_usable_size(p: *const c_void) -> usize;
     fn mi_collect(force: bool);
     fn mi_process_info(
@@ -175,41 +174,28 @@ pub fn init_allocator() {
     unsafe { scripting::use_allocator(lua_alloc) }
 }
 
-/// The Lua interpreter's allocator: plain mimalloc (Lua needs 8-byte
-/// alignment, what every block has), counted as [`CountingAlloc`] counts
-/// (the interpreter's share is taken out of `used_memory` by
-/// [`set_vm_memory`]).
+/// The Lua interpreter's allocator: [`CountingAlloc`] with an 8-byte
+/// alignment, all Lua needs, so its plain mimalloc path (the interpreter's
+/// share is taken out of `used_memory` by [`set_vm_memory`]).
 unsafe extern "C-unwind" fn lua_alloc(
     _: *mut c_void,
     p: *mut c_void,
-    _osize: usize,
+    osize: usize,
     nsize: usize,
 ) -> *mut c_void {
-    if nsize == 0 {
-        if !p.is_null() {
-            ALLOCATED.fetch_sub(mi_usable_size(p), Relaxed);
-            mi_free(p);
+    // SAFETY: PLAIN_ALIGN is a power of two; sizes come from Lua.
+    let layout = |n| Layout::from_size_align_unchecked(n, PLAIN_ALIGN);
+    let p = p as *mut u8;
+    let q = match (p.is_null(), nsize) {
+        (true, 0) => std::ptr::null_mut(),
+        (false, 0) => {
+            CountingAlloc.dealloc(p, layout(osize));
+            std::ptr::null_mut()
         }
-        return std::ptr::null_mut();
-    }
-    if p.is_null() {
-        let q = mi_malloc(nsize);
-        if !q.is_null() {
-            ALLOCATED.fetch_add(mi_usable_size(q), Relaxed);
-        }
-        return q;
-    }
-    let old = mi_usable_size(p);
-    let q = mi_realloc(p, nsize);
-    if !q.is_null() {
-        let new = mi_usable_size(q);
-        if new >= old {
-            ALLOCATED.fetch_add(new - old, Relaxed);
-        } else {
-            ALLOCATED.fetch_sub(old - new, Relaxed);
-        }
-    }
-    q
+        (true, n) => CountingAlloc.alloc(layout(n)),
+        (false, n) => CountingAlloc.realloc(p, layout(osize), n),
+    };
+    q as *mut c_void
 }
 
 /// MEMORY PURGE: returns freed pages to the OS.

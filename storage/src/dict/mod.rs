@@ -18,8 +18,6 @@
 //! Invariants: `t[1]` is non-empty only while rehashing; buckets of `t[0]`
 //! below `rehash_idx` are empty; a key is in exactly one table.
 
-use crate::CBytes;
-
 mod node;
 use node::{Link, NodeBox};
 
@@ -412,21 +410,15 @@ impl<V, M: Default> Dict<V, M> {
         self.get_mut(key).expect("just inserted")
     }
 
-    pub fn remove(&mut self, key: &[u8]) -> Option<(CBytes, V)> {
-        self.remove_node(key).map(|n| {
-            let key = CBytes::new(n.key());
-            (key, n.into_parts().0)
-        })
+    /// Removes an entry, returning its value (the caller has its key).
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        self.remove_node(key).map(|n| n.into_parts().0)
     }
 
     /// Removes an entry, returning it with its metadata (RENAME and MOVE
     /// carry a key's access clock over, as Redis moves the object).
-    pub fn remove_meta(&mut self, key: &[u8]) -> Option<(CBytes, V, M)> {
-        self.remove_node(key).map(|n| {
-            let key = CBytes::new(n.key());
-            let (val, meta) = n.into_parts();
-            (key, val, meta)
-        })
+    pub fn remove_meta(&mut self, key: &[u8]) -> Option<(V, M)> {
+        self.remove_node(key).map(NodeBox::into_parts)
     }
 
     fn remove_node(&mut self, key: &[u8]) -> Option<NodeBox<V, M>> {
@@ -743,6 +735,7 @@ impl<V: Clone, M: Clone> Clone for Dict<V, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CBytes;
     use std::collections::{HashMap, HashSet};
 
     #[test]
@@ -758,7 +751,7 @@ mod tests {
                     d.insert(CBytes::from(k.as_str()), i),
                     m.insert(k.clone(), i)
                 ),
-                2 => assert_eq!(d.remove(k.as_bytes()).map(|x| x.1), m.remove(&k)),
+                2 => assert_eq!(d.remove(k.as_bytes()), m.remove(&k)),
                 _ => assert_eq!(d.get(k.as_bytes()), m.get(&k)),
             }
             if i % 1000 == 0 {
@@ -894,10 +887,7 @@ mod tests {
         d.insert_new(CBytes::from("fresh"), 1);
         assert_eq!(d.get_entry_meta(b"fresh").map(|e| *e.2), Some(0));
         let c = d.clone();
-        assert_eq!(
-            d.remove_meta(b"k10").map(|(_, v, m)| (v, m)),
-            Some((1000, 42))
-        );
+        assert_eq!(d.remove_meta(b"k10"), Some((1000, 42)));
         assert!(d.remove_meta(b"k10").is_none());
         assert_eq!(
             c.get_entry_meta(b"k10").map(|e| (*e.1, *e.2)),
